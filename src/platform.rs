@@ -1,0 +1,357 @@
+//! The seam: everything roving needs from the machine, and nothing more.
+//!
+//! The portable scheduler calls the free functions of this module. They
+//! forward, through symbols resolved at link time, to the one type the final
+//! program registered with [`set_platform!`](crate::set_platform). There is
+//! no generic parameter on the public API and no dynamic dispatch: this is
+//! the pattern of the `critical-section` crate.
+//!
+//! | need                          | bare metal (aarch64)        | host (`std`)            |
+//! |-------------------------------|-----------------------------|-------------------------|
+//! | which core am I, how many     | `TPIDR_EL1`, device tree    | thread-local, [`host::Machine`] |
+//! | wait for an event             | `WFE` / `WFI`               | `thread::park`          |
+//! | wake one core, or all         | `SEV` / SGI                 | `Thread::unpark`        |
+//! | tick counter and frequency    | `CNTVCT_EL0`, `CNTFRQ_EL0`  | `std::time::Instant`    |
+//! | start a core at an entry      | PSCI `CPU_ON`               | `std::thread::spawn`    |
+//! | save and restore interrupts   | `DAIF`                      | nothing to do           |
+//!
+//! # Supplying your own platform
+//!
+//! A kernel that embeds roving implements [`Platform`] for a type of its own
+//! and registers it once, anywhere in the final program:
+//!
+//! ```ignore
+//! struct MyKernel;
+//! unsafe impl roving::platform::Platform for MyKernel { /* ... */ }
+//! roving::set_platform!(MyKernel);
+//! ```
+//!
+//! Registering none is a link error naming the missing `_roving_platform_*`
+//! symbol; registering two is a duplicate-symbol link error. With feature
+//! `std`, roving registers [`host`]'s platform itself. `tests/custom-platform`
+//! in the repository is a complete, tested example.
+
+pub mod doorbell;
+#[cfg(feature = "std")]
+pub mod host;
+
+pub use doorbell::{Doorbell, Signal};
+
+use crate::time::Instant;
+use core::fmt;
+
+/// How deeply an idle core may sleep while it waits for an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Cheap to enter and leave (`WFE` on ARM). Under QEMU this still burns
+    /// a host core: use it for short waits.
+    Light,
+    /// Woken only by an interrupt (`WFI` on ARM, `HLT` on x86). Costs an
+    /// inter-processor interrupt to wake; uses no host CPU under QEMU.
+    Deep,
+}
+
+/// The entry point of a core started with [`start_core`]: it receives the
+/// `arg` given there. When it returns, the core becomes startable again.
+pub type CoreEntry = fn(arg: usize);
+
+/// Why [`start_core`] did not start a core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartCoreError {
+    /// There is no core with this index on this machine.
+    NoSuchCore {
+        /// The index asked for.
+        core: usize,
+        /// How many cores the machine has (valid indices are `0..count`).
+        count: usize,
+    },
+    /// The core is running: the boot core always, any other core until its
+    /// entry function returns.
+    AlreadyRunning {
+        /// The index asked for.
+        core: usize,
+    },
+    /// The firmware or operating system refused to start the core.
+    Refused {
+        /// The index asked for.
+        core: usize,
+        /// The refusal as the platform reports it (a PSCI return code on
+        /// ARM, an OS error number on the host).
+        code: i64,
+    },
+}
+
+impl fmt::Display for StartCoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::NoSuchCore { core, count } => {
+                write!(f, "no core {core}: this machine has cores 0..{count}")
+            }
+            Self::AlreadyRunning { core } => {
+                write!(f, "core {core} is already running; start it again after its entry returns")
+            }
+            Self::Refused { core, code } => {
+                write!(f, "the platform refused to start core {core} (code {code})")
+            }
+        }
+    }
+}
+
+impl core::error::Error for StartCoreError {}
+
+/// A core index that names no core of this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownCore {
+    /// The index given.
+    pub core: usize,
+    /// How many cores the machine has (valid indices are `0..count`).
+    pub count: usize,
+}
+
+impl fmt::Display for UnknownCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no core {}: this machine has cores 0..{}", self.core, self.count)
+    }
+}
+
+impl core::error::Error for UnknownCore {}
+
+/// Interrupt state saved by [`Platform::disable_interrupts`], opaque to
+/// everyone but the platform that made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InterruptState(usize);
+
+impl InterruptState {
+    /// Wraps a platform's raw saved state.
+    pub const fn from_raw(raw: usize) -> Self {
+        Self(raw)
+    }
+
+    /// The platform's raw saved state.
+    pub const fn into_raw(self) -> usize {
+        self.0
+    }
+}
+
+/// What a machine must provide for roving to schedule work on it.
+///
+/// Core indices are dense, `0..core_count()`, and core 0 is the core that
+/// booted. The free functions of [this module](self) check their arguments
+/// before calling these, so an implementation may assume `core <
+/// core_count()`.
+///
+/// # Safety
+///
+/// roving's lock-free protocols rely on these contracts; an implementation
+/// that breaks one can make the scheduler lose work or corrupt memory:
+///
+/// - `current_core` returns the same index for as long as a thread of
+///   execution runs, distinct indices for code running at the same time,
+///   and `None` only on threads that are not cores;
+/// - `wait_for_event` may return spuriously, but must return after a
+///   `wake` of the calling core that happened after the previous return
+///   (whether or not the call had started when the wake was sent), and by
+///   the deadline, if one is given, give or take the platform's timer
+///   resolution;
+/// - `ticks` never goes backwards on one core, and all cores share one time
+///   base;
+/// - `start_core` runs `entry(arg)` on the given core, on a stack of its
+///   own, at most once per successful call;
+/// - `restore_interrupts` accepts every state `disable_interrupts` returned.
+pub unsafe trait Platform {
+    /// The index of the calling core, or `None` on a thread that is not a
+    /// core (an OS thread on the host that no [`host::Machine`] started).
+    fn current_core() -> Option<usize>;
+
+    /// How many cores this machine has.
+    fn core_count() -> usize;
+
+    /// Parks the calling core until [`Platform::wake`] is called for it, the
+    /// tick counter reaches `deadline` (if given), or spuriously.
+    fn wait_for_event(depth: Depth, deadline: Option<u64>);
+
+    /// Wakes `core` if it is waiting, or makes its next wait return at once.
+    fn wake(core: usize);
+
+    /// Wakes every core, as [`Platform::wake`] does for one.
+    fn wake_all();
+
+    /// The current value of the machine's monotonic tick counter.
+    fn ticks() -> u64;
+
+    /// Ticks per second of [`Platform::ticks`]; never zero.
+    fn tick_hz() -> u64;
+
+    /// Starts `core`, which must not be running, at `entry(arg)`.
+    fn start_core(core: usize, entry: CoreEntry, arg: usize) -> Result<(), StartCoreError>;
+
+    /// Masks interrupts on the calling core and returns the previous state.
+    fn disable_interrupts() -> InterruptState;
+
+    /// Restores the interrupt state saved by [`Platform::disable_interrupts`].
+    ///
+    /// # Safety
+    ///
+    /// `state` must come from `disable_interrupts` on this core, and
+    /// save/restore pairs must nest.
+    unsafe fn restore_interrupts(state: InterruptState);
+}
+
+/// Registers `$t` as the [`Platform`] of this program. Use it exactly once,
+/// in any crate of the final program.
+#[macro_export]
+macro_rules! set_platform {
+    ($t:ty) => {
+        const _: () = {
+            use $crate::platform::{CoreEntry, Depth, InterruptState, Platform, StartCoreError};
+
+            #[unsafe(no_mangle)]
+            fn _roving_platform_current_core() -> Option<usize> {
+                <$t as Platform>::current_core()
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_core_count() -> usize {
+                <$t as Platform>::core_count()
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_wait_for_event(depth: Depth, deadline: Option<u64>) {
+                <$t as Platform>::wait_for_event(depth, deadline)
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_wake(core: usize) {
+                <$t as Platform>::wake(core)
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_wake_all() {
+                <$t as Platform>::wake_all()
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_ticks() -> u64 {
+                <$t as Platform>::ticks()
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_tick_hz() -> u64 {
+                <$t as Platform>::tick_hz()
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_start_core(
+                core: usize,
+                entry: CoreEntry,
+                arg: usize,
+            ) -> Result<(), StartCoreError> {
+                <$t as Platform>::start_core(core, entry, arg)
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_disable_interrupts() -> InterruptState {
+                <$t as Platform>::disable_interrupts()
+            }
+            #[unsafe(no_mangle)]
+            unsafe fn _roving_platform_restore_interrupts(state: InterruptState) {
+                // SAFETY: forwarded unchanged; the caller upholds the contract.
+                unsafe { <$t as Platform>::restore_interrupts(state) }
+            }
+        };
+    };
+}
+
+// Defined by `set_platform!`, with exactly these signatures.
+unsafe extern "Rust" {
+    fn _roving_platform_current_core() -> Option<usize>;
+    fn _roving_platform_core_count() -> usize;
+    fn _roving_platform_wait_for_event(depth: Depth, deadline: Option<u64>);
+    fn _roving_platform_wake(core: usize);
+    fn _roving_platform_wake_all();
+    fn _roving_platform_ticks() -> u64;
+    fn _roving_platform_tick_hz() -> u64;
+    fn _roving_platform_start_core(core: usize, entry: CoreEntry, arg: usize) -> Result<(), StartCoreError>;
+    fn _roving_platform_disable_interrupts() -> InterruptState;
+    fn _roving_platform_restore_interrupts(state: InterruptState);
+}
+
+/// The index of the calling core, or `None` on a thread that is not a core.
+#[inline]
+pub fn current_core() -> Option<usize> {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_current_core() }
+}
+
+/// How many cores this machine has.
+#[inline]
+pub fn core_count() -> usize {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_core_count() }
+}
+
+/// Parks the calling core until it is [woken](wake), `deadline` passes, or
+/// spuriously. Callers re-check whatever they are waiting for.
+#[inline]
+pub fn wait_for_event(depth: Depth, deadline: Option<Instant>) {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_wait_for_event(depth, deadline.map(Instant::ticks)) }
+}
+
+/// Wakes `core` if it is waiting in [`wait_for_event`], or makes its next
+/// wait return at once.
+#[inline]
+pub fn wake(core: usize) -> Result<(), UnknownCore> {
+    let count = core_count();
+    if core >= count {
+        return Err(UnknownCore { core, count });
+    }
+    // SAFETY: defined by `set_platform!` with this signature; `core` checked.
+    unsafe { _roving_platform_wake(core) };
+    Ok(())
+}
+
+/// Wakes every core, as [`wake`] does for one.
+#[inline]
+pub fn wake_all() {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_wake_all() }
+}
+
+/// The machine's monotonic tick counter. See [`Instant`] for durations.
+#[inline]
+pub fn ticks() -> u64 {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_ticks() }
+}
+
+/// Ticks per second of [`ticks`].
+#[inline]
+pub fn tick_hz() -> u64 {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_tick_hz() }
+}
+
+/// Starts `core` running `entry(arg)`.
+///
+/// # Errors
+///
+/// [`StartCoreError::NoSuchCore`] for an index past [`core_count`],
+/// [`StartCoreError::AlreadyRunning`] if that core is running, and
+/// [`StartCoreError::Refused`] if the firmware or OS would not start it.
+pub fn start_core(core: usize, entry: CoreEntry, arg: usize) -> Result<(), StartCoreError> {
+    let count = core_count();
+    if core >= count {
+        return Err(StartCoreError::NoSuchCore { core, count });
+    }
+    // SAFETY: defined by `set_platform!` with this signature; `core` checked.
+    unsafe { _roving_platform_start_core(core, entry, arg) }
+}
+
+/// Runs `f` with interrupts masked on the calling core, then restores them.
+pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(InterruptState);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: the state came from `disable_interrupts` on this core,
+            // and the guard's scope makes the pair nest.
+            unsafe { _roving_platform_restore_interrupts(self.0) }
+        }
+    }
+    // SAFETY: defined by `set_platform!` with this signature.
+    let _restore = Restore(unsafe { _roving_platform_disable_interrupts() });
+    f()
+}

@@ -1,0 +1,356 @@
+//! The host platform (feature `std`): OS threads stand in for cores.
+//!
+//! A [`Machine`] is a set of `N` simulated cores. [`Machine::run`] makes the
+//! calling thread core 0 for the duration of a closure; [`start_core`] runs
+//! an entry on a new OS thread that is that core. Waiting is `thread::park`
+//! and waking is `Thread::unpark`, arbitrated by each core's [`Doorbell`]
+//! exactly as on hardware. Ticks are nanoseconds.
+//!
+//! Machines are independent, so tests running in parallel each build their
+//! own. Like `std::thread::scope`, `run` returns only after every core
+//! started during it has returned from its entry, and re-raises the first
+//! panic of any of them.
+//!
+//! ```
+//! use roving::platform::{self, host::Machine};
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//!
+//! static SEEN: AtomicUsize = AtomicUsize::new(0);
+//! fn report_in(bit: usize) {
+//!     assert_eq!(platform::current_core(), Some(bit));
+//!     SEEN.fetch_or(1 << bit, Ordering::SeqCst);
+//! }
+//!
+//! let machine = Machine::new(4).unwrap();
+//! machine.run(|| {
+//!     for core in 1..platform::core_count() {
+//!         platform::start_core(core, report_in, core).unwrap();
+//!     }
+//! }).unwrap();
+//! assert_eq!(SEEN.load(Ordering::SeqCst), 0b1110);
+//! ```
+//!
+//! [`start_core`]: super::start_core
+
+use super::{CoreEntry, Depth, Doorbell, InterruptState, Platform, Signal, StartCoreError};
+use std::any::Any;
+use std::cell::RefCell;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::Duration;
+
+/// The most cores a host [`Machine`] may simulate.
+pub const MAX_CORES: usize = 1024;
+
+/// Why a [`Machine`] could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MachineError {
+    /// A machine needs at least one core.
+    NoCores,
+    /// More cores than [`MAX_CORES`] were asked for.
+    TooManyCores {
+        /// The count asked for.
+        requested: usize,
+    },
+}
+
+impl fmt::Display for MachineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoCores => write!(f, "a machine needs at least one core"),
+            Self::TooManyCores { requested } => {
+                write!(f, "{requested} cores asked for; a host machine has at most {MAX_CORES}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MachineError {}
+
+/// Why [`Machine::run`] did not run its closure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// Core 0 of this machine is already running (another `run` is active).
+    CoreZeroBusy,
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::CoreZeroBusy => write!(f, "core 0 of this machine is already running another `run`"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// A simulated multicore machine whose cores are OS threads.
+#[derive(Clone)]
+pub struct Machine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cores: Box<[Core]>,
+    /// Threads started by `start_core` and not yet joined by `run`.
+    started: Mutex<Vec<JoinHandle<()>>>,
+}
+
+struct Core {
+    doorbell: Doorbell,
+    running: AtomicBool,
+    /// The thread that is this core right now, for `unpark`.
+    thread: Mutex<Option<Thread>>,
+}
+
+/// Which machine, and which core of it, the current thread is.
+struct Membership {
+    machine: Arc<Inner>,
+    core: Option<usize>,
+}
+
+thread_local! {
+    static MEMBERSHIP: RefCell<Option<Membership>> = const { RefCell::new(None) };
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking core must not wedge the machine; the data stays valid.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn with_membership<R>(what: &str, f: impl FnOnce(&Arc<Inner>, Option<usize>) -> R) -> R {
+    MEMBERSHIP.with_borrow(|membership| match membership {
+        Some(m) => f(&m.machine, m.core),
+        None => panic!(
+            "roving: {what} called on a thread outside any host Machine; \
+             run it inside Machine::run, a core it started, or Machine::enter"
+        ),
+    })
+}
+
+impl Machine {
+    /// A machine with `cores` simulated cores, none of them running.
+    ///
+    /// # Errors
+    ///
+    /// [`MachineError::NoCores`] for zero, [`MachineError::TooManyCores`]
+    /// above [`MAX_CORES`].
+    pub fn new(cores: usize) -> Result<Self, MachineError> {
+        if cores == 0 {
+            return Err(MachineError::NoCores);
+        }
+        if cores > MAX_CORES {
+            return Err(MachineError::TooManyCores { requested: cores });
+        }
+        let cores = (0..cores)
+            .map(|_| Core {
+                doorbell: Doorbell::new(),
+                running: AtomicBool::new(false),
+                thread: Mutex::new(None),
+            })
+            .collect();
+        Ok(Self { inner: Arc::new(Inner { cores, started: Mutex::new(Vec::new()) }) })
+    }
+
+    /// How many cores this machine has.
+    pub fn core_count(&self) -> usize {
+        self.inner.cores.len()
+    }
+
+    /// Runs `main` on the calling thread as core 0, then waits for every
+    /// core started meanwhile to return from its entry.
+    ///
+    /// If `main` or any core panicked, the first such panic is resumed here
+    /// after all cores have been joined.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::CoreZeroBusy`] if another `run` of this machine is active.
+    pub fn run<R>(&self, main: impl FnOnce() -> R) -> Result<R, RunError> {
+        let core0 = &self.inner.cores[0];
+        if core0.running.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return Err(RunError::CoreZeroBusy);
+        }
+        *lock(&core0.thread) = Some(thread::current());
+        let outer = MEMBERSHIP.replace(Some(Membership { machine: self.inner.clone(), core: Some(0) }));
+
+        let result = panic::catch_unwind(AssertUnwindSafe(main));
+        let core_panic = self.join_started();
+
+        MEMBERSHIP.set(outer);
+        *lock(&core0.thread) = None;
+        core0.doorbell.answer(); // a stale ring must not leak into the next run
+        core0.running.store(false, Ordering::Release);
+
+        match (result, core_panic) {
+            (Err(payload), _) | (Ok(_), Some(payload)) => panic::resume_unwind(payload),
+            (Ok(value), None) => Ok(value),
+        }
+    }
+
+    /// Makes the calling thread a member of this machine that is not a core
+    /// (work from outside the machine, like an interrupt handler or another
+    /// program), until the guard is dropped: it may then [`wake`] cores and
+    /// read the clock. `current_core()` is `None` there.
+    ///
+    /// [`wake`]: super::wake
+    pub fn enter(&self) -> EnterGuard {
+        let outer = MEMBERSHIP.replace(Some(Membership { machine: self.inner.clone(), core: None }));
+        EnterGuard { outer: Some(outer) }
+    }
+
+    fn join_started(&self) -> Option<Box<dyn Any + Send>> {
+        let mut first_panic = None;
+        // A core may start another core before it returns, so repeat until
+        // a pass finds nothing new.
+        loop {
+            let batch = std::mem::take(&mut *lock(&self.inner.started));
+            if batch.is_empty() {
+                return first_panic;
+            }
+            for handle in batch {
+                if let Err(payload) = handle.join() {
+                    first_panic.get_or_insert(payload);
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Machine").field("cores", &self.core_count()).finish()
+    }
+}
+
+/// Returned by [`Machine::enter`]; restores the thread's previous machine
+/// membership when dropped.
+#[must_use = "the thread leaves the machine when the guard is dropped"]
+pub struct EnterGuard {
+    outer: Option<Option<Membership>>,
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        if let Some(outer) = self.outer.take() {
+            MEMBERSHIP.set(outer);
+        }
+    }
+}
+
+fn epoch() -> std::time::Instant {
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+fn core_thread(machine: Arc<Inner>, core: usize, entry: CoreEntry, arg: usize) {
+    struct Stopped<'a>(&'a Core);
+    impl Drop for Stopped<'_> {
+        // Runs on return and on panic alike, so the core can start again.
+        fn drop(&mut self) {
+            *lock(&self.0.thread) = None;
+            self.0.running.store(false, Ordering::Release);
+        }
+    }
+    let me = &machine.cores[core];
+    *lock(&me.thread) = Some(thread::current());
+    let _stopped = Stopped(me);
+    MEMBERSHIP.set(Some(Membership { machine: machine.clone(), core: Some(core) }));
+    entry(arg);
+}
+
+struct HostPlatform;
+
+// SAFETY: core indices come from thread-local membership set only by `run`
+// (core 0) and `core_thread` (one thread per running core, guarded by the
+// `running` flag); waits and wakes follow the Doorbell protocol with park
+// and unpark, whose token plays the role of the event register; ticks come
+// from one monotonic clock.
+unsafe impl Platform for HostPlatform {
+    fn current_core() -> Option<usize> {
+        MEMBERSHIP.with_borrow(|m| m.as_ref().and_then(|m| m.core))
+    }
+
+    fn core_count() -> usize {
+        with_membership("core_count", |machine, _| machine.cores.len())
+    }
+
+    fn wait_for_event(_depth: Depth, deadline: Option<u64>) {
+        with_membership("wait_for_event", |machine, core| {
+            let core = core.expect("roving: wait_for_event called on a thread that is not a core");
+            let doorbell = &machine.cores[core].doorbell;
+            if doorbell.answer() {
+                return;
+            }
+            match deadline {
+                None => thread::park(),
+                Some(deadline) => {
+                    let now = Self::ticks();
+                    if deadline <= now {
+                        return;
+                    }
+                    thread::park_timeout(Duration::from_nanos(deadline - now));
+                }
+            }
+            doorbell.answer();
+        })
+    }
+
+    fn wake(core: usize) {
+        with_membership("wake", |machine, _| {
+            let target = &machine.cores[core];
+            if target.doorbell.ring() != Signal::None
+                && let Some(thread) = lock(&target.thread).as_ref()
+            {
+                thread.unpark();
+            }
+        })
+    }
+
+    fn wake_all() {
+        let count = Self::core_count();
+        (0..count).for_each(Self::wake);
+    }
+
+    fn ticks() -> u64 {
+        u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn tick_hz() -> u64 {
+        1_000_000_000
+    }
+
+    fn start_core(core: usize, entry: CoreEntry, arg: usize) -> Result<(), StartCoreError> {
+        let machine = with_membership("start_core", |machine, _| machine.clone());
+        let target = &machine.cores[core];
+        if target.running.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return Err(StartCoreError::AlreadyRunning { core });
+        }
+        let for_thread = machine.clone();
+        let spawned = thread::Builder::new()
+            .name(format!("roving-core-{core}"))
+            .spawn(move || core_thread(for_thread, core, entry, arg));
+        match spawned {
+            Ok(handle) => {
+                lock(&machine.started).push(handle);
+                Ok(())
+            }
+            Err(error) => {
+                target.running.store(false, Ordering::Release);
+                let code = error.raw_os_error().map_or(-1, i64::from);
+                Err(StartCoreError::Refused { core, code })
+            }
+        }
+    }
+
+    fn disable_interrupts() -> InterruptState {
+        InterruptState::from_raw(0) // the host delivers no interrupts to cores
+    }
+
+    unsafe fn restore_interrupts(_state: InterruptState) {}
+}
+
+crate::set_platform!(HostPlatform);
