@@ -1,0 +1,86 @@
+//! Registers that describe or steer the calling core.
+
+use crate::cores::CoreLocal;
+use aarch64_cpu::registers::{DAIF, MPIDR_EL1, Readable, SCTLR_EL1, TPIDR_EL1, Writeable};
+use core::arch::asm;
+
+/// The affinity fields of MPIDR_EL1: this core's hardware id as the device
+/// tree and PSCI name it.
+pub(crate) fn hw_id() -> u64 {
+    MPIDR_EL1.get() & 0xff_00ff_ffff
+}
+
+/// Points TPIDR_EL1 at this core's [`CoreLocal`]. Touches no memory.
+pub(crate) fn set_core_local(local: &'static CoreLocal) {
+    TPIDR_EL1.set(local as *const CoreLocal as u64);
+}
+
+/// This core's [`CoreLocal`], or `None` before [`set_core_local`].
+pub(crate) fn core_local() -> Option<&'static CoreLocal> {
+    let ptr = TPIDR_EL1.get() as *const CoreLocal;
+    // SAFETY: TPIDR_EL1 is zero at reset and is only ever set by
+    // `set_core_local` to a `&'static CoreLocal`.
+    unsafe { ptr.as_ref() }
+}
+
+/// Whether this core's MMU is on (and atomics are safe to use).
+pub(crate) fn mmu_enabled() -> bool {
+    SCTLR_EL1.is_set(SCTLR_EL1::M)
+}
+
+/// Masks IRQs and FIQs; returns the previous DAIF for [`restore_interrupts`].
+pub(crate) fn disable_interrupts() -> usize {
+    let saved = DAIF.get() as usize;
+    // SAFETY: masking interrupts has no memory effects; callers restore.
+    unsafe { asm!("msr daifset, #3", options(nomem, nostack, preserves_flags)) };
+    saved
+}
+
+/// Restores a DAIF value saved by [`disable_interrupts`].
+pub(crate) fn restore_interrupts(saved: usize) {
+    DAIF.set(saved as u64);
+}
+
+/// Lets any pending IRQ be taken now, then masks IRQs again.
+pub(crate) fn take_pending_interrupts() {
+    // SAFETY: the IRQ handler saves and restores all state it touches; the
+    // ISB makes the unmask take effect before IRQs are masked again.
+    unsafe { asm!("msr daifclr, #2", "isb", "msr daifset, #2", options(nomem, nostack, preserves_flags)) };
+}
+
+/// Runs `f` with IRQs unmasked, then masks them again.
+pub(crate) fn with_interrupts_enabled<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: as in `take_pending_interrupts`.
+    unsafe { asm!("msr daifclr, #2", options(nomem, nostack, preserves_flags)) };
+    let result = f();
+    // SAFETY: masking has no memory effects.
+    unsafe { asm!("msr daifset, #2", options(nomem, nostack, preserves_flags)) };
+    result
+}
+
+/// Discards the data cache lines covering `[start, start + len)` without
+/// writing them back: for memory written with the caches off, so no stale
+/// copy shadows what is now in RAM.
+pub(crate) fn invalidate_dcache_range(start: usize, len: usize) {
+    let ctr: usize;
+    // SAFETY: reading CTR_EL0 has no side effects.
+    unsafe { asm!("mrs {}, ctr_el0", out(reg) ctr, options(nomem, nostack, preserves_flags)) };
+    let line = 4usize << ((ctr >> 16) & 0xf); // CTR_EL0.DminLine: log2 of words per line
+    let mut address = start & !(line - 1);
+    while address < start + len {
+        // SAFETY: invalidating lines of memory this core just wrote with
+        // caches off loses nothing; the address is mapped (or the MMU is off).
+        unsafe { asm!("dc ivac, {}", in(reg) address, options(nostack, preserves_flags)) };
+        address += line;
+    }
+    // SAFETY: a barrier has no memory effects of its own.
+    unsafe { asm!("dsb sy", options(nostack, preserves_flags)) };
+}
+
+/// Runs `f` with IRQs and FIQs masked, then restores the previous state.
+pub(crate) fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+    let saved = disable_interrupts();
+    let result = f();
+    restore_interrupts(saved);
+    result
+}

@@ -1,0 +1,215 @@
+//! What the device tree says about the machine: cores, RAM, the PSCI
+//! conduit, the interrupt controller and the timer's interrupt.
+//!
+//! Runs on the boot core before the MMU is on, so it allocates nothing and
+//! touches no atomic. Anything the tree does not say falls back to the
+//! board's constants, and the boot banner says what was found.
+
+use super::cpu;
+use crate::board::{Board, Region};
+use crate::boot_info::BootInfo;
+use dtoolkit::fdt::{Fdt, FdtNode};
+use dtoolkit::standard::{NodeStandard, Status};
+use dtoolkit::{Node, Property, ToCellInt};
+
+/// How PSCI calls reach the firmware.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conduit {
+    /// `HVC`: firmware at EL2 (QEMU's built-in PSCI when entered at EL1).
+    Hvc,
+    /// `SMC`: firmware at EL3 (QEMU with `virtualization=on`).
+    Smc,
+}
+
+impl Conduit {
+    /// The instruction's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Hvc => "HVC",
+            Self::Smc => "SMC",
+        }
+    }
+}
+
+/// Which generic interrupt controller the machine has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GicVersion {
+    /// GICv2 (GIC-400 and QEMU's default): memory-mapped CPU interface,
+    /// at most 8 cores.
+    V2,
+    /// GICv3: system-register CPU interface, one redistributor per core.
+    V3,
+}
+
+impl GicVersion {
+    /// 2 or 3.
+    pub fn number(self) -> u8 {
+        match self {
+            Self::V2 => 2,
+            Self::V3 => 3,
+        }
+    }
+}
+
+/// Where the interrupt controller's registers are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GicInfo {
+    /// v2 or v3.
+    pub version: GicVersion,
+    /// The distributor (GICD).
+    pub distributor: usize,
+    /// v2: the CPU interface (GICC); v3: the first redistributor (GICR).
+    pub cpu_or_redistributor: usize,
+}
+
+/// What the boot core learned that only AArch64 cares about.
+#[derive(Debug)]
+pub struct ArchInfo {
+    /// The exception level the boot core was entered at (1 or 2).
+    pub entered_el: u8,
+    /// Where the device tree was found, if it was.
+    pub device_tree: Option<usize>,
+    /// How to call PSCI; `None` if the tree names no PSCI node.
+    pub psci: Option<Conduit>,
+    /// The interrupt controller, if the tree names one the kernel drives.
+    pub gic: Option<GicInfo>,
+    /// The interrupt id of the EL1 virtual timer (a PPI; 27 by convention).
+    pub timer_intid: u32,
+}
+
+impl ArchInfo {
+    pub(crate) const EMPTY: Self =
+        Self { entered_el: 0, device_tree: None, psci: None, gic: None, timer_intid: VIRTUAL_TIMER_PPI };
+}
+
+const FDT_MAGIC: u32 = 0xd00d_feed;
+/// The architected EL1 virtual timer interrupt when the tree does not say.
+const VIRTUAL_TIMER_PPI: u32 = 27;
+const GICV2_COMPATIBLE: [&str; 4] =
+    ["arm,gic-400", "arm,cortex-a15-gic", "arm,cortex-a9-gic", "arm,cortex-a7-gic"];
+
+/// Fills `info` from the device tree, or from the board if there is none.
+pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
+    let boot_core = cpu::hw_id();
+    let Some((address, fdt)) = find(loader_hint, board) else {
+        let _ = info.ram.push(board.fallback_ram);
+        let _ = info.cores.push(boot_core);
+        info.cores_found = 1;
+        return;
+    };
+    info.arch.device_tree = Some(address);
+    if let Ok(Some(model)) = fdt.root().model() {
+        let _ = info.model.push_str(truncate(model, info.model.capacity()));
+    }
+    if let Some(chosen) = fdt.chosen()
+        && let Ok(Some(args)) = chosen.bootargs()
+    {
+        let _ = info.bootargs.push_str(truncate(args, info.bootargs.capacity()));
+    }
+    read_cores(fdt, boot_core, info);
+    read_memory(fdt, info);
+    if info.ram.is_empty() {
+        let _ = info.ram.push(board.fallback_ram);
+    }
+    info.arch.psci =
+        fdt.find_node("/psci").and_then(|psci| match psci.property("method")?.value_as::<&str>().ok()? {
+            "hvc" => Some(Conduit::Hvc),
+            "smc" => Some(Conduit::Smc),
+            _ => None,
+        });
+    info.arch.gic = find_gic(fdt);
+    if let Some(intid) = timer_intid(fdt) {
+        info.arch.timer_intid = intid;
+    }
+}
+
+/// The device tree at the loader's hint or the board's fixed address.
+fn find(loader_hint: usize, board: &Board) -> Option<(usize, Fdt<'static>)> {
+    // Only addresses inside RAM are probed: reading an arbitrary register
+    // left in x0 could hit a hole in the address map.
+    let ram = board.fallback_ram;
+    let hint = (loader_hint >= ram.base && loader_hint < ram.end()).then_some(loader_hint);
+    [hint, board.device_tree].into_iter().flatten().find_map(|address| {
+        if !address.is_multiple_of(4) {
+            return None;
+        }
+        // SAFETY: the address is in RAM (or is the board's documented DTB
+        // location) and 4-aligned; with the MMU off it is plainly readable.
+        let magic = unsafe { core::ptr::read_volatile(address as *const u32) };
+        if u32::from_be(magic) != FDT_MAGIC {
+            return None;
+        }
+        // SAFETY: a device tree header is there (magic checked); `from_raw`
+        // validates its size and structure before trusting them. The blob
+        // stays in place, unmodified, for the life of the kernel.
+        unsafe { Fdt::from_raw(address as *const u8) }.ok().map(|fdt| (address, fdt))
+    })
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Enabled cores, the boot core first, then the others in tree order.
+fn read_cores(fdt: Fdt<'static>, boot_core: u64, info: &mut BootInfo) {
+    let _ = info.cores.push(boot_core);
+    info.cores_found = 1;
+    let Ok(cpus) = fdt.cpus() else { return };
+    for cpu in cpus.cpus() {
+        if !matches!(cpu.status(), Ok(Status::Okay)) {
+            continue;
+        }
+        let Some(id) = cpu.ids().ok().and_then(|mut ids| ids.next()).and_then(|id| id.to_int::<u64>().ok())
+        else {
+            continue;
+        };
+        if id == boot_core {
+            continue;
+        }
+        info.cores_found += 1;
+        let _ = info.cores.push(id); // beyond MAX_CORES: counted, not used
+    }
+}
+
+fn read_memory(fdt: Fdt<'static>, info: &mut BootInfo) {
+    let Ok(memory) = fdt.memory() else { return };
+    let Ok(Some(regs)) = (*memory).reg() else { return };
+    for reg in regs {
+        if let (Ok(base), Ok(size)) = (reg.address::<u64>(), reg.size::<u64>())
+            && size > 0
+        {
+            let _ = info.ram.push(Region { base: base as usize, size: size as usize });
+        }
+    }
+}
+
+fn find_gic(fdt: Fdt<'static>) -> Option<GicInfo> {
+    let root = fdt.root();
+    let (node, version) = root.children().find_map(|node| {
+        if node.is_compatible("arm,gic-v3") {
+            Some((node, GicVersion::V3))
+        } else if GICV2_COMPATIBLE.iter().any(|c| node.is_compatible(c)) {
+            Some((node, GicVersion::V2))
+        } else {
+            None
+        }
+    })?;
+    let mut regs = node.reg().ok()??;
+    let distributor = regs.next()?.address::<u64>().ok()? as usize;
+    let cpu_or_redistributor = regs.next()?.address::<u64>().ok()? as usize;
+    Some(GicInfo { version, distributor, cpu_or_redistributor })
+}
+
+/// The virtual timer's interrupt: the third of the `arm,armv8-timer` node's
+/// four interrupts (secure, non-secure, virtual, hypervisor), each three
+/// cells `<type number flags>` with type 1 meaning a PPI (ids from 16).
+fn timer_intid(fdt: Fdt<'static>) -> Option<u32> {
+    let timer: FdtNode<'static> = fdt.root().children().find(|n| n.is_compatible("arm,armv8-timer"))?;
+    let cells = timer.property("interrupts")?.value_as::<[u32; 12]>().ok()?;
+    let (kind, number) = (cells[6], cells[7]);
+    (kind == 1).then_some(16 + number)
+}

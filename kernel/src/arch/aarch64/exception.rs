@@ -1,0 +1,87 @@
+//! Exception entry: the vector table and the dispatch to handlers.
+//!
+//! Kernel code runs with IRQs masked except while a core waits for an
+//! event (see `idle.rs`), so an IRQ only ever interrupts the idle path.
+//! Every other exception is a fault: it is reported and the run ends.
+
+use super::{fault, gic};
+use aarch64_cpu::registers::{VBAR_EL1, Writeable};
+use core::arch::global_asm;
+
+/// What the vectors save before calling [`handle_exception`]. The layout is
+/// fixed by `vectors.s`.
+#[repr(C)]
+pub(super) struct Frame {
+    /// x0..=x17.
+    pub x: [u64; 18],
+    pub x18: u64,
+    /// Frame pointer.
+    pub x29: u64,
+    /// Link register.
+    pub x30: u64,
+    pub elr: u64,
+    pub spsr: u64,
+    pub fpcr: u64,
+    pub fpsr: u64,
+    _pad: u64,
+    /// q0..=q7, then q16..=q31.
+    pub q: [u128; 24],
+}
+
+const FRAME_SIZE: usize = core::mem::size_of::<Frame>();
+const _: () = assert!(FRAME_SIZE == 592 && FRAME_SIZE.is_multiple_of(16));
+
+global_asm!(
+    include_str!("vectors.s"),
+    frame_size = const FRAME_SIZE,
+    handler = sym handle_exception,
+);
+
+unsafe extern "C" {
+    static _roving_vectors: u8;
+}
+
+/// Points VBAR_EL1 at the vector table. Touches no memory.
+pub(super) fn install() {
+    let table = &raw const _roving_vectors as u64;
+    VBAR_EL1.set(table);
+    aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
+}
+
+/// Which vector was taken: entry number `kind` of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Vector {
+    Synchronous,
+    Irq,
+    Fiq,
+    SError,
+}
+
+impl Vector {
+    fn of(kind: u64) -> Self {
+        match kind % 4 {
+            0 => Self::Synchronous,
+            1 => Self::Irq,
+            2 => Self::Fiq,
+            _ => Self::SError,
+        }
+    }
+}
+
+/// Where the exception came from, from the entry number.
+pub(super) fn origin(kind: u64) -> &'static str {
+    match kind / 4 {
+        0 => "EL1 using SP_EL0",
+        1 => "EL1",
+        2 => "EL0 (AArch64)",
+        _ => "EL0 (AArch32)",
+    }
+}
+
+/// Called by the vectors with the entry number and the saved state.
+extern "C" fn handle_exception(kind: u64, frame: &mut Frame) {
+    match Vector::of(kind) {
+        Vector::Irq if kind / 4 == 1 => gic::handle_irq(),
+        vector => fault::report_and_exit(vector, kind, frame),
+    }
+}

@@ -1,0 +1,122 @@
+//! The fault report: which core, what went wrong in words, and the
+//! registers that say where.
+
+use super::exception::{Frame, Vector, origin};
+use crate::{console, cores, exit_code};
+use aarch64_cpu::registers::{ESR_EL1, FAR_EL1, Readable};
+
+/// Prints the report for an exception the kernel does not handle and ends
+/// the run with [`exit_code::FAULT`].
+pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
+    let esr = ESR_EL1.get();
+    let far = FAR_EL1.get();
+    let class = (esr >> 26) & 0x3f;
+    let core = cores::current().map(|c| c.index);
+    console::emergency(format_args!(
+        "\n*** FAULT on core {}: {} from {}\n    {}{}\n    ESR_EL1 {esr:#018x}  FAR_EL1 {far:#018x}\n    ELR_EL1 {:#018x}  SPSR_EL1 {:#010x}  LR {:#018x}\n",
+        Core(core),
+        vector_name(vector),
+        origin(kind),
+        class_name(class),
+        Detail(class, esr),
+        frame.elr,
+        frame.spsr,
+        frame.x30,
+    ));
+    crate::exit(exit_code::FAULT)
+}
+
+struct Core(Option<usize>);
+
+impl core::fmt::Display for Core {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(index) => write!(f, "{index}"),
+            None => write!(f, "? (before per-core data)"),
+        }
+    }
+}
+
+fn vector_name(vector: Vector) -> &'static str {
+    match vector {
+        Vector::Synchronous => "synchronous exception",
+        Vector::Irq => "unexpected IRQ",
+        Vector::Fiq => "unexpected FIQ",
+        Vector::SError => "SError (asynchronous abort)",
+    }
+}
+
+/// ESR_EL1.EC in words (Arm ARM, "ESR_ELx, Exception Syndrome Register").
+fn class_name(class: u64) -> &'static str {
+    match class {
+        0x00 => "unknown reason (undefined instruction?)",
+        0x01 => "trapped WFI or WFE",
+        0x07 => "access to SIMD or floating point trapped",
+        0x0e => "illegal execution state",
+        0x11 | 0x15 => "SVC instruction",
+        0x16 => "HVC instruction",
+        0x17 => "SMC instruction",
+        0x18 => "trapped system register access",
+        0x20 => "instruction abort from a lower exception level",
+        0x21 => "instruction abort at the current exception level",
+        0x22 => "PC alignment fault",
+        0x24 => "data abort from a lower exception level",
+        0x25 => "data abort at the current exception level",
+        0x26 => "SP alignment fault",
+        0x28 | 0x2c => "trapped floating-point exception",
+        0x2f => "SError interrupt",
+        0x30 | 0x31 => "breakpoint",
+        0x32 | 0x33 => "software step",
+        0x34 | 0x35 => "watchpoint",
+        0x38 => "BKPT instruction",
+        0x3c => "BRK instruction",
+        _ => "reserved or unrecognised exception class",
+    }
+}
+
+/// For aborts, the fault status code and direction in words.
+struct Detail(u64, u64);
+
+impl core::fmt::Display for Detail {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (class, esr) = (self.0, self.1);
+        let is_abort = matches!(class, 0x20 | 0x21 | 0x24 | 0x25);
+        if !is_abort {
+            return write!(f, " (EC {class:#04x})");
+        }
+        let status = esr & 0x3f;
+        write!(f, ": {}", status_name(status))?;
+        if let Some(level) = status_level(status) {
+            write!(f, " at level {level}")?;
+        }
+        if matches!(class, 0x24 | 0x25) {
+            let write = (esr >> 6) & 1 == 1; // ISS.WnR
+            write!(f, ", on a {}", if write { "write" } else { "read" })?;
+        }
+        write!(f, " (EC {class:#04x}, FSC {status:#04x})")
+    }
+}
+
+/// Data or instruction fault status code in words.
+fn status_name(status: u64) -> &'static str {
+    match status {
+        0x00..=0x03 => "address size fault",
+        0x04..=0x07 => "translation fault (address not mapped)",
+        0x09..=0x0b => "access flag fault",
+        0x0d..=0x0f => "permission fault",
+        0x10 => "synchronous external abort",
+        0x11 => "synchronous tag check fault",
+        0x14..=0x17 => "synchronous external abort on a table walk",
+        0x18 => "synchronous parity or ECC error",
+        0x21 => "alignment fault",
+        0x30 => "TLB conflict abort",
+        0x31 => "unsupported atomic hardware update fault",
+        0x34 => "implementation defined fault (lockdown)",
+        0x35 => "implementation defined fault (unsupported exclusive or atomic access)",
+        _ => "unrecognised fault status",
+    }
+}
+
+fn status_level(status: u64) -> Option<u64> {
+    matches!(status, 0x00..=0x0f | 0x14..=0x17).then_some(status & 0x3)
+}

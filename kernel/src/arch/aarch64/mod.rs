@@ -1,0 +1,59 @@
+//! AArch64: boot, exceptions, MMU, GIC, PSCI, the generic timer, and the
+//! WFE/WFI idle tiers.
+//!
+//! The rest of the kernel uses only what this module re-exports: the same
+//! names will exist for every architecture.
+
+mod boot;
+pub(crate) mod cpu;
+mod dtb;
+mod exception;
+mod fault;
+mod gic;
+pub(crate) mod idle;
+mod mmu;
+mod psci;
+pub(crate) mod timer;
+
+pub use dtb::{ArchInfo, Conduit, GicInfo, GicVersion};
+
+/// Ends the run: the exit status reaches the host through semihosting
+/// (QEMU must run with `-semihosting`).
+pub fn exit(code: i32) -> ! {
+    semihosting::process::exit(code)
+}
+
+/// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
+pub(crate) use gic::CoreGic as CoreArch;
+
+/// Interrupt controller set-up on the boot core, once the MMU is on.
+pub(crate) fn init_interrupts_primary() {
+    gic::init_primary();
+    gic::init_this_core();
+    timer::init_this_core();
+}
+
+/// Interrupt controller set-up on every other core.
+pub(crate) fn init_interrupts_secondary() {
+    gic::init_this_core();
+    timer::init_this_core();
+}
+
+/// Powers on core `index`, which will run the kernel's secondary entry.
+pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
+    psci::cpu_on(hw_id, boot::secondary_entry_address(), index)
+}
+
+/// A one-line description of the interrupt controller and firmware, for the
+/// boot banner.
+pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+    write!(out, "entered at EL{}", info.entered_el)?;
+    match info.psci {
+        Some(conduit) => write!(out, ", PSCI over {}", conduit.name())?,
+        None => write!(out, ", no PSCI")?,
+    }
+    match &info.gic {
+        Some(gic) => write!(out, ", GICv{}", gic.version.number()),
+        None => write!(out, ", no GIC"),
+    }
+}

@@ -1,0 +1,52 @@
+//! The architecture-independent part of boot: after the architecture has
+//! turned the MMU on, before `main`.
+
+use crate::{arch, board::board, boot_info, console, cores, println};
+
+unsafe extern "Rust" {
+    // Defined by `roving_kernel::entry!` in the program.
+    fn _roving_kernel_main();
+}
+
+/// The boot core, MMU on: console, banner, interrupts, then `main`.
+pub(crate) fn primary_main() -> ! {
+    console::init();
+    let info = boot_info::boot_info();
+    banner(info);
+    arch::init_interrupts_primary();
+    cores::init(info);
+    boot_info::publish();
+    // SAFETY: `entry!` defines the symbol with this signature.
+    unsafe { _roving_kernel_main() };
+    crate::exit(0)
+}
+
+/// Any other core, MMU on: interrupts, then the start/park loop.
+pub(crate) fn secondary_main(index: usize) -> ! {
+    boot_info::wait_published();
+    arch::init_interrupts_secondary();
+    cores::run_secondary(index)
+}
+
+fn banner(info: &boot_info::BootInfo) {
+    let model = if info.model.is_empty() { "no device tree" } else { info.model.as_str() };
+    let ram = info.ram.first().map_or(0, |r| r.base);
+    println!(
+        "roving-kernel {} on {} ({model}): {} cores, {} MiB RAM at {ram:#x}",
+        env!("CARGO_PKG_VERSION"),
+        board().name,
+        info.cores.len(),
+        info.ram_bytes() >> 20,
+    );
+    let mut line = heapless::String::<160>::new();
+    let _ = arch::describe(&info.arch, &mut line);
+    let hz = arch::timer::hz();
+    println!("  {line}; timer {}.{:02} MHz", hz / 1_000_000, hz % 1_000_000 / 10_000);
+    if info.cores_found > info.cores.len() {
+        println!(
+            "  warning: the firmware lists {} cores; this build uses {} (MAX_CORES)",
+            info.cores_found,
+            info.cores.len()
+        );
+    }
+}

@@ -1,0 +1,203 @@
+//! Per-core data, and the life of a core.
+//!
+//! ```text
+//!            start_core                 boots, sees Starting     entry returns
+//!   Off ───────────────▶ Claimed ─▶ Starting ───────────────▶ Running ─────────▶ Parked
+//!                           ▲                                                    │
+//!                           └──────────────────── start_core ────────────────────┘
+//! ```
+//!
+//! The first start powers the core on (PSCI); it then runs kernel set-up and
+//! the entry. When the entry returns the core parks in the deep idle tier,
+//! and a later start hands it a new entry through its doorbell. The boot
+//! core is `Running` for the life of the image.
+
+use crate::arch;
+use crate::boot_info::{BootInfo, MAX_CORES, boot_info};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::*};
+use roving::platform::{CoreEntry, Depth, Doorbell, StartCoreError};
+
+const OFF: u8 = 0;
+const CLAIMED: u8 = 1;
+const STARTING: u8 = 2;
+const RUNNING: u8 = 3;
+const PARKED: u8 = 4;
+
+/// Everything the kernel keeps per core. The architecture's per-core
+/// register (TPIDR_EL1) points at the running core's.
+#[derive(Debug)]
+pub struct CoreLocal {
+    /// Dense index, `0..core_count`.
+    pub index: usize,
+    hw_id: AtomicU64,
+    pub(crate) doorbell: Doorbell,
+    state: AtomicU8,
+    entry: AtomicUsize,
+    arg: AtomicUsize,
+    pub(crate) panicking: AtomicBool,
+    pub(crate) arch: arch::CoreArch,
+    pub(crate) stats: Stats,
+}
+
+/// Counters kept per core.
+#[derive(Debug)]
+pub(crate) struct Stats {
+    pub online_at: AtomicU64,
+    pub starts: AtomicU64,
+    pub rings_answered: AtomicU64,
+    pub light_sleeps: AtomicU64,
+    pub deep_sleeps: AtomicU64,
+    pub interrupts: AtomicU64,
+    pub unexpected_interrupts: AtomicU64,
+}
+
+/// A snapshot of one core's counters, for summaries and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CoreReport {
+    /// Dense index.
+    pub index: usize,
+    /// Hardware id (MPIDR affinity on ARM).
+    pub hw_id: u64,
+    /// Tick at which the core first ran kernel code with its MMU on; `None`
+    /// if it never came online.
+    pub online_at: Option<u64>,
+    /// Entries run by `start_core` (the boot core's `main` counts as one).
+    pub starts: u64,
+    /// Doorbell rings this core answered in its waits.
+    pub rings_answered: u64,
+    /// Waits that slept in the light tier (WFE).
+    pub light_sleeps: u64,
+    /// Waits that slept in the deep tier (WFI).
+    pub deep_sleeps: u64,
+    /// Interrupts taken (wake-up SGIs and timer deadlines).
+    pub interrupts: u64,
+    /// Interrupts that were neither of those.
+    pub unexpected_interrupts: u64,
+}
+
+impl CoreLocal {
+    const fn new(index: usize) -> Self {
+        Self {
+            index,
+            hw_id: AtomicU64::new(0),
+            doorbell: Doorbell::new(),
+            state: AtomicU8::new(OFF),
+            entry: AtomicUsize::new(0),
+            arg: AtomicUsize::new(0),
+            panicking: AtomicBool::new(false),
+            arch: arch::CoreArch::new(),
+            stats: Stats {
+                online_at: AtomicU64::new(0),
+                starts: AtomicU64::new(0),
+                rings_answered: AtomicU64::new(0),
+                light_sleeps: AtomicU64::new(0),
+                deep_sleeps: AtomicU64::new(0),
+                interrupts: AtomicU64::new(0),
+                unexpected_interrupts: AtomicU64::new(0),
+            },
+        }
+    }
+
+    /// The core's hardware id.
+    pub fn hw_id(&self) -> u64 {
+        self.hw_id.load(Relaxed)
+    }
+
+    fn report(&self) -> CoreReport {
+        let s = &self.stats;
+        let online_at = s.online_at.load(Relaxed);
+        CoreReport {
+            index: self.index,
+            hw_id: self.hw_id(),
+            online_at: (online_at != 0).then_some(online_at),
+            starts: s.starts.load(Relaxed),
+            rings_answered: s.rings_answered.load(Relaxed),
+            light_sleeps: s.light_sleeps.load(Relaxed),
+            deep_sleeps: s.deep_sleeps.load(Relaxed),
+            interrupts: s.interrupts.load(Relaxed),
+            unexpected_interrupts: s.unexpected_interrupts.load(Relaxed),
+        }
+    }
+}
+
+static CORES: [CoreLocal; MAX_CORES] = {
+    let mut cores = [const { CoreLocal::new(0) }; MAX_CORES];
+    let mut index = 0;
+    while index < MAX_CORES {
+        cores[index].index = index;
+        index += 1;
+    }
+    cores
+};
+
+/// Core `index`'s data. Computes an address only: safe before the MMU.
+pub(crate) fn local(index: usize) -> &'static CoreLocal {
+    &CORES[index]
+}
+
+/// The calling core's data, once its per-core register is set.
+pub(crate) fn current() -> Option<&'static CoreLocal> {
+    arch::cpu::core_local()
+}
+
+/// How many cores are in use.
+pub fn count() -> usize {
+    boot_info().cores.len()
+}
+
+/// A snapshot of core `index`'s counters, or `None` past [`count`].
+pub fn report(index: usize) -> Option<CoreReport> {
+    (index < count()).then(|| CORES[index].report())
+}
+
+/// Records hardware ids and brings the boot core online.
+pub(crate) fn init(info: &BootInfo) {
+    for (core, &hw_id) in CORES.iter().zip(&info.cores) {
+        core.hw_id.store(hw_id, Relaxed);
+    }
+    let boot = &CORES[0];
+    boot.stats.online_at.store(arch::timer::ticks().max(1), Relaxed);
+    boot.stats.starts.store(1, Relaxed);
+    boot.state.store(RUNNING, Release);
+}
+
+/// Starts core `index` at `entry(arg)` (see the module documentation).
+pub(crate) fn start(index: usize, entry: CoreEntry, arg: usize) -> Result<(), StartCoreError> {
+    let core = &CORES[index];
+    let was = [OFF, PARKED]
+        .into_iter()
+        .find(|&from| core.state.compare_exchange(from, CLAIMED, Acquire, Relaxed).is_ok())
+        .ok_or(StartCoreError::AlreadyRunning { core: index })?;
+    core.entry.store(entry as usize, Relaxed);
+    core.arg.store(arg, Relaxed);
+    core.state.store(STARTING, Release);
+    if was == PARKED {
+        arch::idle::signal(core, core.doorbell.ring());
+        return Ok(());
+    }
+    arch::start_core(index, core.hw_id()).map_err(|code| {
+        core.state.store(OFF, Release);
+        StartCoreError::Refused { core: index, code }
+    })
+}
+
+/// A started core's life after kernel set-up: run each entry it is given,
+/// park in between.
+pub(crate) fn run_secondary(index: usize) -> ! {
+    let me = &CORES[index];
+    let _ = me.stats.online_at.compare_exchange(0, arch::timer::ticks().max(1), Relaxed, Relaxed);
+    loop {
+        if me.state.load(Acquire) == STARTING {
+            let (entry, arg) = (me.entry.load(Relaxed), me.arg.load(Relaxed));
+            // SAFETY: `start` stored a valid `CoreEntry` before publishing
+            // STARTING with release ordering, which the load above acquired.
+            let entry: CoreEntry = unsafe { core::mem::transmute::<usize, CoreEntry>(entry) };
+            me.state.store(RUNNING, Relaxed);
+            me.stats.starts.fetch_add(1, Relaxed);
+            entry(arg);
+            me.state.store(PARKED, Release);
+        } else {
+            arch::idle::wait(me, Depth::Deep, None);
+        }
+    }
+}

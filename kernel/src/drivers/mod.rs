@@ -1,0 +1,3 @@
+//! Device drivers shared by several boards.
+
+pub(crate) mod pl011;

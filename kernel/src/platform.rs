@@ -1,0 +1,66 @@
+//! roving's [`Platform`] for this kernel: the seam the scheduler sees.
+
+use crate::{arch, boot_info::boot_info, cores};
+use roving::platform::{CoreEntry, Depth, InterruptState, Platform, Signal, StartCoreError};
+
+struct KernelPlatform;
+
+// SAFETY: core indices come from each core's own TPIDR_EL1, set once per
+// start; waits and wakes follow the doorbell protocol with the DSB-before-
+// signal rule (arch idle module); ticks are the architected counter shared
+// by all cores; `start` hands an entry to one core at a time (cores module).
+unsafe impl Platform for KernelPlatform {
+    fn current_core() -> Option<usize> {
+        cores::current().map(|core| core.index)
+    }
+
+    fn core_count() -> usize {
+        boot_info().cores.len()
+    }
+
+    fn wait_for_event(depth: Depth, deadline: Option<u64>) {
+        let me = cores::current().expect("every context on this kernel runs on a core");
+        arch::idle::wait(me, depth, deadline);
+    }
+
+    fn wake(core: usize) {
+        let target = cores::local(core);
+        arch::idle::signal(target, target.doorbell.ring());
+    }
+
+    fn wake_all() {
+        let mut any_event = false;
+        for index in 0..cores::count() {
+            let target = cores::local(index);
+            match target.doorbell.ring() {
+                Signal::Event => any_event = true,
+                signal => arch::idle::signal(target, signal),
+            }
+        }
+        if any_event {
+            arch::idle::broadcast_event();
+        }
+    }
+
+    fn ticks() -> u64 {
+        arch::timer::ticks()
+    }
+
+    fn tick_hz() -> u64 {
+        arch::timer::hz()
+    }
+
+    fn start_core(core: usize, entry: CoreEntry, arg: usize) -> Result<(), StartCoreError> {
+        cores::start(core, entry, arg)
+    }
+
+    fn disable_interrupts() -> InterruptState {
+        InterruptState::from_raw(arch::cpu::disable_interrupts())
+    }
+
+    unsafe fn restore_interrupts(state: InterruptState) {
+        arch::cpu::restore_interrupts(state.into_raw());
+    }
+}
+
+roving::set_platform!(KernelPlatform);
