@@ -20,6 +20,9 @@
 //! roving_kernel::entry!(main);
 //! ```
 //!
+//! Forgetting the board (or never naming its crate, which leaves it out of
+//! the link) is the link error `undefined symbol: _ROVING_BOARD`.
+//!
 //! `main` runs on the boot core (core 0); the other cores are off until
 //! [`roving::platform::start_core`] starts them. When `main` returns the run
 //! ends with status 0; a panic or fault on any core ends it with

@@ -173,9 +173,16 @@ pub(super) fn handle_irq() {
             Gic::V3 { .. } => GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1),
         };
         let Some(id) = acknowledged else { break };
-        if id.raw_value() == timer {
+        // GICv2 reports an SGI's sender in bits 12:10 of the acknowledged
+        // value; the interrupt number is bits 9:0. (The EOI below must
+        // still write back the whole value.)
+        let number = match gic {
+            Gic::V2 { .. } => id.raw_value() & 0x3ff,
+            Gic::V3 { .. } => id.raw_value(),
+        };
+        if number == timer {
             super::timer::on_interrupt();
-        } else if id != WAKE_SGI
+        } else if number != WAKE_SGI.raw_value()
             && let Some(me) = me
         {
             me.stats.unexpected_interrupts.fetch_add(1, Relaxed);

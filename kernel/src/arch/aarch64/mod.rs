@@ -23,6 +23,16 @@ pub fn exit(code: i32) -> ! {
     semihosting::process::exit(code)
 }
 
+/// Whether the calling core's MMU (and with it, its caches) is on.
+pub fn mmu_enabled() -> bool {
+    cpu::mmu_enabled()
+}
+
+/// The calling core's hardware id (the affinity fields of MPIDR_EL1).
+pub fn hw_id() -> u64 {
+    cpu::hw_id()
+}
+
 /// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
 pub(crate) use gic::CoreGic as CoreArch;
 

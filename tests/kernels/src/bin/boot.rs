@@ -1,0 +1,83 @@
+//! Every core boots once, on its own stack, with its own per-core data, its
+//! MMU on, FP/SIMD usable, and atomics and critical sections that work
+//! across cores.
+#![no_std]
+#![no_main]
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use core::time::Duration;
+use roving::platform;
+use roving_kernel::{MAX_CORES, boot_info, cores};
+use roving_test_kernels::{expected_cores, on_every_core, pass};
+
+const ROUNDS: u64 = 20_000;
+
+static CHECKED_IN: [AtomicUsize; MAX_CORES] = [const { AtomicUsize::new(0) }; MAX_CORES];
+static STACK_AT: [AtomicUsize; MAX_CORES] = [const { AtomicUsize::new(0) }; MAX_CORES];
+static FETCH_ADDED: AtomicU64 = AtomicU64::new(0);
+static CAS_ADDED: AtomicU64 = AtomicU64::new(0);
+static GUARDED: critical_section::Mutex<Cell<u64>> = critical_section::Mutex::new(Cell::new(0));
+
+fn main() {
+    let count = platform::core_count();
+    assert_eq!(count, expected_cores(), "cores in use = cores QEMU was given");
+    assert_eq!(boot_info().cores_found, count, "the device tree lists every core once");
+    assert!(boot_info().ram_bytes() >= 64 << 20, "RAM read from the device tree");
+    on_every_core(check_in, Duration::from_secs(60));
+
+    for (core, checked_in) in CHECKED_IN.iter().enumerate().take(count) {
+        assert_eq!(checked_in.load(SeqCst), 1, "core {core} ran its entry exactly once");
+        let report = cores::report(core).expect("in range");
+        assert!(report.online_at.is_some(), "core {core} came online");
+        assert_eq!(report.hw_id, boot_info().cores[core], "core {core} has the hardware id the tree gave");
+    }
+    let mut stacks: [usize; MAX_CORES] = core::array::from_fn(|i| STACK_AT[i].load(SeqCst));
+    stacks[..count].sort_unstable();
+    for pair in stacks[..count].windows(2) {
+        assert!(
+            pair[1] - pair[0] >= 32 * 1024,
+            "cores share or crowd a stack: {:#x} {:#x}",
+            pair[0],
+            pair[1]
+        );
+    }
+    let total = ROUNDS * count as u64;
+    assert_eq!(FETCH_ADDED.load(SeqCst), total, "fetch_add lost updates");
+    assert_eq!(CAS_ADDED.load(SeqCst), total, "compare_exchange lost updates");
+    assert_eq!(critical_section::with(|cs| GUARDED.borrow(cs).get()), total, "critical sections overlapped");
+    pass("boot");
+}
+
+/// Runs on every core, the boot core included.
+fn check_in(core: usize) {
+    let me = platform::current_core().expect("a core knows its index");
+    assert_eq!(me, core, "core {core} reports index {me}");
+    assert!(roving_kernel::arch::mmu_enabled(), "core {me} runs with its MMU off");
+    let hw_id = roving_kernel::arch::hw_id();
+    assert_eq!(hw_id, boot_info().cores[me], "core {me} is not the core the device tree lists at {me}");
+    CHECKED_IN[me].fetch_add(1, SeqCst);
+    let local = 0u8;
+    STACK_AT[me].store(&local as *const u8 as usize, SeqCst);
+
+    // FP/SIMD: a harmonic sum, checked against its known value.
+    let harmonic: f64 = (1..=1000).map(|k| 1.0 / f64::from(k)).sum();
+    assert!((harmonic - 7.485_470_860_550_345).abs() < 1e-12, "core {me}: FP gave {harmonic}");
+
+    for _ in 0..ROUNDS {
+        FETCH_ADDED.fetch_add(1, SeqCst);
+        let mut seen = CAS_ADDED.load(SeqCst);
+        while let Err(now) = CAS_ADDED.compare_exchange_weak(seen, seen + 1, SeqCst, SeqCst) {
+            seen = now;
+        }
+        critical_section::with(|cs| {
+            let cell = GUARDED.borrow(cs);
+            cell.set(cell.get() + 1);
+            // Nested sections must not deadlock on the machine-wide lock.
+            critical_section::with(|_| ());
+        });
+    }
+    assert_eq!(platform::without_interrupts(|| 7), 7);
+}
+
+roving_kernel::entry!(main);

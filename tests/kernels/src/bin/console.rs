@@ -1,0 +1,26 @@
+//! Every core prints at once; the suite checks that no line was broken or
+//! mixed with another core's (`tests/qemu/suite` reads the output).
+#![no_std]
+#![no_main]
+
+use core::time::Duration;
+use roving_kernel::println;
+use roving_test_kernels::{on_every_core, pass};
+
+/// Lines per core.
+pub const LINES: usize = 200;
+
+fn main() {
+    on_every_core(shout, Duration::from_secs(60));
+    pass("console");
+}
+
+fn shout(me: usize) {
+    for line in 0..LINES {
+        println!(
+            "console core={me:02} line={line:03} abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ end"
+        );
+    }
+}
+
+roving_kernel::entry!(main);
