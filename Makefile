@@ -11,7 +11,7 @@ CORES ?= 4
 HOST := --target host-tuple
 LOOM_PREEMPTIONS ?= 3
 
-.PHONY: run test setup check-cores lint host-test loom no-std custom-platform qemu-test idle-check clean
+.PHONY: run test setup check-cores lint setup-check host-test loom no-std custom-platform qemu-test idle-check clean
 
 ## run: boot the demo on QEMU virt with $(CORES) cores
 run: check-cores setup
@@ -19,7 +19,7 @@ run: check-cores setup
 
 ## test: lint, host tests, loom models, no_std builds, the custom-platform
 ## check, the QEMU suite at 1/2/4/8 cores, and the idle-CPU check
-test: setup lint host-test loom no-std custom-platform qemu-test idle-check
+test: setup lint setup-check host-test loom no-std custom-platform qemu-test idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -35,6 +35,10 @@ lint:
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std $(HOST)
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-qemu-virt
+
+## setup-check: tools/setup derives the backports source from either apt format
+setup-check:
+	tests/setup/check
 
 ## host-test: the portable core on the host, OS threads as cores
 host-test:

@@ -64,16 +64,16 @@ unsafe extern "C" fn boot_primary(dtb_hint: usize, entered_el: u64) -> ! {
     crate::boot::primary_main()
 }
 
-/// Every other core's first Rust.
+/// Every other core's first Rust. (PSCI starts it at the boot core's
+/// exception level, already recorded, so `_entered_el` is not kept.)
 ///
 /// # Safety
 ///
 /// Called once per start of core `index`, from `_roving_secondary_start`,
 /// on that core's boot stack, after the boot core built the page tables.
-unsafe extern "C" fn boot_secondary(index: usize, entered_el: u64) -> ! {
+unsafe extern "C" fn boot_secondary(index: usize, _entered_el: u64) -> ! {
     exception::install();
     cpu::set_core_local(cores::local(index));
-    let _ = entered_el;
     // SAFETY: the boot core built and published the tables before it
     // started this core, and never changes them.
     unsafe { mmu::enable() };
