@@ -84,3 +84,11 @@ pub(crate) fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     restore_interrupts(saved);
     result
 }
+
+/// Stops this core for good, with interrupts masked.
+pub(crate) fn halt() -> ! {
+    disable_interrupts();
+    loop {
+        aarch64_cpu::asm::wfi();
+    }
+}

@@ -19,7 +19,18 @@ pub use dtb::{ArchInfo, Conduit, GicInfo, GicVersion};
 
 /// Ends the run: the exit status reaches the host through semihosting
 /// (QEMU must run with `-semihosting`).
+///
+/// Without a semihosting host the call traps as an undefined instruction,
+/// the fault report runs and calls `exit` again; that second call stops the
+/// core instead of looping.
 pub fn exit(code: i32) -> ! {
+    static EXITING: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    if cpu::mmu_enabled() && EXITING.swap(true, core::sync::atomic::Ordering::Relaxed) {
+        crate::console::emergency(format_args!(
+            "roving-kernel: the run could not end (exit needs a semihosting host: QEMU -semihosting); core halted\n"
+        ));
+        cpu::halt();
+    }
     semihosting::process::exit(code)
 }
 
