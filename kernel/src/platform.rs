@@ -1,6 +1,6 @@
 //! roving's [`Platform`] for this kernel: the seam the scheduler sees.
 
-use crate::{arch, boot_info::boot_info, cores};
+use crate::{arch, cores};
 use roving::platform::{CoreEntry, Depth, InterruptState, Platform, Signal, StartCoreError};
 
 struct KernelPlatform;
@@ -15,7 +15,7 @@ unsafe impl Platform for KernelPlatform {
     }
 
     fn core_count() -> usize {
-        boot_info().cores.len()
+        cores::count()
     }
 
     fn wait_for_event(depth: Depth, deadline: Option<u64>) {

@@ -17,7 +17,7 @@ use arm_gic::gicv3::registers::{Gicd as GicdV3, GicrSgi};
 use arm_gic::gicv3::{GicCpuInterface, GicV3, SgiTarget, SgiTargetGroup};
 use arm_gic::{IntId, InterruptGroup, UniqueMmioPointer};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU16, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU16, Ordering::Relaxed};
 use spin::{Mutex, Once};
 
 use super::cpu;
@@ -37,18 +37,17 @@ enum Gic {
 
 static GIC: Once<Gic> = Once::new();
 
-/// What the GIC needs to know per core, kept in its `CoreLocal`.
+/// What the GIC needs to know per core, kept in its `CoreLocal`. (GICv3
+/// targets an SGI by the core's MPIDR, which `CoreLocal` already holds.)
 #[derive(Debug)]
 pub(crate) struct CoreGic {
     /// GICv2: this core's bit in an SGI target list.
     v2_target: AtomicU16,
-    /// GICv3: the index of this core's redistributor frame.
-    v3_frame: AtomicUsize,
 }
 
 impl CoreGic {
     pub(crate) const fn new() -> Self {
-        Self { v2_target: AtomicU16::new(0), v3_frame: AtomicUsize::new(0) }
+        Self { v2_target: AtomicU16::new(0) }
     }
 }
 
@@ -65,10 +64,9 @@ pub(super) fn init_primary() {
         GicVersion::V2 => {
             // SAFETY: the device tree names these as the GICv2 distributor and
             // CPU interface; they are mapped as device memory, and this is the
-            // only driver instance.
-            let mut driver =
+            // only driver instance. (`init_this_core` runs its set-up.)
+            let driver =
                 unsafe { GicV2::new(gic.distributor as *mut GicdV2, gic.cpu_or_redistributor as *mut Gicc) };
-            driver.setup();
             GIC.call_once(|| Gic::V2 { driver: Mutex::new(driver), distributor: gic.distributor });
         }
         GicVersion::V3 => {
@@ -100,7 +98,9 @@ pub(super) fn init_this_core() {
     cpu::without_interrupts(|| match gic {
         Gic::V2 { driver, distributor } => {
             let mut driver = driver.lock();
-            driver.setup(); // banked CPU interface and SGI/PPI state of this core
+            // The driver has no CPU-interface-only set-up; the distributor
+            // part it repeats is idempotent.
+            driver.setup();
             // Enabling can fail only for ids the GIC does not implement; SGIs and the
             // architected timer PPI always exist.
             let _ = driver.enable_interrupt(WAKE_SGI, true);
@@ -114,7 +114,6 @@ pub(super) fn init_this_core() {
         Gic::V3 { driver } => {
             let mut driver = driver.lock();
             let frame = redistributor_frame(&mut driver, cpu::hw_id());
-            me.arch.v3_frame.store(frame, Relaxed);
             driver.init_cpu(frame);
             GicCpuInterface::enable_group1(true);
             GicCpuInterface::set_priority_mask(0xff);
@@ -166,35 +165,37 @@ pub(super) fn send_wake(target: &CoreLocal) {
 pub(super) fn handle_irq() {
     let Some(gic) = GIC.get() else { return };
     let me = crate::cores::current();
-    let timer = boot_info().arch.timer_intid;
-    loop {
-        let acknowledged = match gic {
-            Gic::V2 { driver, .. } => driver.lock().get_and_acknowledge_interrupt(InterruptGroup::Group0),
-            Gic::V3 { .. } => GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1),
-        };
-        let Some(id) = acknowledged else { break };
-        // GICv2 reports an SGI's sender in bits 12:10 of the acknowledged
-        // value; the interrupt number is bits 9:0. (The EOI below must
-        // still write back the whole value.)
-        let number = match gic {
-            Gic::V2 { .. } => id.raw_value() & 0x3ff,
-            Gic::V3 { .. } => id.raw_value(),
-        };
-        if number == timer {
-            super::timer::on_interrupt();
-        } else if number != WAKE_SGI.raw_value()
-            && let Some(me) = me
-        {
-            me.stats.unexpected_interrupts.fetch_add(1, Relaxed);
+    match gic {
+        Gic::V2 { driver, .. } => {
+            let mut driver = driver.lock();
+            while let Some(id) = driver.get_and_acknowledge_interrupt(InterruptGroup::Group0) {
+                // The acknowledged value carries an SGI's sender in bits
+                // 12:10; the number is bits 9:0. The EOI takes it whole.
+                dispatch(id.raw_value() & 0x3ff, me);
+                driver.end_interrupt(id, InterruptGroup::Group0);
+            }
         }
-        if let Some(me) = me {
-            me.stats.interrupts.fetch_add(1, Relaxed);
-        }
-        match gic {
-            Gic::V2 { driver, .. } => driver.lock().end_interrupt(id, InterruptGroup::Group0),
-            Gic::V3 { .. } => GicCpuInterface::end_interrupt(id, InterruptGroup::Group1),
+        Gic::V3 { .. } => {
+            while let Some(id) = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1) {
+                dispatch(id.raw_value(), me);
+                GicCpuInterface::end_interrupt(id, InterruptGroup::Group1);
+            }
         }
     }
     // A WFE that this interrupt raced with must not sleep through it.
     aarch64_cpu::asm::sevl();
+}
+
+/// Handles interrupt `number` on core `me`.
+fn dispatch(number: u32, me: Option<&CoreLocal>) {
+    if number == boot_info().arch.timer_intid {
+        super::timer::on_interrupt();
+    } else if number != WAKE_SGI.raw_value()
+        && let Some(me) = me
+    {
+        me.stats.unexpected_interrupts.fetch_add(1, Relaxed);
+    }
+    if let Some(me) = me {
+        me.stats.interrupts.fetch_add(1, Relaxed);
+    }
 }

@@ -64,10 +64,7 @@ pub(crate) fn wait(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
 pub(crate) fn signal(target: &CoreLocal, signal: Signal) {
     match signal {
         Signal::None => {}
-        Signal::Event => {
-            barrier::dsb(barrier::ISH);
-            asm::sev();
-        }
+        Signal::Event => broadcast_event(),
         Signal::Interrupt => {
             barrier::dsb(barrier::ISH);
             gic::send_wake(target);
@@ -75,7 +72,8 @@ pub(crate) fn signal(target: &CoreLocal, signal: Signal) {
     }
 }
 
-/// One `SEV` for many rings that asked for an event.
+/// `SEV` to every core: one is enough for any number of rings that asked
+/// for an event.
 pub(crate) fn broadcast_event() {
     barrier::dsb(barrier::ISH);
     asm::sev();
