@@ -13,13 +13,28 @@
 //! - yours: a hobby-OS kernel implements [`Platform`](platform::Platform) and
 //!   calls [`set_platform!`] once, without forking roving.
 //!
-//! # Status
+//! roving needs a global allocator (`alloc`): pools, and task storage
+//! beyond the per-core caches, come from it.
 //!
-//! This is the foundation: the platform seam, the per-core wake-up protocol
-//! ([`platform::Doorbell`]) and time ([`time::Instant`]). The scheduler
-//! (mailboxes, pools, strands, actors) is built on top in later releases.
+//! # What is here
+//!
+//! - [`Pool`]: cores that share work, with [`post`] (run a closure on a
+//!   given core, through a lock-free mailbox per ordered pair of cores) and
+//!   [`spawn`] (run it on any core); idle cores steal, then sleep under a
+//!   no-lost-wake-up protocol and wake on the platform's doorbell.
+//! - The seam ([`platform`]) and time ([`time::Instant`]).
+//!
+//! Strands, actors, event loops and futures are built on top in later
+//! releases.
 #![cfg_attr(not(feature = "std"), no_std)]
 
+extern crate alloc;
+
 pub mod platform;
+pub mod pool;
+mod sleep;
 mod sync;
+mod task;
 pub mod time;
+
+pub use pool::{Config, CoreStats, Pool, PoolError, PostError, RunError, post, spawn};

@@ -4,7 +4,30 @@
 //! loom models in `tests/loom_*.rs` exercise the real code, not a copy.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU32, Ordering};
+pub(crate) use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+
+/// Keeps `T` alone on its cache line(s). 128 bytes covers the adjacent-line
+/// prefetcher of x86 and the 128-byte lines of some ARM cores.
+#[derive(Default)]
+#[repr(align(128))]
+pub(crate) struct CachePadded<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// A hint that the caller is spinning; a no-op under loom, which wants
+/// `thread::yield_now` instead (see the models).
+#[inline]
+pub(crate) fn spin_hint() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+}

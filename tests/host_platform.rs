@@ -9,26 +9,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-/// Fails the test (by aborting, with a message) if `f` does not finish in
-/// time: a lost wake-up shows up as a core parked forever.
-fn with_watchdog<R>(limit: Duration, what: &'static str, f: impl FnOnce() -> R) -> R {
-    let done = Arc::new(AtomicUsize::new(0));
-    let flag = done.clone();
-    thread::spawn(move || {
-        let start = std::time::Instant::now();
-        while start.elapsed() < limit {
-            if flag.load(SeqCst) == 1 {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        eprintln!("watchdog: {what} did not finish within {limit:?} (lost wake-up?)");
-        std::process::abort();
-    });
-    let result = f();
-    done.store(1, SeqCst);
-    result
-}
+mod support;
+use support::with_watchdog;
 
 #[test]
 fn machine_rejects_bad_core_counts() {

@@ -1,7 +1,7 @@
 //! The architecture-independent part of boot: after the architecture has
 //! turned the MMU on, before `main`.
 
-use crate::{arch, board::board, boot_info, console, cores, println};
+use crate::{arch, board::board, boot_info, console, cores, heap, println};
 
 unsafe extern "Rust" {
     // Defined by `roving_kernel::entry!` in the program.
@@ -13,6 +13,7 @@ pub(crate) fn primary_main() -> ! {
     console::init();
     let info = boot_info::boot_info();
     banner(info);
+    heap::init(info);
     arch::init_interrupts_primary();
     cores::init(info);
     boot_info::publish();

@@ -36,6 +36,7 @@ pub mod console;
 pub mod cores;
 mod critical;
 mod drivers;
+pub mod heap;
 mod panic;
 mod platform;
 

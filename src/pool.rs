@@ -1,0 +1,280 @@
+//! Pools: a set of cores that share work.
+//!
+//! A [`Pool`] owns cores `0..n` of the machine. [`Pool::run`] starts them,
+//! runs `main` on the calling core, and then makes that core a worker too;
+//! it returns when the pool is quiescent (no task pending anywhere and
+//! every core asleep) or after [`Pool::shutdown`].
+//!
+//! Work enters in two shapes:
+//!
+//! - [`Pool::post`] / [`post`]: run a closure *on a given
+//!   core*. It travels through the mailbox for that ordered pair of cores.
+//! - [`Pool::spawn`] / [`spawn`]: run a closure *on any
+//!   core*. From a core of the pool it stays local (and is offered to idle
+//!   cores); from outside it goes to the pool's injector.
+//!
+//! Both work before `run` too (from the boot core, say): the tasks wait in
+//! the mailboxes and the injector until the cores start.
+//!
+//! ```
+//! use roving::{Config, Pool, platform::host::Machine};
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::sync::Arc;
+//!
+//! Machine::new(4).unwrap().run(|| {
+//!     let pool = Pool::new().unwrap();
+//!     let done = Arc::new(AtomicUsize::new(0));
+//!     let total = pool.run(|| {
+//!         for core in 0..4 {
+//!             let done = done.clone();
+//!             roving::post(core, move || { done.fetch_add(1, Ordering::Relaxed); }).unwrap();
+//!         }
+//!     });
+//!     assert!(total.is_ok());
+//!     assert_eq!(done.load(Ordering::Relaxed), 4);
+//! }).unwrap();
+//! ```
+
+mod config;
+mod current;
+mod error;
+mod shared;
+mod stats;
+mod worker;
+
+pub use config::Config;
+pub use error::{PoolError, PostError, RunError};
+pub use stats::CoreStats;
+
+use crate::platform::{self, Depth, StartCoreError};
+use crate::sync::Ordering::SeqCst;
+use crate::time::Instant;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::time::Duration;
+use current::Worker;
+use shared::{READY, RUNNING, Shared};
+
+/// A pool of cores. Cloning the handle shares the pool.
+#[derive(Clone)]
+pub struct Pool {
+    shared: Arc<Shared>,
+}
+
+/// How long `run` keeps retrying a core that is still finishing the entry
+/// of a previous pool.
+const START_PATIENCE: Duration = Duration::from_secs(1);
+
+impl Pool {
+    /// A pool of every core of the machine, with the default [`Config`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`Pool::with_config`].
+    pub fn new() -> Result<Self, PoolError> {
+        Self::with_config(Config::new())
+    }
+
+    /// A pool as `config` says.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::NoCores`] for a pool of zero cores;
+    /// [`PoolError::TooManyCores`] for more cores than the machine has (or,
+    /// on bare metal, than roving supports).
+    pub fn with_config(config: Config) -> Result<Self, PoolError> {
+        let available = current::limit(platform::core_count()).min(crate::sleep::counters::MAX_CORES);
+        let cores = config.cores.unwrap_or(available);
+        if cores == 0 {
+            return Err(PoolError::NoCores);
+        }
+        if cores > available {
+            return Err(PoolError::TooManyCores { requested: cores, available });
+        }
+        Ok(Self { shared: Arc::new(Shared::new(cores, config)) })
+    }
+
+    /// How many cores the pool has: it uses cores `0..core_count()`.
+    pub fn core_count(&self) -> usize {
+        self.shared.cores
+    }
+
+    /// Runs `core`'s share of work: posts `f` to run on that core.
+    ///
+    /// From a core of this pool this costs one compare-exchange on the
+    /// mailbox of that pair of cores (none if `core` is the caller).
+    ///
+    /// # Errors
+    ///
+    /// [`PostError::NoSuchCore`], [`PostError::Stopped`] or
+    /// [`PostError::OutOfMemory`], each carrying `f` back.
+    pub fn post<F: FnOnce() + Send + 'static>(&self, core: usize, f: F) -> Result<(), PostError<F>> {
+        self.shared.post(core, f)
+    }
+
+    /// Spawns `f` to run on whichever core of the pool gets to it first.
+    ///
+    /// # Errors
+    ///
+    /// [`PostError::Stopped`] or [`PostError::OutOfMemory`], carrying `f`.
+    pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
+        self.shared.spawn(f)
+    }
+
+    /// Stops the pool: every core leaves its loop at its next step, and
+    /// tasks not yet started are dropped unrun (counted in
+    /// [`CoreStats::discarded`]). Posting afterwards fails with
+    /// [`PostError::Stopped`]. Returns whether this call stopped it.
+    pub fn shutdown(&self) -> bool {
+        self.shared.stop()
+    }
+
+    /// Whether the pool has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.shared.stopped()
+    }
+
+    /// Each core's counters, by core index.
+    pub fn stats(&self) -> Vec<CoreStats> {
+        self.shared.stats.iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// Starts the pool's other cores, runs `main` here, then works as one of
+    /// the pool's cores until the pool is quiescent or shut down. Returns
+    /// `main`'s result once every core has left the pool.
+    ///
+    /// Call it on a core of the pool (core 0 for a pool of all cores). On
+    /// the host, a panic in `main` or in any task stops the pool and is
+    /// raised again here once every core has left.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::NotAPoolCore`], [`RunError::AlreadyRan`], or
+    /// [`RunError::StartCore`] if a core could not be started (the pool is
+    /// then stopped and `main` not run).
+    pub fn run<R>(&self, main: impl FnOnce() -> R) -> Result<R, RunError> {
+        let shared = &*self.shared;
+        let cores = shared.cores;
+        let me = match platform::current_core() {
+            Some(core) if core < cores => core,
+            core => return Err(RunError::NotAPoolCore { core, cores }),
+        };
+        if shared.state.compare_exchange(READY, RUNNING, SeqCst, SeqCst).is_err() {
+            return Err(RunError::AlreadyRan);
+        }
+        shared.runner.store(me, SeqCst);
+        let mut started = 0;
+        for core in (0..cores).filter(|&core| core != me) {
+            if let Err(error) = self.start(core) {
+                shared.stop();
+                self.finish(me, started);
+                return Err(RunError::StartCore(error));
+            }
+            started += 1;
+        }
+        let worker = Worker { shared, core: me };
+        // SAFETY: `worker` outlives the guard, dropped before `finish`.
+        let entered = unsafe { current::enter(&worker) };
+        let result = run_main(shared, main);
+        if result.is_some() {
+            worker::work_entered(shared, me);
+        }
+        drop(entered);
+        self.finish(me, started);
+        #[cfg(feature = "std")]
+        if let Some(payload) = shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            std::panic::resume_unwind(payload);
+        }
+        Ok(result.expect("main returned, or its panic was raised again above"))
+    }
+
+    fn start(&self, core: usize) -> Result<(), StartCoreError> {
+        let deadline = Instant::now() + START_PATIENCE;
+        loop {
+            let arg = Arc::into_raw(self.shared.clone()) as usize;
+            match platform::start_core(core, core_entry, arg) {
+                Ok(()) => return Ok(()),
+                Err(error) => {
+                    // SAFETY: the core did not start, so the reference we
+                    // made for it is still ours.
+                    drop(unsafe { Arc::from_raw(arg as *const Shared) });
+                    let busy = matches!(error, StartCoreError::AlreadyRunning { .. });
+                    if !busy || Instant::now() >= deadline {
+                        return Err(error);
+                    }
+                    platform::wait_for_event(Depth::Light, Some(Instant::now() + Duration::from_micros(100)));
+                }
+            }
+        }
+    }
+
+    /// Waits for the `started` cores to leave, then discards what is left.
+    fn finish(&self, me: usize, started: usize) {
+        let shared = &*self.shared;
+        while shared.exited.load(SeqCst) < started {
+            platform::wait_for_event(Depth::Light, Some(Instant::now() + Duration::from_millis(1)));
+        }
+        shared.wait_for_outside_posts();
+        // SAFETY: every core has left and no outside post is in flight.
+        let discarded = unsafe { shared.discard_everything(me) };
+        stats::add(&shared.stats[me].discarded, discarded);
+    }
+}
+
+/// Runs `main`; on the host a panic stops the pool and is kept for `run`.
+fn run_main<R>(shared: &Shared, main: impl FnOnce() -> R) -> Option<R> {
+    #[cfg(feature = "std")]
+    {
+        match std::panic::catch_unwind(core::panic::AssertUnwindSafe(main)) {
+            Ok(result) => Some(result),
+            Err(payload) => {
+                shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(payload);
+                shared.stop();
+                None
+            }
+        }
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        let _ = shared;
+        Some(main())
+    }
+}
+
+/// The entry of every core `run` starts.
+fn core_entry(arg: usize) {
+    // SAFETY: `Pool::start` passes a reference made by `Arc::into_raw`.
+    let shared = unsafe { Arc::from_raw(arg as *const Shared) };
+    let me = platform::current_core().expect("a started core has an index");
+    worker::work(&shared, me);
+    shared.exited.fetch_add(1, SeqCst);
+    shared::ring(shared.runner.load(SeqCst));
+}
+
+/// Posts `f` to run on core `core` of the pool the calling core works for.
+///
+/// # Errors
+///
+/// [`PostError::NotInPool`] if the caller is not a core of a running pool;
+/// otherwise as for [`Pool::post`].
+pub fn post<F: FnOnce() + Send + 'static>(core: usize, f: F) -> Result<(), PostError<F>> {
+    current::with(|worker| match worker {
+        // SAFETY: a worker's pool outlives its time as the current worker.
+        Some(worker) => unsafe { &*worker.shared }.post(core, f),
+        None => Err(PostError::NotInPool(f)),
+    })
+}
+
+/// Spawns `f` on any core of the pool the calling core works for.
+///
+/// # Errors
+///
+/// [`PostError::NotInPool`] if the caller is not a core of a running pool;
+/// otherwise as for [`Pool::spawn`].
+pub fn spawn<F: FnOnce() + Send + 'static>(f: F) -> Result<(), PostError<F>> {
+    current::with(|worker| match worker {
+        // SAFETY: a worker's pool outlives its time as the current worker.
+        Some(worker) => unsafe { &*worker.shared }.spawn(f),
+        None => Err(PostError::NotInPool(f)),
+    })
+}

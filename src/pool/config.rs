@@ -1,0 +1,85 @@
+//! How a pool is built.
+
+use core::time::Duration;
+
+/// Settings for [`Pool::with_config`](super::Pool::with_config). Start from
+/// [`Config::new`] (the defaults) and change what you need:
+///
+/// ```
+/// use core::time::Duration;
+/// let config = roving::Config::new().cores(2).deep_idle_after(Duration::from_millis(5));
+/// assert_eq!(config.core_count(), Some(2));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    pub(crate) cores: Option<usize>,
+    pub(crate) search_rounds: u32,
+    pub(crate) deep_idle_after: Duration,
+    pub(crate) stop_when_quiescent: bool,
+    pub(crate) poller: Option<fn() -> bool>,
+}
+
+impl Config {
+    /// The defaults: every core of the machine, 32 search rounds before a
+    /// core gets sleepy, the deep idle tier after 1 ms asleep, and stop
+    /// when quiescent.
+    pub const fn new() -> Self {
+        Self {
+            cores: None,
+            search_rounds: 32,
+            deep_idle_after: Duration::from_millis(1),
+            stop_when_quiescent: true,
+            poller: None,
+        }
+    }
+
+    /// Use cores `0..count` of the machine (default: all of them).
+    pub const fn cores(mut self, count: usize) -> Self {
+        self.cores = Some(count);
+        self
+    }
+
+    /// The core count set with [`Config::cores`], if any.
+    pub const fn core_count(&self) -> Option<usize> {
+        self.cores
+    }
+
+    /// How many fruitless rounds of searching a core makes before it gets
+    /// sleepy (Rayon's default is 32). More rounds trade idle CPU for
+    /// wake-up latency.
+    pub const fn search_rounds(mut self, rounds: u32) -> Self {
+        self.search_rounds = rounds;
+        self
+    }
+
+    /// How long a core sleeps in the light tier (`WFE`, cheap to wake)
+    /// before it moves to the deep tier (`WFI`, woken by an interrupt).
+    /// Under QEMU the light tier burns a host CPU, so keep this short there.
+    pub const fn deep_idle_after(mut self, after: Duration) -> Self {
+        self.deep_idle_after = after;
+        self
+    }
+
+    /// Whether [`Pool::run`](super::Pool::run) returns on its own once no
+    /// task is pending anywhere and every core is asleep (default `true`).
+    /// With `false`, it returns only after [`Pool::shutdown`](super::Pool::shutdown),
+    /// which suits pools fed from interrupt handlers.
+    pub const fn stop_when_quiescent(mut self, stop: bool) -> Self {
+        self.stop_when_quiescent = stop;
+        self
+    }
+
+    /// A hook an idle core calls (one core of the pool at a time) after its
+    /// mailboxes and the injector came up empty, before it steals: poll a
+    /// device, expire timers. It returns whether it made any work.
+    pub const fn poller(mut self, poll: fn() -> bool) -> Self {
+        self.poller = Some(poll);
+        self
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}

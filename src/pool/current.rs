@@ -1,0 +1,92 @@
+//! Which pool the calling core is working for, so the free functions
+//! [`spawn`](crate::spawn) and [`post`](crate::post) need no handle.
+//!
+//! On the host a thread-local holds it (several host machines may run at
+//! once, with overlapping core indices). On bare metal a slot per core
+//! index does, since a core is one thread of execution.
+
+use super::shared::Shared;
+
+/// The worker a core is being, on that core's stack while it works.
+pub(crate) struct Worker {
+    pub(crate) shared: *const Shared,
+    pub(crate) core: usize,
+}
+
+/// Clears the calling core's worker when dropped.
+pub(crate) struct Entered {
+    previous: *const Worker,
+}
+
+#[cfg(feature = "std")]
+mod slot {
+    use super::Worker;
+    use std::cell::Cell;
+
+    std::thread_local! {
+        static CURRENT: Cell<*const Worker> = const { Cell::new(core::ptr::null()) };
+    }
+
+    pub(super) fn get() -> *const Worker {
+        CURRENT.with(Cell::get)
+    }
+
+    pub(super) fn set(worker: *const Worker) -> *const Worker {
+        CURRENT.with(|current| current.replace(worker))
+    }
+}
+
+#[cfg(not(feature = "std"))]
+mod slot {
+    use super::Worker;
+    use crate::platform;
+    use core::ptr;
+    use core::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+
+    /// Core indices a bare-metal pool may use.
+    pub(crate) const SLOTS: usize = 1024;
+
+    static CURRENT: [AtomicPtr<Worker>; SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; SLOTS];
+
+    pub(super) fn get() -> *const Worker {
+        match platform::current_core() {
+            Some(core) if core < SLOTS => CURRENT[core].load(Relaxed),
+            _ => ptr::null(),
+        }
+    }
+
+    pub(super) fn set(worker: *const Worker) -> *const Worker {
+        let core = platform::current_core().expect("a worker runs on a core");
+        CURRENT[core].swap(worker.cast_mut(), Relaxed)
+    }
+}
+
+/// The most cores a pool may have on this build, given `available`.
+pub(crate) fn limit(available: usize) -> usize {
+    #[cfg(not(feature = "std"))]
+    return available.min(slot::SLOTS);
+    #[cfg(feature = "std")]
+    return available;
+}
+
+/// Makes `worker` the calling core's worker until the guard drops.
+///
+/// # Safety
+///
+/// `worker` outlives the guard, and guards are dropped in reverse order.
+pub(crate) unsafe fn enter(worker: &Worker) -> Entered {
+    Entered { previous: slot::set(worker) }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        slot::set(self.previous);
+    }
+}
+
+/// Calls `f` with the calling core's worker, if it is one.
+pub(crate) fn with<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
+    // SAFETY: a non-null slot points at a live `Worker` (contract of
+    // `enter`), used only on the core that set it.
+    f(unsafe { slot::get().as_ref() })
+}

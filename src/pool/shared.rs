@@ -1,0 +1,376 @@
+//! A pool's shared state, and the ways work gets into it.
+//!
+//! # Lists
+//!
+//! | list                     | pushed by                | taken by            | runs on         |
+//! |--------------------------|--------------------------|---------------------|-----------------|
+//! | mailbox (to, from)       | core `from` ([`post`])   | core `to`           | core `to`       |
+//! | mailbox (to, outside)    | non-pool code ([`post`]) | core `to`           | core `to`       |
+//! | injector                 | non-pool code ([`spawn`])| any core            | any core        |
+//! | steal list of core `c`   | core `c` (surplus)       | any core            | any core        |
+//!
+//! [`post`]: Shared::post
+//! [`spawn`]: Shared::spawn
+//!
+//! # Stopping and quiescence
+//!
+//! `state` goes `READY` → `RUNNING` → `STOPPED`, and `STOPPED` is final.
+//! Posting checks it: a closure offered to a stopped pool comes back to the
+//! caller. Posts from outside the pool also count themselves in `in_flight`
+//! around the check and the push, so whoever stops the pool can wait until
+//! every push that saw it running has landed.
+//!
+//! Quiescence (no task anywhere, every core asleep) is detected by the last
+//! core to fall asleep, after its final checks: it sees every list empty
+//! and then the sleeping count equal to the pool size. A core asleep is
+//! running nothing and its own lists are empty, so only code outside the
+//! pool could add work. The detector moves `RUNNING` → `QUIESCING` (outside
+//! posters wait while it is there), waits for `in_flight` to drain, checks
+//! again, and then either stops the pool or goes back to `RUNNING`. Lists
+//! are read before the counters: a core that takes work from a list has
+//! already left the sleeping count, so a detector that sees the list empty
+//! then sees the count below the pool size.
+
+use super::config::Config;
+use super::current::{self, Worker};
+use super::error::PostError;
+use super::stats::{self, Counters as Stats};
+use crate::platform;
+use crate::sleep::Sleep;
+use crate::sync::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
+use crate::task::list::{AtomicList, Pushed};
+use crate::task::queue::TaskQueue;
+use crate::task::storage::BlockCache;
+use crate::task::{self, Action, Task, closure};
+use alloc::boxed::Box;
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+pub(crate) const READY: u32 = 0;
+pub(crate) const RUNNING: u32 = 1;
+pub(crate) const QUIESCING: u32 = 2;
+pub(crate) const STOPPED: u32 = 3;
+
+/// What only one core touches: its queues and its block cache.
+pub(crate) struct Local {
+    /// The newest task this core spawned for itself: run next.
+    pub(crate) lifo: Option<NonNull<Task>>,
+    /// Tasks any core may run (spawned here, or taken from the injector or
+    /// a steal list). The older half is offered to idle cores.
+    pub(crate) queue: TaskQueue,
+    /// Tasks addressed to this core (from its mailboxes): never offered.
+    pub(crate) pinned: TaskQueue,
+    pub(crate) cache: BlockCache,
+    /// Tasks run since the mailboxes were last drained (fairness).
+    pub(crate) since_inbound: u32,
+    /// State of the victim chooser.
+    pub(crate) rng: u32,
+}
+
+/// Everything the cores of one pool share.
+pub(crate) struct Shared {
+    pub(crate) cores: usize,
+    pub(crate) config: Config,
+    pub(crate) state: AtomicU32,
+    in_flight: AtomicUsize,
+    pub(crate) sleep: Sleep,
+    pub(crate) injector: CachePadded<AtomicList>,
+    /// `cores * (cores + 1)` heads: receiver-major, the last sender slot of
+    /// each receiver is for code outside the pool.
+    mailboxes: Box<[CachePadded<AtomicList>]>,
+    pub(crate) steal: Box<[CachePadded<AtomicList>]>,
+    returns: Box<[CachePadded<AtomicList>]>,
+    locals: Box<[CachePadded<UnsafeCell<Local>>]>,
+    pub(crate) stats: Box<[CachePadded<Stats>]>,
+    pub(crate) polling: AtomicBool,
+    /// Cores that have left their loop in this run.
+    pub(crate) exited: AtomicUsize,
+    /// The core `run` was called on, to be woken as cores exit.
+    pub(crate) runner: AtomicUsize,
+    #[cfg(feature = "std")]
+    pub(crate) panic: std::sync::Mutex<Option<Box<dyn core::any::Any + Send>>>,
+}
+
+// SAFETY: `locals` are touched only by their own core while the pool runs,
+// and by the one thread that owns the pool before and after (see `local`);
+// everything else is atomics. Tasks are `Send`.
+unsafe impl Sync for Shared {}
+// SAFETY: as above; the raw task pointers inside are owned, `Send` tasks.
+unsafe impl Send for Shared {}
+
+/// Rings a core's doorbell (`platform::wake`); indices are checked when the
+/// pool is built.
+pub(crate) fn ring(core: usize) {
+    let _ = platform::wake(core);
+}
+
+impl Shared {
+    pub(crate) fn new(cores: usize, config: Config) -> Self {
+        let lists = |n: usize| (0..n).map(|_| CachePadded(AtomicList::new())).collect::<Box<[_]>>();
+        let mut shared = Self {
+            cores,
+            config,
+            state: AtomicU32::new(READY),
+            in_flight: AtomicUsize::new(0),
+            sleep: Sleep::new(cores, config.search_rounds),
+            injector: CachePadded(AtomicList::new()),
+            mailboxes: lists(cores * (cores + 1)),
+            steal: lists(cores),
+            returns: lists(cores),
+            locals: Box::new([]),
+            stats: (0..cores).map(|_| CachePadded(Stats::default())).collect(),
+            polling: AtomicBool::new(false),
+            exited: AtomicUsize::new(0),
+            runner: AtomicUsize::new(0),
+            #[cfg(feature = "std")]
+            panic: std::sync::Mutex::new(None),
+        };
+        let returns: &[CachePadded<AtomicList>] = &shared.returns;
+        let locals = (0..cores)
+            .map(|core| {
+                CachePadded(UnsafeCell::new(Local {
+                    lifo: None,
+                    queue: TaskQueue::new(),
+                    pinned: TaskQueue::new(),
+                    // SAFETY: the return lists live in the same `Shared`,
+                    // boxed, and are dropped after the locals (field order
+                    // does not matter: neither touches the other on drop).
+                    cache: unsafe { BlockCache::new(core, returns) },
+                    since_inbound: 0,
+                    rng: (core as u32).wrapping_mul(0x9e37_79b9) | 1,
+                }))
+            })
+            .collect();
+        shared.locals = locals;
+        shared
+    }
+
+    pub(crate) fn mailbox(&self, to: usize, from: usize) -> &AtomicList {
+        &self.mailboxes[to * (self.cores + 1) + from]
+    }
+
+    /// The outside slot of core `to`'s mailboxes.
+    fn outside_mailbox(&self, to: usize) -> &AtomicList {
+        self.mailbox(to, self.cores)
+    }
+
+    /// Core `core`'s private state.
+    ///
+    /// # Safety
+    ///
+    /// The caller is core `core` running this pool, or the pool is not
+    /// running and the caller owns it; and no other reference to this
+    /// `Local` is live (in particular none is held across a task's call).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn local(&self, core: usize) -> &mut Local {
+        // SAFETY: exclusive by the contract above.
+        unsafe { &mut *self.locals[core].get() }
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.state.load(Relaxed) == STOPPED
+    }
+
+    /// Posts `f` to run on core `to`.
+    pub(crate) fn post<F: FnOnce() + Send + 'static>(&self, to: usize, f: F) -> Result<(), PostError<F>> {
+        if to >= self.cores {
+            return Err(PostError::NoSuchCore { core: to, cores: self.cores, closure: f });
+        }
+        match self.worker_core() {
+            Some(me) => self.post_from(me, to, f),
+            None => self.post_outside(f, |task| {
+                // SAFETY: the task is ours to give.
+                if unsafe { self.outside_mailbox(to).push(task) } == Pushed::WasArmed {
+                    self.sleep.wake(to, ring);
+                }
+            }),
+        }
+    }
+
+    /// Spawns `f` to run on any core.
+    pub(crate) fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
+        match self.worker_core() {
+            Some(me) => self.spawn_from(me, f),
+            None => self.post_outside(f, |task| {
+                // SAFETY: the task is ours to give; the injector has no sentinel.
+                let _ = unsafe { self.injector.push(task) };
+                self.sleep.new_jobs(1, true, 0, ring);
+            }),
+        }
+    }
+
+    /// The calling core's index if it is a worker of this pool.
+    fn worker_core(&self) -> Option<usize> {
+        current::with(|worker| match worker {
+            Some(Worker { shared, core }) if core::ptr::eq(*shared, self) => Some(*core),
+            _ => None,
+        })
+    }
+
+    fn post_from<F: FnOnce() + Send + 'static>(
+        &self,
+        me: usize,
+        to: usize,
+        f: F,
+    ) -> Result<(), PostError<F>> {
+        if self.stopped() {
+            return Err(PostError::Stopped(f));
+        }
+        // SAFETY: we are core `me`, inside a task or `main`; the loop holds
+        // no reference to its `Local` across those.
+        let local = unsafe { self.local(me) };
+        let task = closure::new(f, Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
+        let stats = &self.stats[me];
+        stats::add(&stats.sent, 1);
+        if to == me {
+            // SAFETY: the task is ours to give.
+            unsafe { local.pinned.push_back(task) };
+        // SAFETY: the task is ours to give.
+        } else if unsafe { self.mailbox(to, me).push(task) } == Pushed::WasArmed && self.sleep.wake(to, ring)
+        {
+            stats::add(&stats.wakeups, 1);
+        }
+        Ok(())
+    }
+
+    fn spawn_from<F: FnOnce() + Send + 'static>(&self, me: usize, f: F) -> Result<(), PostError<F>> {
+        if self.stopped() {
+            return Err(PostError::Stopped(f));
+        }
+        // SAFETY: as in `post_from`.
+        let local = unsafe { self.local(me) };
+        let task = closure::new(f, Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
+        stats::add(&self.stats[me].spawned, 1);
+        if self.sleep.counters().inactive() > 0 {
+            // Someone is idle or asleep: make the task stealable now.
+            // SAFETY: the task is ours to give; steal lists have no sentinel.
+            let _ = unsafe { self.steal[me].push(task) };
+            stats::add(&self.stats[me].offered, 1);
+            let woken = self.sleep.new_jobs(1, false, me + 1, ring);
+            stats::add(&self.stats[me].wakeups, woken as u64);
+        } else if let Some(previous) = local.lifo.replace(task) {
+            // SAFETY: the displaced task is ours.
+            unsafe { local.queue.push_back(previous) };
+        }
+        Ok(())
+    }
+
+    /// The outside path: count the post in flight, check the state, make
+    /// the task, `push` it, and uncount it.
+    fn post_outside<F: FnOnce() + Send + 'static>(
+        &self,
+        f: F,
+        push: impl FnOnce(NonNull<Task>),
+    ) -> Result<(), PostError<F>> {
+        loop {
+            self.in_flight.fetch_add(1, SeqCst);
+            match self.state.load(SeqCst) {
+                READY | RUNNING => break,
+                STOPPED => {
+                    self.in_flight.fetch_sub(1, SeqCst);
+                    return Err(PostError::Stopped(f));
+                }
+                _ => {
+                    self.in_flight.fetch_sub(1, SeqCst);
+                    while self.state.load(SeqCst) == QUIESCING {
+                        spin_hint();
+                    }
+                }
+            }
+        }
+        let result = closure::new(f, None).map(push).map_err(PostError::OutOfMemory);
+        self.in_flight.fetch_sub(1, SeqCst);
+        result
+    }
+
+    /// Stops the pool: final. Returns whether this call stopped it.
+    pub(crate) fn stop(&self) -> bool {
+        if self.state.swap(STOPPED, SeqCst) == STOPPED {
+            return false;
+        }
+        self.sleep.wake_all(ring);
+        true
+    }
+
+    /// Called by a core that has just committed to sleep: if it is the last
+    /// and nothing is queued anywhere, stop the pool (module docs).
+    pub(crate) fn check_quiescence(&self) {
+        if !self.config.stop_when_quiescent || !self.looks_quiescent() {
+            return;
+        }
+        if self.state.compare_exchange(RUNNING, QUIESCING, SeqCst, SeqCst).is_err() {
+            return;
+        }
+        while self.in_flight.load(SeqCst) != 0 {
+            spin_hint();
+        }
+        if self.looks_quiescent() {
+            self.state.store(STOPPED, SeqCst);
+            self.sleep.wake_all(ring);
+        } else {
+            self.state.store(RUNNING, SeqCst);
+        }
+    }
+
+    fn looks_quiescent(&self) -> bool {
+        let lists_empty = !self.injector.has_tasks()
+            && self.mailboxes.iter().all(|m| !m.has_tasks())
+            && self.steal.iter().all(|s| !s.has_tasks());
+        lists_empty && self.sleep.counters().sleeping() == self.cores
+    }
+
+    /// Waits until no outside post is between its state check and its push.
+    pub(crate) fn wait_for_outside_posts(&self) {
+        while self.in_flight.load(SeqCst) != 0 {
+            spin_hint();
+        }
+    }
+
+    /// Discards every task left in any list or local queue, on the calling
+    /// core with `me`'s cache. Returns how many.
+    ///
+    /// # Safety
+    ///
+    /// No core is running this pool, and no outside post is in flight.
+    pub(crate) unsafe fn discard_everything(&self, me: usize) -> u64 {
+        let mut leftovers = TaskQueue::new();
+        for core in 0..self.cores {
+            // SAFETY: no core runs (contract).
+            let local = unsafe { self.local(core) };
+            if let Some(task) = local.lifo.take() {
+                // SAFETY: taken from the slot, so ours.
+                unsafe { leftovers.push_back(task) };
+            }
+            while let Some(task) = local.queue.pop_front().or_else(|| local.pinned.pop_front()) {
+                // SAFETY: popped, so ours.
+                unsafe { leftovers.push_back(task) };
+            }
+        }
+        let lists = self.mailboxes.iter().chain(self.steal.iter()).chain(core::iter::once(&self.injector));
+        for list in lists {
+            // SAFETY: a taken chain is ours.
+            unsafe { leftovers.append_reversed(list.take_all()) };
+        }
+        let count = leftovers.len() as u64;
+        // SAFETY: no core runs, so `me`'s local is ours; the tasks are ours.
+        let cache = NonNull::from(&mut unsafe { self.local(me) }.cache);
+        while let Some(task) = leftovers.pop_front() {
+            // SAFETY: the task is ours; `cache` belongs to this pool.
+            unsafe { task::Task::call(task, Action::Discard, cache) };
+        }
+        count
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // A pool built but never run may still hold tasks posted to it.
+        if self.locals.len() < self.cores {
+            return; // unwinding out of `new`
+        }
+        // SAFETY: `&mut self`: nothing else touches the pool.
+        let discarded = unsafe { self.discard_everything(0) };
+        stats::add(&self.stats[0].discarded, discarded);
+    }
+}

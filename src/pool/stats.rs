@@ -1,0 +1,72 @@
+//! Per-core counters: written only by their core, readable by anyone.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// What one core of a pool has done, from [`Pool::stats`](super::Pool::stats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CoreStats {
+    /// Tasks this core ran.
+    pub tasks_run: u64,
+    /// Tasks this core posted to a core's mailbox (another core's, or its own).
+    pub sent: u64,
+    /// Tasks this core took from its inbound mailboxes.
+    pub received: u64,
+    /// Tasks this core spawned for any core of the pool.
+    pub spawned: u64,
+    /// Tasks this core took from the injector (work from outside the pool).
+    pub injected: u64,
+    /// Tasks this core stole from another core's steal list.
+    pub stolen: u64,
+    /// Tasks this core offered to idle cores on its steal list.
+    pub offered: u64,
+    /// Times this core went to sleep.
+    pub sleeps: u64,
+    /// Of those, times it moved on to the deep idle tier.
+    pub deep_sleeps: u64,
+    /// Sleeping cores this core woke.
+    pub wakeups: u64,
+    /// Tasks this core discarded unrun because the pool was shut down.
+    pub discarded: u64,
+}
+
+/// The live counters behind [`CoreStats`].
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) tasks_run: AtomicU64,
+    pub(crate) sent: AtomicU64,
+    pub(crate) received: AtomicU64,
+    pub(crate) spawned: AtomicU64,
+    pub(crate) injected: AtomicU64,
+    pub(crate) stolen: AtomicU64,
+    pub(crate) offered: AtomicU64,
+    pub(crate) sleeps: AtomicU64,
+    pub(crate) deep_sleeps: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
+    pub(crate) discarded: AtomicU64,
+}
+
+/// Adds `n` to a counter that only the calling core writes: a load and a
+/// store, no read-modify-write.
+#[inline]
+pub(crate) fn add(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Relaxed) + n, Relaxed);
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> CoreStats {
+        CoreStats {
+            tasks_run: self.tasks_run.load(Relaxed),
+            sent: self.sent.load(Relaxed),
+            received: self.received.load(Relaxed),
+            spawned: self.spawned.load(Relaxed),
+            injected: self.injected.load(Relaxed),
+            stolen: self.stolen.load(Relaxed),
+            offered: self.offered.load(Relaxed),
+            sleeps: self.sleeps.load(Relaxed),
+            deep_sleeps: self.deep_sleeps.load(Relaxed),
+            wakeups: self.wakeups.load(Relaxed),
+            discarded: self.discarded.load(Relaxed),
+        }
+    }
+}

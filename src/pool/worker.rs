@@ -1,0 +1,240 @@
+//! What a core of a pool does: the loop of DESIGN.md ("What a core does").
+//!
+//! 1. its LIFO slot, its local queue, then the tasks from its mailboxes;
+//! 2. drain every inbound mailbox (one swap each), reversing each batch so
+//!    every sender's tasks run in the order they were posted;
+//! 3. its own steal list, then the injector;
+//! 4. the pool's poller, if any (one core at a time);
+//! 5. steal: take a busy core's whole steal list;
+//! 6. nothing: the sleep protocol (`crate::sleep`), one round per call.
+//!
+//! Step 1 yields to step 2 every [`FAIRNESS`] tasks, so a core that keeps
+//! spawning for itself still serves its mailboxes. After each task, a core
+//! with at least two stealable tasks offers the older half on its steal
+//! list if any core is idle or asleep.
+
+use super::current::{self, Worker};
+use super::shared::{STOPPED, Shared, ring};
+use super::stats;
+use crate::platform::{self, Depth};
+use crate::sleep::{Outcome, Sleeper};
+use crate::sync::Ordering::SeqCst;
+use crate::task::{Action, Task};
+use crate::time::Instant;
+use core::ptr::NonNull;
+use core::sync::atomic::Ordering::{Acquire, Release};
+
+/// Tasks a core runs from its own queues before it looks at its mailboxes.
+const FAIRNESS: u32 = 61;
+
+/// Runs core `me`'s loop for `shared` until the pool stops.
+pub(crate) fn work(shared: &Shared, me: usize) {
+    let worker = Worker { shared, core: me };
+    // SAFETY: `worker` outlives the guard, dropped at the end of this call.
+    let _entered = unsafe { current::enter(&worker) };
+    work_entered(shared, me);
+    // SAFETY: we are core `me` and hold no other reference to its state.
+    unsafe { shared.local(me) }.cache.flush();
+}
+
+/// The loop, for a core already entered as `me`'s worker (`Pool::run`'s
+/// caller runs `main` first).
+pub(crate) fn work_entered(shared: &Shared, me: usize) {
+    loop {
+        if shared.stopped() {
+            return;
+        }
+        if let Some(task) = find_work(shared, me) {
+            run_task(shared, me, task);
+            continue;
+        }
+        let mut idle = shared.sleep.start_looking();
+        let found = loop {
+            if shared.stopped() {
+                break None;
+            }
+            if let Some(task) = find_work(shared, me) {
+                break Some(task);
+            }
+            let mut sleeper = CoreSleeper { shared, me, slept_at: None, deep: false };
+            if shared.sleep.no_work_found(&mut idle, me, &mut sleeper) == Outcome::Slept && sleeper.deep {
+                stats::add(&shared.stats[me].deep_sleeps, 1);
+            }
+        };
+        shared.sleep.work_found();
+        match found {
+            Some(task) => run_task(shared, me, task),
+            None => return,
+        }
+    }
+}
+
+fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
+    stats::add(&shared.stats[me].tasks_run, 1);
+    // SAFETY: we are core `me`; the reference ends with this statement,
+    // before the task runs.
+    let cache = NonNull::from(&mut unsafe { shared.local(me) }.cache);
+    #[cfg(feature = "std")]
+    {
+        let call = core::panic::AssertUnwindSafe(|| {
+            // SAFETY: the task was taken from one of our lists, so it is ours.
+            unsafe { Task::call(task, Action::Run, cache) }
+        });
+        if let Err(payload) = std::panic::catch_unwind(call) {
+            shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(payload);
+            shared.stop();
+        }
+    }
+    #[cfg(not(feature = "std"))]
+    // SAFETY: the task was taken from one of our lists, so it is ours.
+    unsafe {
+        Task::call(task, Action::Run, cache)
+    };
+    offer_surplus(shared, me);
+}
+
+/// Puts the older half of the stealable queue on the steal list if some
+/// core is idle or asleep and the list is empty; wakes sleepers if no core
+/// is idle to take it.
+fn offer_surplus(shared: &Shared, me: usize) {
+    // SAFETY: we are core `me`, between tasks.
+    let local = unsafe { shared.local(me) };
+    if local.queue.len() < 2 || shared.steal[me].has_tasks() || shared.sleep.counters().inactive() == 0 {
+        return;
+    }
+    let Some((newest, oldest, count)) = local.queue.split_front_half() else { return };
+    // SAFETY: the chain is ours; steal lists have no sentinel.
+    let _ = unsafe { shared.steal[me].push_chain(newest, oldest) };
+    let stats = &shared.stats[me];
+    stats::add(&stats.offered, count as u64);
+    let woken = shared.sleep.new_jobs(count, false, me + 1, ring);
+    stats::add(&stats.wakeups, woken as u64);
+}
+
+fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
+    // SAFETY: we are core `me`, between tasks; this reference is not held
+    // across the poller (user code) below.
+    let local = unsafe { shared.local(me) };
+    if local.since_inbound < FAIRNESS
+        && let Some(task) =
+            local.lifo.take().or_else(|| local.queue.pop_front()).or_else(|| local.pinned.pop_front())
+    {
+        local.since_inbound += 1;
+        return Some(task);
+    }
+    local.since_inbound = 0;
+    let stats = &shared.stats[me];
+    let mut received = 0;
+    for from in 0..=shared.cores {
+        // SAFETY: a taken chain is ours.
+        received += unsafe { local.pinned.append_reversed(shared.mailbox(me, from).take_all()) };
+    }
+    stats::add(&stats.received, received as u64);
+    if let Some(task) =
+        local.pinned.pop_front().or_else(|| local.lifo.take()).or_else(|| local.queue.pop_front())
+    {
+        return Some(task);
+    }
+    // SAFETY: a taken chain is ours.
+    if unsafe { local.queue.append_reversed(shared.steal[me].take_all()) } > 0 {
+        return local.queue.pop_front();
+    }
+    // SAFETY: a taken chain is ours.
+    let injected = unsafe { local.queue.append_reversed(shared.injector.take_all()) };
+    if injected > 0 {
+        stats::add(&stats.injected, injected as u64);
+        return local.queue.pop_front();
+    }
+    let victim_start = next_random(&mut local.rng) as usize;
+    if let Some(poll) = shared.config.poller
+        && !shared.polling.swap(true, Acquire)
+    {
+        let made_work = poll();
+        shared.polling.store(false, Release);
+        if made_work {
+            return find_work(shared, me);
+        }
+    }
+    steal(shared, me, victim_start)
+}
+
+fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
+    let cores = shared.cores;
+    for offset in 0..cores {
+        let victim = (start + offset) % cores;
+        if victim == me || !shared.steal[victim].has_tasks() {
+            continue;
+        }
+        // SAFETY: we are core `me`, between tasks.
+        let local = unsafe { shared.local(me) };
+        // SAFETY: a taken chain is ours.
+        let stolen = unsafe { local.queue.append_reversed(shared.steal[victim].take_all()) };
+        if stolen > 0 {
+            stats::add(&shared.stats[me].stolen, stolen as u64);
+            return local.queue.pop_front();
+        }
+    }
+    None
+}
+
+/// xorshift32: cheap, and good enough to spread thieves over victims.
+fn next_random(state: &mut u32) -> u32 {
+    let mut x = *state;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *state = x;
+    x
+}
+
+/// The sleep protocol's view of a core (see `crate::sleep::Sleeper`).
+struct CoreSleeper<'a> {
+    shared: &'a Shared,
+    me: usize,
+    slept_at: Option<Instant>,
+    deep: bool,
+}
+
+impl Sleeper for CoreSleeper<'_> {
+    fn arm_inbound(&mut self) -> bool {
+        let shared = self.shared;
+        // SAFETY: we are core `me`, between tasks.
+        let local = unsafe { shared.local(self.me) };
+        local.cache.flush();
+        let mut received = 0;
+        for from in 0..=shared.cores {
+            // SAFETY: a taken chain is ours.
+            received +=
+                unsafe { local.pinned.append_reversed(shared.mailbox(self.me, from).take_all_and_arm()) };
+        }
+        stats::add(&shared.stats[self.me].received, received as u64);
+        received > 0
+    }
+
+    fn has_injected_jobs(&self) -> bool {
+        self.shared.injector.has_tasks()
+    }
+
+    fn should_wake(&self) -> bool {
+        let shared = self.shared;
+        shared.state.load(SeqCst) == STOPPED
+            || (0..=shared.cores).any(|from| shared.mailbox(self.me, from).has_tasks())
+    }
+
+    fn committed(&mut self) {
+        stats::add(&self.shared.stats[self.me].sleeps, 1);
+        self.slept_at = Some(Instant::now());
+        self.shared.check_quiescence();
+    }
+
+    fn wait(&mut self) {
+        let slept_at = *self.slept_at.get_or_insert_with(Instant::now);
+        let deep_at = slept_at + self.shared.config.deep_idle_after;
+        if !self.deep && Instant::now() < deep_at {
+            platform::wait_for_event(Depth::Light, Some(deep_at));
+        } else {
+            self.deep = true;
+            platform::wait_for_event(Depth::Deep, None);
+        }
+    }
+}

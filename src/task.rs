@@ -1,0 +1,94 @@
+//! Tasks: the unit every core runs.
+//!
+//! A task is a header (a `next` link and one function pointer) at the start
+//! of some storage; running it is one indirect call. Closures become tasks
+//! in [`closure`]; later layers (strands, actor turns) embed the same header
+//! in their own structures. The header's link lets a task sit in exactly one
+//! list at a time without any allocation: a mailbox, the injector, a core's
+//! local queue, or (as freed storage) a free list.
+
+pub(crate) mod closure;
+pub(crate) mod list;
+pub(crate) mod queue;
+pub(crate) mod storage;
+
+use core::cell::UnsafeCell;
+use core::ptr::{self, NonNull};
+use storage::BlockCache;
+
+/// What the core wants done with a task it hands to [`Task::call`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Run it, then release its storage.
+    Run,
+    /// Do not run it: drop what it owns and release its storage (the pool
+    /// is shutting down and this task was never started).
+    Discard,
+}
+
+/// The function behind a task. It receives the calling core's block cache
+/// so the task can give its storage back without a lock. The cache comes as
+/// a pointer, not a reference, because the task may post more tasks (which
+/// borrows the cache again) once it has released its own block.
+///
+/// # Safety
+///
+/// Called at most once per enqueued task, on the core that owns `cache`,
+/// with `task` pointing at the header the function was installed in.
+pub(crate) type TaskFn = unsafe fn(task: NonNull<Task>, action: Action, cache: NonNull<BlockCache>);
+
+/// The intrusive header at the start of every task.
+#[repr(C)]
+pub(crate) struct Task {
+    /// The next task in whichever single list holds this one. Written only
+    /// by the task's current owner before it publishes the task (with a
+    /// release operation on the list head), read only after an acquire.
+    next: UnsafeCell<*mut Task>,
+    call: TaskFn,
+}
+
+impl Task {
+    pub(crate) const fn new(call: TaskFn) -> Self {
+        Self { next: UnsafeCell::new(ptr::null_mut()), call }
+    }
+
+    /// The link of `task`.
+    ///
+    /// # Safety
+    ///
+    /// `task` is a live header owned by the caller (not yet published, or
+    /// taken out of a list by the caller).
+    #[inline]
+    pub(crate) unsafe fn next(task: NonNull<Task>) -> *mut Task {
+        // SAFETY: the caller owns the header, so nobody writes the link now.
+        // A raw read: free storage blocks reuse only this first word.
+        unsafe { (&raw const (*task.as_ptr()).next).cast::<*mut Task>().read() }
+    }
+
+    /// Sets the link of `task`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Task::next`].
+    #[inline]
+    pub(crate) unsafe fn set_next(task: NonNull<Task>, next: *mut Task) {
+        // SAFETY: the caller owns the header, so nobody reads the link now.
+        // A raw write: the header may be uninitialised storage being linked
+        // into a free list.
+        unsafe { (&raw mut (*task.as_ptr()).next).cast::<*mut Task>().write(next) }
+    }
+
+    /// Runs or discards `task`: one indirect call.
+    ///
+    /// # Safety
+    ///
+    /// `task` was taken out of a list by the caller, which now owns it, and
+    /// is never touched again afterwards; `cache` belongs to the calling core.
+    #[inline]
+    pub(crate) unsafe fn call(task: NonNull<Task>, action: Action, cache: NonNull<BlockCache>) {
+        // SAFETY: the header is live and owned by the caller.
+        let call = unsafe { (*task.as_ptr()).call };
+        // SAFETY: forwarded from this function's contract.
+        unsafe { call(task, action, cache) }
+    }
+}

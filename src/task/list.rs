@@ -1,0 +1,142 @@
+//! A lock-free list of tasks with a tagged head: the mailbox of seed 002
+//! (Rabid), also used for the injector, the per-core steal lists and the
+//! lists of storage blocks returned to their home core.
+//!
+//! # Protocol
+//!
+//! The head is one word: a pointer to the newest task, or null, with the
+//! low bit free (tasks are at least 8-byte aligned). That bit is the
+//! *armed* tag, a wake sentinel: the receiving core sets it just before it
+//! sleeps, and a sender whose push replaces it knows the receiver may be
+//! asleep and must be woken.
+//!
+//! - **Push** (any number of senders): link the task (or a pre-linked chain)
+//!   to the current head's pointer, then compare-exchange the head to the
+//!   task, clearing the tag. Retry on failure. The old head's tag is the
+//!   push's result: [`Pushed::WasArmed`] obliges the sender to wake the
+//!   receiver.
+//! - **Take all** (the receiver; or, for the injector and steal lists, any
+//!   core): swap the head with null and own the whole chain. The chain is
+//!   newest first; reversing it gives each sender's tasks in the order they
+//!   were pushed. A swap also clears the tag: a core that takes is awake.
+//! - **Arm** (the receiver, before sleeping): swap the head with the bare
+//!   tag. It returns whatever was pushed meanwhile, so the receiver runs
+//!   that instead of sleeping.
+//!
+//! # Why it is correct (sketch)
+//!
+//! Every operation on the head is a read-modify-write of one word, so they
+//! are totally ordered and each reads the value left by the one before.
+//!
+//! - No task is lost or taken twice: a successful push makes its task the
+//!   head with the previous chain behind it; a take replaces the head with
+//!   something that holds none of those tasks, so every pushed task is in
+//!   exactly one taken chain.
+//! - No ABA: nothing ever removes a single task from the head. Takers only
+//!   swap the whole chain out, so a sender's compare-exchange succeeds only
+//!   if the head is exactly what it linked behind its task, and that chain
+//!   is intact whatever happened to it before.
+//! - The links are published: a sender writes the link and the task's
+//!   contents before its release compare-exchange; a taker's acquire swap
+//!   reads that value or a later one in the release sequence of pushes, so
+//!   it sees every task of the chain it took.
+//! - No lost wake-up through a mailbox: if the receiver's arm comes before a
+//!   push in the head's order, that push reads the tag and wakes the
+//!   receiver. If the push comes first, the arm returns its task and the
+//!   receiver does not sleep.
+//!
+//! The orderings are `SeqCst` rather than the acquire/release the sketch
+//! needs because the sleep protocol (`crate::sleep`) reads heads and its
+//! own state word in a store-load (Dekker) pattern, which needs one total
+//! order over both. `tests/loom_mailbox.rs` checks this file with two
+//! senders.
+
+use super::Task;
+use crate::sync::{AtomicUsize, Ordering::*};
+use core::ptr::NonNull;
+
+const ARMED: usize = 1;
+
+/// The result of a push.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "a push that replaced the sentinel must wake the receiver"]
+pub(crate) enum Pushed {
+    /// Queued; the receiver is awake or will see the task before sleeping.
+    Queued,
+    /// Queued in place of the wake sentinel: the receiver may be asleep.
+    WasArmed,
+}
+
+/// A chain taken from an [`AtomicList`], newest task first.
+pub(crate) type Chain = Option<NonNull<Task>>;
+
+/// The tagged list head. See the module documentation for the protocol.
+pub(crate) struct AtomicList {
+    head: AtomicUsize,
+}
+
+impl AtomicList {
+    pub(crate) fn new() -> Self {
+        Self { head: AtomicUsize::new(0) }
+    }
+
+    /// Pushes one task.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `task`, a live header, and gives it up.
+    #[inline]
+    pub(crate) unsafe fn push(&self, task: NonNull<Task>) -> Pushed {
+        // SAFETY: a single task is a chain whose newest and oldest coincide.
+        unsafe { self.push_chain(task, task) }
+    }
+
+    /// Pushes a chain linked from `newest` to `oldest` through the tasks'
+    /// links, with one compare-exchange.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns every task of the chain and gives them up; following
+    /// links from `newest` reaches `oldest`.
+    pub(crate) unsafe fn push_chain(&self, newest: NonNull<Task>, oldest: NonNull<Task>) -> Pushed {
+        debug_assert_eq!(newest.as_ptr() as usize & ARMED, 0, "tasks are at least 2-byte aligned");
+        let mut head = self.head.load(Relaxed);
+        loop {
+            // SAFETY: the caller owns `oldest` until the exchange publishes it.
+            unsafe { Task::set_next(oldest, (head & !ARMED) as *mut Task) };
+            match self.head.compare_exchange_weak(head, newest.as_ptr() as usize, SeqCst, Relaxed) {
+                Ok(_) if head & ARMED != 0 => return Pushed::WasArmed,
+                Ok(_) => return Pushed::Queued,
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    /// Takes every task, newest first, and clears the sentinel.
+    #[inline]
+    pub(crate) fn take_all(&self) -> Chain {
+        // A plain load first keeps an idle poller from taking the line
+        // exclusively when there is nothing to take.
+        if self.head.load(Relaxed) & !ARMED == 0 {
+            return None;
+        }
+        NonNull::new((self.head.swap(0, SeqCst) & !ARMED) as *mut Task)
+    }
+
+    /// Takes every task and leaves the wake sentinel in their place.
+    pub(crate) fn take_all_and_arm(&self) -> Chain {
+        NonNull::new((self.head.swap(ARMED, SeqCst) & !ARMED) as *mut Task)
+    }
+
+    /// Whether any task is queued (the sentinel alone counts as empty).
+    #[inline]
+    pub(crate) fn has_tasks(&self) -> bool {
+        self.head.load(SeqCst) & !ARMED != 0
+    }
+}
+
+impl Default for AtomicList {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,181 @@
+//! Storage for tasks: fixed-size blocks in per-core caches, so the hot path
+//! takes no lock and touches no shared line.
+//!
+//! Each core allocates from its own free list. A block freed on its home
+//! core goes straight back there. A block freed on another core is gathered
+//! in that core's private batch for the home core and returned with one
+//! compare-exchange per [`RETURN_BATCH`] blocks onto the home core's
+//! *returned* list (an [`AtomicList`] used without its sentinel); the home
+//! core takes that whole list with one swap when its free list runs dry.
+//! Only when both are empty does a core carve a new chunk from the global
+//! allocator, which may take a lock; that is the cold path, and a steady
+//! stream between two cores reaches a fixed working set and stops
+//! allocating. A core also hands back its partial batches before it sleeps,
+//! so blocks are never stranded on an idle core.
+//!
+//! Blocks are freed to the global allocator only when the pool is dropped.
+
+use super::Task;
+use super::list::AtomicList;
+use crate::sync::CachePadded;
+use alloc::alloc::{Layout, alloc, dealloc};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::mem::MaybeUninit;
+use core::ptr::{self, NonNull};
+
+/// Bytes in one task block, header included.
+pub(crate) const BLOCK_SIZE: usize = 64;
+
+/// One task block: a cache line.
+#[repr(C, align(64))]
+pub(crate) struct Block(MaybeUninit<[u8; BLOCK_SIZE]>);
+
+/// Blocks carved from the global allocator at a time.
+const CHUNK_BLOCKS: usize = 64;
+
+/// Blocks a core gathers for another home core before returning them.
+pub(crate) const RETURN_BATCH: usize = 32;
+
+/// A private chain of blocks bound for one home core.
+struct Batch {
+    newest: *mut Task,
+    oldest: *mut Task,
+    len: usize,
+}
+
+/// Where other cores return each core's blocks; shared by the pool.
+pub(crate) type ReturnLists = [CachePadded<AtomicList>];
+
+/// One core's block allocator. Owned by that core; never shared.
+pub(crate) struct BlockCache {
+    core: usize,
+    free: *mut Task,
+    returns: NonNull<ReturnLists>,
+    outgoing: Box<[Batch]>,
+    chunks: Vec<NonNull<Block>>,
+}
+
+// SAFETY: a cache is used by one core at a time; it moves to that core's
+// thread with the pool state that owns it. The return lists it points to
+// outlive it (both belong to the pool) and are themselves thread-safe.
+unsafe impl Send for BlockCache {}
+
+impl BlockCache {
+    /// A cache for `core`, returning foreign blocks to `returns`.
+    ///
+    /// # Safety
+    ///
+    /// `returns` outlives the cache and has one list per core of the pool.
+    pub(crate) unsafe fn new(core: usize, returns: &ReturnLists) -> Self {
+        let outgoing = (0..returns.len())
+            .map(|_| Batch { newest: ptr::null_mut(), oldest: ptr::null_mut(), len: 0 })
+            .collect();
+        Self { core, free: ptr::null_mut(), returns: NonNull::from(returns), outgoing, chunks: Vec::new() }
+    }
+
+    /// The core this cache belongs to: the home of the blocks it allocates.
+    pub(crate) fn core(&self) -> usize {
+        self.core
+    }
+
+    fn return_list(&self, home: usize) -> &AtomicList {
+        // SAFETY: the lists outlive the cache (contract of `new`).
+        unsafe { &self.returns.as_ref()[home] }
+    }
+
+    /// A block for a new task, or `None` if the global allocator is out of
+    /// memory.
+    #[inline]
+    pub(crate) fn alloc(&mut self) -> Option<NonNull<Block>> {
+        if self.free.is_null() {
+            self.refill()?;
+        }
+        let block = NonNull::new(self.free)?;
+        // SAFETY: free blocks are owned by this cache and linked through
+        // their first word.
+        self.free = unsafe { Task::next(block) };
+        Some(block.cast())
+    }
+
+    #[cold]
+    fn refill(&mut self) -> Option<()> {
+        if let Some(returned) = self.return_list(self.core).take_all() {
+            self.free = returned.as_ptr();
+            return Some(());
+        }
+        let layout = Layout::new::<[Block; CHUNK_BLOCKS]>();
+        // SAFETY: the layout has a non-zero size.
+        let chunk = NonNull::new(unsafe { alloc(layout) }.cast::<Block>())?;
+        self.chunks.push(chunk);
+        for i in 0..CHUNK_BLOCKS {
+            // SAFETY: `i` is within the chunk just allocated; the block is
+            // free storage owned by this cache.
+            unsafe {
+                let block = NonNull::new_unchecked(chunk.as_ptr().add(i)).cast::<Task>();
+                Task::set_next(block, self.free);
+                self.free = block.as_ptr();
+            }
+        }
+        Some(())
+    }
+
+    /// Gives back a block that `home`'s cache allocated.
+    ///
+    /// # Safety
+    ///
+    /// `block` came from `alloc` on the cache of core `home` of this pool,
+    /// holds nothing live any more, and is not used again by the caller.
+    #[inline]
+    pub(crate) unsafe fn release(&mut self, block: NonNull<Block>, home: usize) {
+        let block = block.cast::<Task>();
+        if home == self.core {
+            // SAFETY: the block is free and now owned by this cache.
+            unsafe { Task::set_next(block, self.free) };
+            self.free = block.as_ptr();
+            return;
+        }
+        let batch = &mut self.outgoing[home];
+        // SAFETY: the block is free and now owned by this cache.
+        unsafe { Task::set_next(block, batch.newest) };
+        if batch.newest.is_null() {
+            batch.oldest = block.as_ptr();
+        }
+        batch.newest = block.as_ptr();
+        batch.len += 1;
+        if batch.len >= RETURN_BATCH {
+            self.send_back(home);
+        }
+    }
+
+    /// Returns every partial batch to its home core (before sleeping).
+    pub(crate) fn flush(&mut self) {
+        for home in 0..self.outgoing.len() {
+            if self.outgoing[home].len > 0 {
+                self.send_back(home);
+            }
+        }
+    }
+
+    fn send_back(&mut self, home: usize) {
+        let batch = &mut self.outgoing[home];
+        let (newest, oldest) = (batch.newest, batch.oldest);
+        *batch = Batch { newest: ptr::null_mut(), oldest: ptr::null_mut(), len: 0 };
+        if let (Some(newest), Some(oldest)) = (NonNull::new(newest), NonNull::new(oldest)) {
+            // SAFETY: the chain is linked newest to oldest and owned here.
+            // Return lists carry no sentinel, so the result is always Queued.
+            let _ = unsafe { self.return_list(home).push_chain(newest, oldest) };
+        }
+    }
+}
+
+impl Drop for BlockCache {
+    fn drop(&mut self) {
+        let layout = Layout::new::<[Block; CHUNK_BLOCKS]>();
+        for &chunk in &self.chunks {
+            // SAFETY: allocated in `refill` with this layout. The pool drops
+            // its caches only when no task is left, so no block is in use.
+            unsafe { dealloc(chunk.as_ptr().cast(), layout) };
+        }
+    }
+}

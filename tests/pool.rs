@@ -1,0 +1,299 @@
+//! Pools on the host: what runs where, quiescence, shutdown, and bad input.
+#![cfg(feature = "std")]
+
+mod support;
+
+use roving::platform::host::Machine;
+use roving::platform::{self, StartCoreError};
+use roving::{Config, Pool, PoolError, PostError, RunError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::Duration;
+use support::with_watchdog;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn on_machine<R: Send>(cores: usize, f: impl FnOnce() -> R + Send) -> R {
+    with_watchdog(LIMIT, "a pool test", || Machine::new(cores).unwrap().run(f).unwrap())
+}
+
+#[test]
+fn post_runs_on_the_core_it_names() {
+    let wrong = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (w, r) = (wrong.clone(), ran.clone());
+    let pool = on_machine(4, move || {
+        let pool = Pool::new().unwrap();
+        pool.run(|| {
+            for round in 0..100 {
+                let target = round % 4;
+                let (w, r) = (w.clone(), r.clone());
+                roving::post(target, move || {
+                    if platform::current_core() != Some(target) {
+                        w.fetch_add(1, SeqCst);
+                    }
+                    r.fetch_add(1, SeqCst);
+                })
+                .unwrap();
+            }
+        })
+        .unwrap();
+        pool
+    });
+    assert_eq!(ran.load(SeqCst), 100);
+    assert_eq!(wrong.load(SeqCst), 0, "a posted closure ran on another core");
+    let stats = pool.stats();
+    assert_eq!(stats.iter().map(|s| s.tasks_run).sum::<u64>(), 100);
+    assert_eq!(stats[0].sent, 100);
+    assert_eq!(stats.iter().map(|s| s.discarded).sum::<u64>(), 0, "a quiescent stop discards nothing");
+}
+
+#[test]
+fn each_sender_is_served_in_order() {
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let o = order.clone();
+    on_machine(2, move || {
+        Pool::new()
+            .unwrap()
+            .run(|| {
+                for i in 0..1000 {
+                    let o = o.clone();
+                    roving::post(1, move || o.lock().unwrap().push(i)).unwrap();
+                }
+            })
+            .unwrap();
+    });
+    assert_eq!(*order.lock().unwrap(), (0..1000).collect::<Vec<_>>());
+}
+
+/// Recursive spawning from one task: the other cores must steal to help.
+#[test]
+fn spawned_work_spreads_by_stealing() {
+    fn fan_out(depth: u32, count: Arc<AtomicUsize>) {
+        count.fetch_add(1, SeqCst);
+        if depth > 0 {
+            for _ in 0..2 {
+                let count = count.clone();
+                roving::spawn(move || {
+                    // A little work per task, so the tree outlives one core's patience.
+                    std::hint::black_box((0..2000).sum::<u64>());
+                    fan_out(depth - 1, count)
+                })
+                .unwrap();
+            }
+        }
+    }
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let pool = on_machine(4, move || {
+        let pool = Pool::new().unwrap();
+        pool.run(|| fan_out(15, c)).unwrap();
+        pool
+    });
+    assert_eq!(count.load(SeqCst), (1 << 16) - 1);
+    let stats = pool.stats();
+    let stolen: u64 = stats.iter().map(|s| s.stolen).sum();
+    let busy_cores = stats.iter().filter(|s| s.tasks_run > 0).count();
+    assert!(stolen > 0 && busy_cores > 1, "no stealing happened: {stats:?}");
+}
+
+#[test]
+fn work_queued_before_run_waits_for_the_cores() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    on_machine(3, move || {
+        let pool = Pool::new().unwrap();
+        for core in 0..3 {
+            let r = r.clone();
+            pool.post(core, move || {
+                assert_eq!(platform::current_core(), Some(core));
+                r.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+        }
+        for _ in 0..10 {
+            let r = r.clone();
+            pool.spawn(move || {
+                r.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+        }
+        assert_eq!(r.load(SeqCst), 0, "nothing runs before run");
+        pool.run(|| ()).unwrap();
+    });
+    assert_eq!(ran.load(SeqCst), 13);
+}
+
+#[test]
+fn outside_threads_inject_work_while_the_pool_runs() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let machine = Machine::new(4).unwrap();
+    let outside = machine.clone();
+    with_watchdog(LIMIT, "outside posts", || {
+        machine.run(move || {
+            let pool = Pool::with_config(Config::new().stop_when_quiescent(false)).unwrap();
+            let feeder = {
+                let (pool, r) = (pool.clone(), r.clone());
+                std::thread::spawn(move || {
+                    let _member = outside.enter();
+                    assert_eq!(platform::current_core(), None);
+                    for i in 0..2000 {
+                        let r = r.clone();
+                        let task = move || _ = r.fetch_add(1, SeqCst);
+                        if i % 2 == 0 {
+                            pool.spawn(task).unwrap()
+                        } else {
+                            pool.post(i % 4, task).unwrap()
+                        }
+                        if i % 100 == 0 {
+                            std::thread::sleep(Duration::from_millis(2)); // let the cores fall asleep
+                        }
+                    }
+                    while r.load(SeqCst) < 2000 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    pool.shutdown();
+                })
+            };
+            pool.run(|| ()).unwrap();
+            feeder.join().unwrap();
+            let sleeps: u64 = pool.stats().iter().map(|s| s.sleeps).sum();
+            assert!(sleeps > 0, "the cores never slept during the gaps");
+        })
+    })
+    .unwrap();
+    assert_eq!(ran.load(SeqCst), 2000);
+}
+
+/// Counts drops, so a test can see that nothing was lost silently.
+struct Token(Arc<AtomicUsize>);
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn shutdown_discards_unstarted_tasks_and_counts_them() {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (d, r) = (dropped.clone(), ran.clone());
+    let pool = on_machine(2, move || {
+        let pool = Pool::new().unwrap();
+        let handle = pool.clone();
+        pool.run(|| {
+            for _ in 0..100 {
+                let token = Token(d.clone());
+                let r = r.clone();
+                roving::post(0, move || {
+                    let _token = token;
+                    r.fetch_add(1, SeqCst);
+                })
+                .unwrap();
+            }
+            assert!(handle.shutdown());
+            assert!(!handle.shutdown(), "only the first shutdown stops it");
+        })
+        .unwrap();
+        pool
+    });
+    assert_eq!(ran.load(SeqCst), 0, "main shut down before core 0 ran anything");
+    assert_eq!(dropped.load(SeqCst), 100, "every unstarted closure is dropped");
+    assert_eq!(pool.stats().iter().map(|s| s.discarded).sum::<u64>(), 100);
+}
+
+#[test]
+fn a_stopped_pool_hands_the_closure_back() {
+    on_machine(2, || {
+        let pool = Pool::new().unwrap();
+        pool.run(|| ()).unwrap();
+        assert!(pool.is_stopped());
+        let back = Arc::new(AtomicUsize::new(0));
+        let b = back.clone();
+        let error = pool.spawn(move || _ = b.fetch_add(7, SeqCst)).unwrap_err();
+        assert!(matches!(error, PostError::Stopped(_)), "{error:?}");
+        error.into_inner()();
+        assert_eq!(back.load(SeqCst), 7, "the closure came back intact");
+        let error = pool.post(1, || ()).unwrap_err();
+        assert!(matches!(error, PostError::Stopped(_)));
+        assert_eq!(pool.run(|| ()).unwrap_err(), RunError::AlreadyRan);
+    });
+}
+
+#[test]
+fn bad_input_gets_typed_errors() {
+    on_machine(2, || {
+        assert_eq!(Pool::with_config(Config::new().cores(0)).err(), Some(PoolError::NoCores));
+        assert_eq!(
+            Pool::with_config(Config::new().cores(3)).err(),
+            Some(PoolError::TooManyCores { requested: 3, available: 2 })
+        );
+        let pool = Pool::new().unwrap();
+        let back = Arc::new(AtomicUsize::new(0));
+        let b = back.clone();
+        let error = pool.post(5, move || _ = b.fetch_add(1, SeqCst)).unwrap_err();
+        assert_eq!(error.to_string(), "no core 5 in this pool: it has cores 0..2");
+        error.into_inner()();
+        assert_eq!(back.load(SeqCst), 1, "the closure came back intact");
+        let error = roving::spawn(|| ()).unwrap_err();
+        assert!(matches!(error, PostError::NotInPool(_)), "core 0 outside `run` is not a worker");
+        let error = roving::post(0, || ()).unwrap_err();
+        assert!(matches!(error, PostError::NotInPool(_)));
+        let outsider = std::thread::spawn(move || pool.run(|| ()).unwrap_err()).join().unwrap();
+        assert_eq!(outsider, RunError::NotAPoolCore { core: None, cores: 2 });
+    });
+}
+
+#[test]
+fn a_smaller_pool_runs_on_its_cores_only() {
+    let outside = Arc::new(AtomicUsize::new(0));
+    let o = outside.clone();
+    on_machine(4, move || {
+        let pool = Pool::with_config(Config::new().cores(2)).unwrap();
+        pool.run(|| {
+            for _ in 0..1000 {
+                let o = o.clone();
+                roving::spawn(move || {
+                    if platform::current_core().unwrap() >= 2 {
+                        o.fetch_add(1, SeqCst);
+                    }
+                })
+                .unwrap();
+            }
+        })
+        .unwrap();
+        // The same cores can host a new pool once the first has stopped.
+        Pool::new().unwrap().run(|| ()).unwrap();
+    });
+    assert_eq!(outside.load(SeqCst), 0);
+}
+
+#[test]
+fn a_panicking_task_stops_the_pool_and_is_raised_by_run() {
+    let result = with_watchdog(LIMIT, "a panicking pool", || {
+        std::panic::catch_unwind(|| {
+            Machine::new(2).unwrap().run(|| {
+                let pool = Pool::with_config(Config::new().stop_when_quiescent(false)).unwrap();
+                pool.run(|| roving::post(1, || panic!("task failed on purpose")).unwrap()).unwrap();
+            })
+        })
+    });
+    let payload = result.unwrap_err();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"task failed on purpose"));
+}
+
+#[test]
+fn start_failures_are_reported() {
+    // Core 1 is busy with an entry that outlasts `run`'s patience.
+    fn hold(_: usize) {
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    on_machine(2, || {
+        platform::start_core(1, hold, 0).unwrap();
+        let pool = Pool::new().unwrap();
+        let error = pool.run(|| unreachable!("main must not run")).unwrap_err();
+        assert_eq!(error, RunError::StartCore(StartCoreError::AlreadyRunning { core: 1 }));
+        assert!(pool.is_stopped());
+    });
+}

@@ -1,0 +1,28 @@
+//! Helpers shared by the host integration tests.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::thread;
+use std::time::Duration;
+
+/// Fails the test (by aborting, with a message) if `f` does not finish in
+/// time: a lost wake-up shows up as a core parked forever.
+pub fn with_watchdog<R>(limit: Duration, what: &'static str, f: impl FnOnce() -> R) -> R {
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    thread::spawn(move || {
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if flag.load(SeqCst) {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("watchdog: {what} did not finish within {limit:?} (lost wake-up?)");
+        std::process::abort();
+    });
+    let result = f();
+    done.store(true, SeqCst);
+    result
+}
