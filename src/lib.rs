@@ -38,3 +38,15 @@ mod task;
 pub mod time;
 
 pub use pool::{Config, CoreStats, Pool, PoolError, PostError, RunError, post, spawn};
+
+/// Internals, exposed only to the loom models in `tests/loom_*.rs` so they
+/// check the real code. Not part of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_api {
+    pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
+    pub use crate::task::list::{AtomicList, Pushed};
+    pub use crate::task::queue::TaskQueue;
+    pub use crate::task::storage::BlockCache;
+    pub use crate::task::{Action, Task};
+}

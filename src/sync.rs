@@ -13,7 +13,7 @@ pub(crate) use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering,
 /// prefetcher of x86 and the 128-byte lines of some ARM cores.
 #[derive(Default)]
 #[repr(align(128))]
-pub(crate) struct CachePadded<T>(pub(crate) T);
+pub struct CachePadded<T>(pub T);
 
 impl<T> core::ops::Deref for CachePadded<T> {
     type Target = T;

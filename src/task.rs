@@ -7,10 +7,10 @@
 //! list at a time without any allocation: a mailbox, the injector, a core's
 //! local queue, or (as freed storage) a free list.
 
-pub(crate) mod closure;
-pub(crate) mod list;
-pub(crate) mod queue;
-pub(crate) mod storage;
+pub mod closure;
+pub mod list;
+pub mod queue;
+pub mod storage;
 
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
@@ -18,7 +18,7 @@ use storage::BlockCache;
 
 /// What the core wants done with a task it hands to [`Task::call`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Action {
+pub enum Action {
     /// Run it, then release its storage.
     Run,
     /// Do not run it: drop what it owns and release its storage (the pool
@@ -35,11 +35,11 @@ pub(crate) enum Action {
 ///
 /// Called at most once per enqueued task, on the core that owns `cache`,
 /// with `task` pointing at the header the function was installed in.
-pub(crate) type TaskFn = unsafe fn(task: NonNull<Task>, action: Action, cache: NonNull<BlockCache>);
+pub type TaskFn = unsafe fn(task: NonNull<Task>, action: Action, cache: NonNull<BlockCache>);
 
 /// The intrusive header at the start of every task.
 #[repr(C)]
-pub(crate) struct Task {
+pub struct Task {
     /// The next task in whichever single list holds this one. Written only
     /// by the task's current owner before it publishes the task (with a
     /// release operation on the list head), read only after an acquire.
@@ -48,7 +48,8 @@ pub(crate) struct Task {
 }
 
 impl Task {
-    pub(crate) const fn new(call: TaskFn) -> Self {
+    /// A header that runs `call`, linked to nothing.
+    pub const fn new(call: TaskFn) -> Self {
         Self { next: UnsafeCell::new(ptr::null_mut()), call }
     }
 
@@ -59,7 +60,7 @@ impl Task {
     /// `task` is a live header owned by the caller (not yet published, or
     /// taken out of a list by the caller).
     #[inline]
-    pub(crate) unsafe fn next(task: NonNull<Task>) -> *mut Task {
+    pub unsafe fn next(task: NonNull<Task>) -> *mut Task {
         // SAFETY: the caller owns the header, so nobody writes the link now.
         // A raw read: free storage blocks reuse only this first word.
         unsafe { (&raw const (*task.as_ptr()).next).cast::<*mut Task>().read() }
@@ -71,7 +72,7 @@ impl Task {
     ///
     /// As for [`Task::next`].
     #[inline]
-    pub(crate) unsafe fn set_next(task: NonNull<Task>, next: *mut Task) {
+    pub unsafe fn set_next(task: NonNull<Task>, next: *mut Task) {
         // SAFETY: the caller owns the header, so nobody reads the link now.
         // A raw write: the header may be uninitialised storage being linked
         // into a free list.
@@ -85,7 +86,7 @@ impl Task {
     /// `task` was taken out of a list by the caller, which now owns it, and
     /// is never touched again afterwards; `cache` belongs to the calling core.
     #[inline]
-    pub(crate) unsafe fn call(task: NonNull<Task>, action: Action, cache: NonNull<BlockCache>) {
+    pub unsafe fn call(task: NonNull<Task>, action: Action, cache: NonNull<BlockCache>) {
         // SAFETY: the header is live and owned by the caller.
         let call = unsafe { (*task.as_ptr()).call };
         // SAFETY: forwarded from this function's contract.

@@ -16,7 +16,7 @@
 use crate::sync::{AtomicU64, Ordering::SeqCst};
 
 /// The most cores one pool can count.
-pub(crate) const MAX_CORES: usize = 0xffff;
+pub const MAX_CORES: usize = 0xffff;
 
 const INACTIVE_ONE: u64 = 1;
 const SLEEPING_ONE: u64 = 1 << 16;
@@ -25,23 +25,23 @@ const COUNT_MASK: u64 = 0xffff;
 
 /// A snapshot of the counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Counters(u64);
+pub struct Counters(u64);
 
 impl Counters {
-    pub(crate) fn inactive(self) -> usize {
+    pub fn inactive(self) -> usize {
         (self.0 & COUNT_MASK) as usize
     }
 
-    pub(crate) fn sleeping(self) -> usize {
+    pub fn sleeping(self) -> usize {
         (self.0 >> 16 & COUNT_MASK) as usize
     }
 
     /// Cores searching for work, awake.
-    pub(crate) fn idle_awake(self) -> usize {
+    pub fn idle_awake(self) -> usize {
         self.inactive() - self.sleeping()
     }
 
-    pub(crate) fn jobs_counter(self) -> u32 {
+    pub fn jobs_counter(self) -> u32 {
         (self.0 >> JEC_SHIFT) as u32
     }
 
@@ -51,50 +51,54 @@ impl Counters {
 }
 
 /// The atomic word.
-pub(crate) struct AtomicCounters(AtomicU64);
+pub struct AtomicCounters(AtomicU64);
 
 impl AtomicCounters {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self(AtomicU64::new(0))
     }
 
-    pub(crate) fn load(&self) -> Counters {
+    pub fn load(&self) -> Counters {
         Counters(self.0.load(SeqCst))
     }
 
     /// A core starts searching.
-    pub(crate) fn add_inactive(&self) -> Counters {
+    pub fn add_inactive(&self) -> Counters {
         Counters(self.0.fetch_add(INACTIVE_ONE, SeqCst) + INACTIVE_ONE)
     }
 
     /// A core found work.
-    pub(crate) fn sub_inactive(&self) {
+    pub fn sub_inactive(&self) {
         self.0.fetch_sub(INACTIVE_ONE, SeqCst);
     }
 
     /// Whoever ends a sleep (the waker, or the sleeper that cancels its own
     /// sleep) takes it off the count.
-    pub(crate) fn sub_sleeping(&self) {
+    pub fn sub_sleeping(&self) {
         self.0.fetch_sub(SLEEPING_ONE, SeqCst);
     }
 
     /// Counts one more sleeper, but only if the counters are still
-    /// `expected` (so the JEC has not moved). Returns whether it did.
-    pub(crate) fn try_add_sleeping(&self, expected: Counters) -> bool {
+    /// `expected` (so the JEC has not moved). On failure, returns the
+    /// counters as they are.
+    pub fn try_add_sleeping(&self, expected: Counters) -> Result<(), Counters> {
         debug_assert!(expected.idle_awake() > 0, "only an idle core goes to sleep");
-        self.0.compare_exchange(expected.0, expected.0 + SLEEPING_ONE, SeqCst, SeqCst).is_ok()
+        match self.0.compare_exchange(expected.0, expected.0 + SLEEPING_ONE, SeqCst, SeqCst) {
+            Ok(_) => Ok(()),
+            Err(actual) => Err(Counters(actual)),
+        }
     }
 
     /// A core gets sleepy: if the JEC says "new work" (odd), move it to
     /// "sleepy" (even). Returns the JEC value the core then remembers.
-    pub(crate) fn get_sleepy(&self) -> u32 {
+    pub fn get_sleepy(&self) -> u32 {
         self.update_jec_if(|c| !c.jec_is_sleepy()).jobs_counter()
     }
 
     /// Work was announced: if the JEC says "sleepy" (even), move it to "new
     /// work" (odd), so every sleepy core notices. Returns the counters
     /// after the update.
-    pub(crate) fn announce_jobs(&self) -> Counters {
+    pub fn announce_jobs(&self) -> Counters {
         self.update_jec_if(Counters::jec_is_sleepy)
     }
 

@@ -46,10 +46,9 @@
 //!   receiver does not sleep.
 //!
 //! The orderings are `SeqCst` rather than the acquire/release the sketch
-//! needs because the sleep protocol (`crate::sleep`) reads heads and its
-//! own state word in a store-load (Dekker) pattern, which needs one total
-//! order over both. `tests/loom_mailbox.rs` checks this file with two
-//! senders.
+//! needs; the sleep protocol (`crate::sleep`) reads heads in a store-load
+//! pattern with its own state word, which it closes with seq-cst fences.
+//! `tests/loom_mailbox.rs` checks this file with two senders.
 
 use super::Task;
 use crate::sync::{AtomicUsize, Ordering::*};
@@ -60,7 +59,7 @@ const ARMED: usize = 1;
 /// The result of a push.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use = "a push that replaced the sentinel must wake the receiver"]
-pub(crate) enum Pushed {
+pub enum Pushed {
     /// Queued; the receiver is awake or will see the task before sleeping.
     Queued,
     /// Queued in place of the wake sentinel: the receiver may be asleep.
@@ -68,15 +67,16 @@ pub(crate) enum Pushed {
 }
 
 /// A chain taken from an [`AtomicList`], newest task first.
-pub(crate) type Chain = Option<NonNull<Task>>;
+pub type Chain = Option<NonNull<Task>>;
 
 /// The tagged list head. See the module documentation for the protocol.
-pub(crate) struct AtomicList {
+pub struct AtomicList {
     head: AtomicUsize,
 }
 
 impl AtomicList {
-    pub(crate) fn new() -> Self {
+    /// An empty list, not armed.
+    pub fn new() -> Self {
         Self { head: AtomicUsize::new(0) }
     }
 
@@ -86,7 +86,7 @@ impl AtomicList {
     ///
     /// The caller owns `task`, a live header, and gives it up.
     #[inline]
-    pub(crate) unsafe fn push(&self, task: NonNull<Task>) -> Pushed {
+    pub unsafe fn push(&self, task: NonNull<Task>) -> Pushed {
         // SAFETY: a single task is a chain whose newest and oldest coincide.
         unsafe { self.push_chain(task, task) }
     }
@@ -98,7 +98,7 @@ impl AtomicList {
     ///
     /// The caller owns every task of the chain and gives them up; following
     /// links from `newest` reaches `oldest`.
-    pub(crate) unsafe fn push_chain(&self, newest: NonNull<Task>, oldest: NonNull<Task>) -> Pushed {
+    pub unsafe fn push_chain(&self, newest: NonNull<Task>, oldest: NonNull<Task>) -> Pushed {
         debug_assert_eq!(newest.as_ptr() as usize & ARMED, 0, "tasks are at least 2-byte aligned");
         let mut head = self.head.load(Relaxed);
         loop {
@@ -114,23 +114,23 @@ impl AtomicList {
 
     /// Takes every task, newest first, and clears the sentinel.
     #[inline]
-    pub(crate) fn take_all(&self) -> Chain {
-        // A plain load first keeps an idle poller from taking the line
+    pub fn take_all(&self) -> Chain {
+        // A load first keeps an idle poller from taking the line
         // exclusively when there is nothing to take.
-        if self.head.load(Relaxed) & !ARMED == 0 {
+        if !self.has_tasks() {
             return None;
         }
         NonNull::new((self.head.swap(0, SeqCst) & !ARMED) as *mut Task)
     }
 
     /// Takes every task and leaves the wake sentinel in their place.
-    pub(crate) fn take_all_and_arm(&self) -> Chain {
+    pub fn take_all_and_arm(&self) -> Chain {
         NonNull::new((self.head.swap(ARMED, SeqCst) & !ARMED) as *mut Task)
     }
 
     /// Whether any task is queued (the sentinel alone counts as empty).
     #[inline]
-    pub(crate) fn has_tasks(&self) -> bool {
+    pub fn has_tasks(&self) -> bool {
         self.head.load(SeqCst) & !ARMED != 0
     }
 }

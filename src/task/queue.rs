@@ -6,7 +6,7 @@ use super::list::Chain;
 use core::ptr::{self, NonNull};
 
 /// An intrusive FIFO through the tasks' links.
-pub(crate) struct TaskQueue {
+pub struct TaskQueue {
     head: *mut Task,
     tail: *mut Task,
     len: usize,
@@ -17,11 +17,13 @@ pub(crate) struct TaskQueue {
 unsafe impl Send for TaskQueue {}
 
 impl TaskQueue {
-    pub(crate) const fn new() -> Self {
+    /// An empty queue.
+    pub const fn new() -> Self {
         Self { head: ptr::null_mut(), tail: ptr::null_mut(), len: 0 }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// How many tasks it holds.
+    pub fn len(&self) -> usize {
         self.len
     }
 
@@ -30,7 +32,7 @@ impl TaskQueue {
     /// # Safety
     ///
     /// The caller gives up ownership of `task`, a live header in no list.
-    pub(crate) unsafe fn push_back(&mut self, task: NonNull<Task>) {
+    pub unsafe fn push_back(&mut self, task: NonNull<Task>) {
         // SAFETY: the queue now owns the task.
         unsafe { Task::set_next(task, ptr::null_mut()) };
         if self.tail.is_null() {
@@ -44,7 +46,7 @@ impl TaskQueue {
     }
 
     /// Removes the oldest task.
-    pub(crate) fn pop_front(&mut self) -> Option<NonNull<Task>> {
+    pub fn pop_front(&mut self) -> Option<NonNull<Task>> {
         let task = NonNull::new(self.head)?;
         // SAFETY: the queue owns the task.
         self.head = unsafe { Task::next(task) };
@@ -61,7 +63,7 @@ impl TaskQueue {
     /// # Safety
     ///
     /// The caller owns the chain and gives it up.
-    pub(crate) unsafe fn append_reversed(&mut self, chain: Chain) -> usize {
+    pub unsafe fn append_reversed(&mut self, chain: Chain) -> usize {
         let Some(newest) = chain else { return 0 };
         // Reverse in place: the newest becomes the tail.
         let mut reversed: *mut Task = ptr::null_mut();
@@ -89,7 +91,7 @@ impl TaskQueue {
     /// Splits off the older half (at least one task if any) as a chain
     /// linked newest first, ready for `AtomicList::push_chain`: returns
     /// `(newest, oldest, count)`.
-    pub(crate) fn split_front_half(&mut self) -> Option<(NonNull<Task>, NonNull<Task>, usize)> {
+    pub fn split_front_half(&mut self) -> Option<(NonNull<Task>, NonNull<Task>, usize)> {
         let take = self.len.div_ceil(2);
         let mut chain: *mut Task = ptr::null_mut();
         let mut oldest = None;

@@ -25,17 +25,17 @@ use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
 
 /// Bytes in one task block, header included.
-pub(crate) const BLOCK_SIZE: usize = 64;
+pub const BLOCK_SIZE: usize = 64;
 
 /// One task block: a cache line.
 #[repr(C, align(64))]
-pub(crate) struct Block(MaybeUninit<[u8; BLOCK_SIZE]>);
+pub struct Block(MaybeUninit<[u8; BLOCK_SIZE]>);
 
 /// Blocks carved from the global allocator at a time.
 const CHUNK_BLOCKS: usize = 64;
 
 /// Blocks a core gathers for another home core before returning them.
-pub(crate) const RETURN_BATCH: usize = 32;
+pub const RETURN_BATCH: usize = 32;
 
 /// A private chain of blocks bound for one home core.
 struct Batch {
@@ -45,10 +45,10 @@ struct Batch {
 }
 
 /// Where other cores return each core's blocks; shared by the pool.
-pub(crate) type ReturnLists = [CachePadded<AtomicList>];
+pub type ReturnLists = [CachePadded<AtomicList>];
 
 /// One core's block allocator. Owned by that core; never shared.
-pub(crate) struct BlockCache {
+pub struct BlockCache {
     core: usize,
     free: *mut Task,
     returns: NonNull<ReturnLists>,
@@ -67,7 +67,7 @@ impl BlockCache {
     /// # Safety
     ///
     /// `returns` outlives the cache and has one list per core of the pool.
-    pub(crate) unsafe fn new(core: usize, returns: &ReturnLists) -> Self {
+    pub unsafe fn new(core: usize, returns: &ReturnLists) -> Self {
         let outgoing = (0..returns.len())
             .map(|_| Batch { newest: ptr::null_mut(), oldest: ptr::null_mut(), len: 0 })
             .collect();
@@ -75,7 +75,7 @@ impl BlockCache {
     }
 
     /// The core this cache belongs to: the home of the blocks it allocates.
-    pub(crate) fn core(&self) -> usize {
+    pub fn core(&self) -> usize {
         self.core
     }
 
@@ -87,7 +87,7 @@ impl BlockCache {
     /// A block for a new task, or `None` if the global allocator is out of
     /// memory.
     #[inline]
-    pub(crate) fn alloc(&mut self) -> Option<NonNull<Block>> {
+    pub fn alloc(&mut self) -> Option<NonNull<Block>> {
         if self.free.is_null() {
             self.refill()?;
         }
@@ -127,7 +127,7 @@ impl BlockCache {
     /// `block` came from `alloc` on the cache of core `home` of this pool,
     /// holds nothing live any more, and is not used again by the caller.
     #[inline]
-    pub(crate) unsafe fn release(&mut self, block: NonNull<Block>, home: usize) {
+    pub unsafe fn release(&mut self, block: NonNull<Block>, home: usize) {
         let block = block.cast::<Task>();
         if home == self.core {
             // SAFETY: the block is free and now owned by this cache.
@@ -149,7 +149,7 @@ impl BlockCache {
     }
 
     /// Returns every partial batch to its home core (before sleeping).
-    pub(crate) fn flush(&mut self) {
+    pub fn flush(&mut self) {
         for home in 0..self.outgoing.len() {
             if self.outgoing[home].len > 0 {
                 self.send_back(home);
