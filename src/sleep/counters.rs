@@ -36,9 +36,11 @@ impl Counters {
         (self.0 >> 16 & COUNT_MASK) as usize
     }
 
-    /// Cores searching for work, awake.
+    /// Cores searching for work, awake. A claimed sleeper is taken off the
+    /// sleeping count just after its claim, and may already be counting its
+    /// next sleep by then, so `sleeping` can briefly exceed `inactive`.
     pub fn idle_awake(self) -> usize {
-        self.inactive() - self.sleeping()
+        self.inactive().saturating_sub(self.sleeping())
     }
 
     pub fn jobs_counter(self) -> u32 {
@@ -82,7 +84,6 @@ impl AtomicCounters {
     /// `expected` (so the JEC has not moved). On failure, returns the
     /// counters as they are.
     pub fn try_add_sleeping(&self, expected: Counters) -> Result<(), Counters> {
-        debug_assert!(expected.idle_awake() > 0, "only an idle core goes to sleep");
         match self.0.compare_exchange(expected.0, expected.0 + SLEEPING_ONE, SeqCst, SeqCst) {
             Ok(_) => Ok(()),
             Err(actual) => Err(Counters(actual)),

@@ -1,0 +1,108 @@
+//! The pool under QEMU: 100,000 tasks hop between random pairs of cores in
+//! bursts. Between bursts one core holds a gap task for a few milliseconds
+//! while every other core falls asleep (the deep tier after 1 ms), and the
+//! next burst must wake them through their mailboxes. Every task must run
+//! exactly once on the core it was posted to (count and checksum per core);
+//! the run must end by quiescence with nothing discarded.
+#![no_std]
+#![no_main]
+
+use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use core::time::Duration;
+use roving::time::Instant;
+use roving::{Pool, platform};
+use roving_kernel::{MAX_CORES, println};
+use roving_test_kernels::{self as _, expected_cores, pass};
+
+const BURSTS: u64 = 20;
+const SEEDS: u64 = 50;
+const HOPS: u64 = 100; // tasks per chain, the seed included
+const TASKS: u64 = BURSTS * SEEDS * HOPS;
+const GAP: Duration = Duration::from_millis(3);
+
+static SENT: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+static SENT_SUM: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+static RAN: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+static RAN_SUM: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+static WRONG_CORE: AtomicU64 = AtomicU64::new(0);
+static CHAINS_DONE: AtomicU64 = AtomicU64::new(0);
+
+fn xorshift(mut x: u32) -> u32 {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    x
+}
+
+fn send(core: usize, burst: u64, id: u64, left: u64, rng: u32) {
+    SENT[core].fetch_add(1, SeqCst);
+    SENT_SUM[core].fetch_add(id, SeqCst);
+    roving::post(core, move || hop(core, burst, id, left, rng)).expect("the pool is running");
+}
+
+fn start_burst(burst: u64) {
+    let cores = platform::core_count();
+    let mut rng = 0x2545_f491 ^ burst as u32;
+    for seed in 0..SEEDS {
+        rng = xorshift(rng);
+        send(rng as usize % cores, burst, (burst * SEEDS + seed) * HOPS, HOPS - 1, rng);
+    }
+}
+
+fn hop(core: usize, burst: u64, id: u64, left: u64, rng: u32) {
+    if platform::current_core() != Some(core) {
+        WRONG_CORE.fetch_add(1, SeqCst);
+    }
+    RAN[core].fetch_add(1, SeqCst);
+    RAN_SUM[core].fetch_add(id, SeqCst);
+    let cores = platform::core_count();
+    if left > 0 {
+        let rng = xorshift(rng);
+        send(rng as usize % cores, burst, id + 1, left - 1, rng);
+    } else if CHAINS_DONE.fetch_add(1, SeqCst) + 1 == (burst + 1) * SEEDS && burst + 1 < BURSTS {
+        // The burst is over: one core waits out the gap, then starts the next.
+        let holder = (burst as usize + 1) % cores;
+        roving::post(holder, move || {
+            let until = Instant::now() + GAP;
+            while Instant::now() < until {
+                core::hint::spin_loop();
+            }
+            start_burst(burst + 1);
+        })
+        .expect("the pool is running");
+    }
+}
+
+fn main() {
+    let cores = platform::core_count();
+    assert_eq!(cores, expected_cores());
+    let pool = Pool::new().expect("a pool of every core");
+    let started = Instant::now();
+    pool.run(|| start_burst(0)).expect("the pool runs");
+    let elapsed = started.elapsed();
+    assert_eq!(WRONG_CORE.load(SeqCst), 0, "tasks ran on a core they were not posted to");
+    let mut total = 0;
+    for core in 0..cores {
+        let (sent, ran) = (SENT[core].load(SeqCst), RAN[core].load(SeqCst));
+        assert_eq!(ran, sent, "core {core}: ran {ran} of the {sent} tasks posted to it");
+        assert_eq!(RAN_SUM[core].load(SeqCst), SENT_SUM[core].load(SeqCst), "core {core}: checksum");
+        total += ran;
+    }
+    assert_eq!(total, TASKS);
+    let stats = pool.stats();
+    for (core, s) in stats.iter().enumerate() {
+        println!(
+            "core {core}: {} run, {} sent, {} received, {} stolen, {} sleeps ({} deep), {} wake-ups, {} discarded",
+            s.tasks_run, s.sent, s.received, s.stolen, s.sleeps, s.deep_sleeps, s.wakeups, s.discarded
+        );
+        assert_eq!(s.discarded, 0, "a quiescent stop discards nothing");
+    }
+    if cores > 1 {
+        let sleeps: u64 = stats.iter().map(|s| s.sleeps).sum();
+        assert!(sleeps >= BURSTS - 1, "cores should sleep in every gap, slept {sleeps} times");
+    }
+    println!("pool: {TASKS} tasks in {} ms", elapsed.as_millis());
+    pass("pool");
+}
+
+roving_kernel::entry!(main);
