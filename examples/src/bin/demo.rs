@@ -1,11 +1,14 @@
 //! The demo `make run` boots: every core comes online and reports in, the
 //! boot core wakes each of the others from deep sleep a number of times and
-//! times the round trip, and the run ends with one summary line per core.
+//! times the round trip; then a pool of every core passes tasks around a
+//! ring of cores through their mailboxes until it is quiescent. The run
+//! ends with one summary line per core for each part.
 #![no_std]
 #![no_main]
 
 use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use core::time::Duration;
+use roving::Pool;
 use roving::platform::{self, Depth};
 use roving::time::Instant;
 use roving_examples as _;
@@ -46,6 +49,39 @@ fn main() {
         format_args!("cores to finish"),
     );
     summary(count);
+    pool_ring(count);
+}
+
+/// Laps of the token ring each core starts.
+const LAPS: u64 = 1000;
+
+/// A pool of every core: each core starts a token that travels `LAPS`
+/// times around the ring of cores, one task per hop.
+fn pool_ring(count: usize) {
+    fn pass_on(core: usize, hops_left: u64) {
+        if hops_left > 0 {
+            let next = (core + 1) % platform::core_count();
+            roving::post(next, move || pass_on(next, hops_left - 1)).expect("the pool is running");
+        }
+    }
+    let pool = Pool::new().expect("a pool of every core");
+    let started = Instant::now();
+    pool.run(|| {
+        for core in 0..count {
+            roving::post(core, move || pass_on(core, LAPS * count as u64)).expect("the pool is running");
+        }
+    })
+    .expect("the pool runs");
+    let elapsed_us = started.elapsed().as_micros();
+    let stats = pool.stats();
+    let total: u64 = stats.iter().map(|s| s.tasks_run).sum();
+    println!("demo: pool summary ({total} tasks in {elapsed_us} us; the pool stopped when quiescent)");
+    for (core, s) in stats.iter().enumerate() {
+        println!(
+            "core {core}: {} tasks run, {} sent, {} received, {} stolen, {} sleeps ({} deep), {} wake-ups",
+            s.tasks_run, s.sent, s.received, s.stolen, s.sleeps, s.deep_sleeps, s.wakeups
+        );
+    }
 }
 
 /// Entry of every other core.
