@@ -302,9 +302,7 @@ impl Shared {
         if self.state.compare_exchange(RUNNING, QUIESCING, SeqCst, SeqCst).is_err() {
             return;
         }
-        while self.in_flight.load(SeqCst) != 0 {
-            spin_hint();
-        }
+        self.wait_for_outside_posts();
         if self.looks_quiescent() {
             self.state.store(STOPPED, SeqCst);
             self.sleep.wake_all(ring);
@@ -369,8 +367,8 @@ impl Drop for Shared {
         if self.locals.len() < self.cores {
             return; // unwinding out of `new`
         }
+        // Nobody can read the counters any more, so the count is not kept.
         // SAFETY: `&mut self`: nothing else touches the pool.
-        let discarded = unsafe { self.discard_everything(0) };
-        stats::add(&self.stats[0].discarded, discarded);
+        unsafe { self.discard_everything(0) };
     }
 }

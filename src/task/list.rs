@@ -134,9 +134,3 @@ impl AtomicList {
         self.head.load(SeqCst) & !ARMED != 0
     }
 }
-
-impl Default for AtomicList {
-    fn default() -> Self {
-        Self::new()
-    }
-}
