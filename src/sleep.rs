@@ -5,11 +5,18 @@
 //! # States
 //!
 //! A core is *active* while it runs tasks, *idle* while it searches, and
-//! *sleeping* once it is committed to waiting. Idle and sleeping together
-//! are *inactive*. The pool keeps the counts of inactive and sleeping cores
-//! and the jobs event counter (JEC) in one word ([`counters`]); each core
-//! also has a state word here, `AWAKE` or `ASLEEP`, which is how a waker
-//! claims one particular sleeper.
+//! *sleeping* once it has counted itself as a sleeper. Idle and sleeping
+//! together are *inactive*. The pool keeps the counts of inactive and
+//! sleeping cores and the jobs event counter (JEC) in one word
+//! ([`counters`]). Each core also has a state word here, which is how a
+//! waker reaches one particular core:
+//!
+//! | state         | meaning                                    | left by             |
+//! |---------------|--------------------------------------------|---------------------|
+//! | `AWAKE`       | searching or running tasks                 | the core (step 4)   |
+//! | `REGISTERING` | counting itself as a sleeper (step 4)      | the core, or a nudge|
+//! | `NUDGED`      | a waker sent it back to searching          | the core            |
+//! | `ASLEEP`      | committed to sleep (steps 5-7)             | a claim, or a cancel|
 //!
 //! # Falling asleep ([`Sleep::no_work_found`])
 //!
@@ -17,9 +24,12 @@
 //! 2. Get sleepy: make the JEC even and remember it. Search once more.
 //! 3. Arm the inbound mailboxes: swap the wake sentinel into each. Anything
 //!    they held is work: back to step 2's search.
-//! 4. If the JEC moved, back to step 2's search. Otherwise count one more
-//!    sleeper, with a compare-exchange that also checks the JEC.
-//! 5. Store `ASLEEP` in the core's state word. Fence (seq-cst).
+//! 4. Store `REGISTERING`. If the JEC moved, store `AWAKE` and go back to
+//!    step 2's search. Otherwise count one more sleeper, with a
+//!    compare-exchange that also checks the JEC.
+//! 5. Compare-exchange the state from `REGISTERING` to `ASLEEP`. If that
+//!    fails, a waker nudged the core: it takes itself off the sleeping
+//!    count, stores `AWAKE` and searches. Fence (seq-cst).
 //! 6. Final check: the injector, the mailboxes, and whether the pool is
 //!    stopping. Anything there: cancel the sleep (below) and search.
 //! 7. Wait until the state word is `AWAKE` again, re-checking step 6's
@@ -27,8 +37,7 @@
 //!
 //! To cancel a sleep, the core compare-exchanges its own state from
 //! `ASLEEP` to `AWAKE` and, only if that succeeds, takes itself off the
-//! sleeping count. If it fails, a waker claimed it first and has already
-//! taken it off.
+//! sleeping count. If it fails, a waker claimed it first and takes it off.
 //!
 //! # Waking
 //!
@@ -40,53 +49,85 @@
 //!   Otherwise wake up to the shortfall, at most the sleeping count.
 //! - **Work for one core** ([`Sleep::wake`]): a sender whose push replaced a
 //!   mailbox sentinel wakes that core.
-//! - To wake a core, fence (seq-cst), then compare-exchange its state from
-//!   `ASLEEP` to `AWAKE`; the winner takes it off the sleeping count and
-//!   rings its doorbell (`ring`, which is `platform::wake`). Decrementing at
-//!   the waker, not the sleeper, lets the next poster see the new count at
-//!   once.
+//! - To wake a core, fence (seq-cst), then read its state word:
+//!   - `ASLEEP`: claim it (compare-exchange to `AWAKE`); the winner takes it
+//!     off the sleeping count and rings its doorbell (`ring`, which is
+//!     `platform::wake`). Decrementing at the waker, not the sleeper, lets
+//!     the next poster see the new count at once.
+//!   - `REGISTERING`: nudge it (compare-exchange to `NUDGED`). It is not
+//!     waiting yet, so there is nothing to ring; step 5 sends it back to
+//!     searching, and it takes itself off the count.
+//!   - anything else: it is awake already; this waker did not wake it.
+//!
+//! Rayon closes the window between counting a sleeper and blocking with a
+//! per-thread mutex that the sleeper holds across both; `REGISTERING` is
+//! the lock-free equivalent. Without it, a waker can count a core that
+//! has not yet stored `ASLEEP`, fail to claim it and give up, and for work
+//! on a steal list nothing in the final check would notice. The loom model
+//! of offered work (`tests/loom_sleep.rs`) found exactly that.
 //!
 //! # Why no wake-up is lost (proof sketch)
 //!
-//! *Injected work.* A poster P does PushJob; Fence; ReadCounters. A sleeper
-//! S does IncSleepers (step 4); StoreAsleep; Fence; ReadInjector (steps
-//! 5-6). Seq-cst fences are totally ordered. If P's fence comes first,
-//! S's read of the injector sees the job and S does not sleep. If S's fence
-//! comes first, P reads the counters after S's increment and its claim
-//! reads `ASLEEP` (or a later value), so if P decides to wake anyone it can
-//! claim S. P decides not to wake only if some core is idle and awake; that
-//! core is before step 4, and P's JEC update makes its step-4 check fail
-//! (or, if the JEC wrapped around to the same value, its step-6 injector
-//! read happens after P's push in the fence order and sees the job).
+//! Every atomic access in the protocol (the counters, the state words, the
+//! list heads, the stop flag) is seq-cst, so executions are interleavings
+//! of those accesses in one total order; the fences are kept for the
+//! orderings a future weakening would need. Suppose a job J is pushed (P)
+//! and announced (A) by a waker W, and later every core is asleep, waiting,
+//! never to be claimed, while J is still queued. Look at each core C's last
+//! sleep: its last search Q, its JEC snapshot G, its counting R, and its
+//! store of `REGISTERING` (before R) and of `ASLEEP` (after R, succeeded).
+//!
+//! - Q comes before P, or Q would have found J.
+//! - R comes before A. If G came after A, then Q (after G) came after P. If
+//!   A fell between G and R, then at R the JEC differed from the snapshot
+//!   (A made it odd, or found it odd, which only happens if someone moved
+//!   it after G), so R would have failed.
+//! - So at A every core is counted as sleeping and none is idle: W wants to
+//!   wake one core, and tries each in turn. Each try comes after C's R, so
+//!   C's state is `REGISTERING` (the nudge succeeds, so C's step 5 fails),
+//!   or `ASLEEP` (the claim succeeds, so C was claimed). Both contradict the
+//!   choice of C's last sleep.
+//!
+//! The JEC is a 32-bit counter; if exactly 2^32 announcements fell between
+//! one core's G and R, its R would succeed wrongly. For injected work the
+//! final check of step 6 still sees the injector (its read comes after the
+//! core's fence, which follows W's in the fence order whenever W's try read
+//! the state before `ASLEEP`); steal lists are left to the owner, which
+//! searches its own list.
 //!
 //! *Work in a mailbox.* Arming (step 3) and pushing are read-modify-writes
 //! of the mailbox head, so one comes first. If the push does, the arm takes
-//! the task. If the arm does, the sender sees the sentinel and tries to
-//! claim S. Its claim fails only if S is already awake (someone else
-//! claimed it, or S has not yet stored `ASLEEP`). In the second case the
-//! sender's push, fence and claim, and S's store, fence and step-6/7 reads,
-//! form a store-load pattern closed by seq-cst fences: the claim read the
-//! state before S's store, so S's fence follows the sender's in the fence
-//! order, and S's later read of the head sees the push.
+//! the task. If the arm does, the sender sees the sentinel and tries the
+//! core's state. `REGISTERING` or `ASLEEP`: nudged or claimed, it searches.
+//! `AWAKE`: the core has not yet stored `REGISTERING` (or stopped sleeping
+//! for another reason and will search again), so its step-6 read of the
+//! mailbox comes after the push and sees it.
 //!
-//! *Stopping.* The pool's stop flag is written, then every core is claimed;
-//! the same store-load argument makes a core that was not yet `ASLEEP` see
-//! the flag at step 6 or 7 (the same fence argument).
+//! *Stopping.* The pool's stop flag is written, then every core is tried,
+//! and the same argument makes a core that was `AWAKE` see the flag at step
+//! 6 or 7.
 //!
 //! *Spurious returns* of the platform wait are harmless: step 7 re-checks.
-//! `tests/loom_mailbox.rs` model-checks the sentinel. `tests/loom_sleep.rs`
-//! models steps 1-7 against an injecting thread with two cores, but does
-//! not pass under loom 0.7.2 yet (see that file), so it is not yet part of
-//! `make loom`.
+//!
+//! `tests/loom_mailbox.rs` model-checks the sentinel, and
+//! `tests/loom_sleep.rs` steps 1-7 with two cores and an injected or an
+//! offered job, in `make loom`.
 
 pub mod counters;
 
-use crate::sync::{AtomicU32, CachePadded, Ordering::SeqCst, fence, spin_hint};
+use crate::sync::{AtomicU32, CachePadded, Ordering::SeqCst, fence};
 use alloc::boxed::Box;
 use counters::{AtomicCounters, Counters};
 
+/// Searching or running tasks.
 const AWAKE: u32 = 0;
+/// Committed to sleep (steps 5-7): only a claim or a cancel ends it.
 const ASLEEP: u32 = 1;
+/// Counting itself as a sleeper (step 4): between the two stores of the
+/// state word, so a waker never misses a core it has counted.
+const REGISTERING: u32 = 2;
+/// A waker found the core `REGISTERING` and sent it back to searching.
+const NUDGED: u32 = 3;
 
 /// What the sleep protocol needs from the core that is falling asleep.
 pub trait Sleeper {
@@ -156,14 +197,18 @@ impl Sleep {
     /// The calling core searched once more and found nothing: count the
     /// round, get sleepy, or sleep (module documentation, steps 1-7).
     pub fn no_work_found(&self, idle: &mut IdleState, core: usize, me: &mut impl Sleeper) -> Outcome {
+        // The rounds are bounded, so this is not `sync::spin_hint`: under
+        // loom that yields, and loom never runs a yielding thread while
+        // another can run, which would hide every interleaving in which a
+        // core falls asleep while others are busy.
         if idle.rounds < self.rounds_until_sleepy {
             idle.rounds += 1;
-            spin_hint();
+            core::hint::spin_loop();
             Outcome::Searching
         } else if idle.rounds == self.rounds_until_sleepy {
             idle.jobs_counter = self.counters.get_sleepy();
             idle.rounds += 1;
-            spin_hint();
+            core::hint::spin_loop();
             Outcome::Searching
         } else {
             self.sleep(idle, core, me)
@@ -175,9 +220,13 @@ impl Sleep {
             idle.rounds = self.rounds_until_sleepy;
             return Outcome::Searching;
         }
+        let state = &self.states[core];
+        state.store(REGISTERING, SeqCst);
         let mut counters = self.counters.load();
         loop {
             if counters.jobs_counter() != idle.jobs_counter {
+                // Searching again, so a nudge (if any) is answered.
+                state.store(AWAKE, SeqCst);
                 idle.rounds = self.rounds_until_sleepy;
                 return Outcome::Searching;
             }
@@ -188,8 +237,13 @@ impl Sleep {
                 Err(actual) => counters = actual,
             }
         }
-        let state = &self.states[core];
-        state.store(ASLEEP, SeqCst);
+        if state.compare_exchange(REGISTERING, ASLEEP, SeqCst, SeqCst).is_err() {
+            // Nudged: a waker counted on this core and left the count to it.
+            state.store(AWAKE, SeqCst);
+            self.counters.sub_sleeping();
+            idle.rounds = self.rounds_until_sleepy;
+            return Outcome::Searching;
+        }
         fence(SeqCst);
         if me.has_injected_jobs() || me.should_wake() {
             self.cancel(core);
@@ -215,19 +269,32 @@ impl Sleep {
         }
     }
 
-    /// Wakes `core` if it is asleep: claims it, takes it off the sleeping
-    /// count and rings it. Returns whether this call woke it.
+    /// Wakes `core` if it is asleep or falling asleep: claims it, takes it
+    /// off the sleeping count and rings it, or nudges it back to searching.
+    /// Returns whether this call did either.
     pub fn wake(&self, core: usize, ring: impl FnOnce(usize)) -> bool {
         // Orders whatever the waker published (a push, the stop flag)
         // before its read of the state word, against the sleeper's store of
         // `ASLEEP` and its fence: the store-load pattern of the proof.
         fence(SeqCst);
-        if self.states[core].compare_exchange(ASLEEP, AWAKE, SeqCst, SeqCst).is_err() {
-            return false;
+        let state = &self.states[core];
+        let mut seen = ASLEEP;
+        loop {
+            let next = match seen {
+                ASLEEP => AWAKE,
+                REGISTERING => NUDGED,
+                _ => return false,
+            };
+            match state.compare_exchange(seen, next, SeqCst, SeqCst) {
+                Ok(_) if next == AWAKE => {
+                    self.counters.sub_sleeping();
+                    ring(core);
+                    return true;
+                }
+                Ok(_) => return true,
+                Err(actual) => seen = actual,
+            }
         }
-        self.counters.sub_sleeping();
-        ring(core);
-        true
     }
 
     /// Announces `jobs` new jobs for any core; wakes sleepers only if too

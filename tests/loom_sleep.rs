@@ -1,25 +1,37 @@
-//! loom model of the sleep protocol (src/sleep.rs): one thread outside the
-//! pool injects a job while two cores search, get sleepy and fall asleep.
+//! loom models of the sleep protocol (src/sleep.rs) with two cores and one
+//! job. The job reaches the pool the two ways a job for any core can:
+//!
+//! - **injected**: a thread outside the pool pushes it onto the injector
+//!   while both cores search, get sleepy and fall asleep. The final check
+//!   before sleeping looks at the injector, and the fences order it against
+//!   the push.
+//! - **offered**: a busy core pushes it onto its own steal list and
+//!   announces it, while the other core falls asleep. The final check does
+//!   not look at steal lists (nor does Rayon's at deques); only the jobs
+//!   event counter stands between that job and a lost wake-up.
 //!
 //! Run with `make loom`, or:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p roving --release --target host-tuple --test loom_sleep`
 //!
-//! Checked: the job runs exactly once, and no lost wake-up. A core's wait
-//! returns only when its doorbell is rung (a count only wakers write, as in
-//! `loom_doorbell.rs`), so if both cores were asleep while the job waited in
-//! the injector, a core would wait forever, which loom reports as "Model
-//! exceeded maximum number of branches". The core that runs the job then
-//! stops the model's pool the way `Pool` does: a stop flag, then every
-//! sleeper claimed and rung.
+//! Checked: the job runs exactly once, and no wake-up is lost. A core's
+//! doorbell is loom's own `park`/`unpark`, so a waiting core is blocked
+//! until a waker rings it. If every core that could run the job were asleep
+//! while it waited, and the thread that made it had finished, every thread
+//! would be blocked, which loom reports as a deadlock. The core that runs
+//! the job then stops the model's pool the way `Pool` does: a stop flag,
+//! then every sleeper claimed and rung.
 //!
-//! Status: under loom 0.7.2 the correct model still ends in "maximum number
-//! of branches" (a core keeps reading a stale ring count in `wait`), so
-//! `make loom` does not run it yet. The planted-bug model fails as it must.
+//! The models fail as they must when the job is not announced, and were
+//! also checked against hand-planted mutations of src/sleep.rs: without the
+//! JEC comparison, or without the nudge of a `REGISTERING` core, the
+//! offered model deadlocks. (The offered model is how the missing
+//! `REGISTERING` state was found: a waker counted a core that had not yet
+//! stored `ASLEEP`, failed to claim it, and gave up.)
 #![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
-use loom::thread;
+use loom::thread::{self, Thread};
 use roving::loom_api::{Action, AtomicList, BlockCache, IdleState, Sleep, Sleeper, Task, TaskQueue};
 use std::ptr::NonNull;
 
@@ -30,13 +42,34 @@ unsafe fn not_run(_: NonNull<Task>, _: Action, _: NonNull<BlockCache>) {
     unreachable!("the model does not run tasks");
 }
 
+/// How the job reaches the pool.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Pushed onto the injector from outside, and announced.
+    Injected,
+    /// Pushed onto core 0's steal list by core 0, and announced.
+    Offered,
+    /// Pushed onto the injector and never announced: a planted bug.
+    Unannounced,
+}
+
 struct Pool {
     sleep: Sleep,
     injector: AtomicList,
+    /// Core 0's steal list.
+    offered: AtomicList,
     ran: AtomicUsize,
     stopped: AtomicBool,
-    /// Rings of each core's doorbell, written only by wakers.
-    rings: [AtomicUsize; CORES],
+}
+
+/// Every core's doorbell.
+#[derive(Clone)]
+struct Doorbells([Thread; CORES]);
+
+impl Doorbells {
+    fn ring(&self, core: usize) {
+        self.0[core].unpark();
+    }
 }
 
 impl Pool {
@@ -46,27 +79,42 @@ impl Pool {
         Self {
             sleep: Sleep::new(CORES, 0),
             injector: AtomicList::new(),
+            offered: AtomicList::new(),
             ran: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
-            rings: [AtomicUsize::new(0), AtomicUsize::new(0)],
         }
     }
 
-    fn ring(&self, core: usize) {
-        self.rings[core].fetch_add(1, Release);
+    fn stop(&self, doorbells: &Doorbells) {
+        self.stopped.store(true, SeqCst);
+        self.sleep.wake_all(|core| doorbells.ring(core));
     }
 
-    fn stop(&self) {
-        self.stopped.store(true, SeqCst);
-        self.sleep.wake_all(|core| self.ring(core));
+    /// One search, as `pool/worker.rs` does it: the injector, then
+    /// stealing. Returns whether it ran the job.
+    fn search(&self, doorbells: &Doorbells) -> bool {
+        let mut taken = TaskQueue::new();
+        // SAFETY: taken chains are ours.
+        let found = unsafe {
+            taken.append_reversed(self.injector.take_all()) + taken.append_reversed(self.offered.take_all())
+        };
+        if found == 0 {
+            return false;
+        }
+        while let Some(job) = taken.pop_front() {
+            // SAFETY: made by `make_job` and leaked; ours now.
+            drop(unsafe { Box::from_raw(job.as_ptr()) });
+            self.ran.fetch_add(1, SeqCst);
+        }
+        self.stop(doorbells);
+        true
     }
 }
 
+/// What the protocol sees of a model core: like the pool's, its final check
+/// looks at the injector and the stop flag, but not at steal lists.
 struct Core<'a> {
     pool: &'a Pool,
-    me: usize,
-    /// Rings consumed so far.
-    seen: &'a mut usize,
 }
 
 impl Sleeper for Core<'_> {
@@ -85,75 +133,90 @@ impl Sleeper for Core<'_> {
     fn committed(&mut self) {}
 
     fn wait(&mut self) {
-        loop {
-            let rings = self.pool.rings[self.me].load(Acquire);
-            if rings > *self.seen {
-                *self.seen = rings;
-                return;
-            }
-            thread::yield_now();
-        }
+        thread::park();
     }
 }
 
-/// A core's loop, reduced to the injector and the sleep protocol.
-fn core(pool: &Pool, me: usize) {
+/// An idle core's loop: search, and sleep when the protocol says so.
+fn idle_core(pool: &Pool, me: usize, doorbells: &Doorbells) {
     let mut idle: IdleState = pool.sleep.start_looking();
-    let mut seen = 0;
     while !pool.stopped.load(SeqCst) {
-        let mut taken = TaskQueue::new();
-        // SAFETY: a taken chain is ours.
-        if unsafe { taken.append_reversed(pool.injector.take_all()) } > 0 {
+        if pool.search(doorbells) {
             pool.sleep.work_found();
-            while let Some(job) = taken.pop_front() {
-                // SAFETY: made by `inject` and leaked; ours now.
-                drop(unsafe { Box::from_raw(job.as_ptr()) });
-                pool.ran.fetch_add(1, SeqCst);
-            }
-            pool.stop();
             idle = pool.sleep.start_looking();
             continue;
         }
-        pool.sleep.no_work_found(&mut idle, me, &mut Core { pool, me, seen: &mut seen });
+        pool.sleep.no_work_found(&mut idle, me, &mut Core { pool });
     }
+    // Only the core that ran the job stops the pool, after counting it.
+    assert_eq!(pool.ran.load(SeqCst), 1, "the job ran exactly once");
 }
 
-fn inject(pool: &Pool, announce: bool) {
-    let job = NonNull::from(Box::leak(Box::new(Task::new(not_run))));
+fn make_job() -> NonNull<Task> {
+    NonNull::from(Box::leak(Box::new(Task::new(not_run))))
+}
+
+/// The outside thread of the injected models.
+fn inject(pool: &Pool, announce: bool, doorbells: &Doorbells) {
     // SAFETY: the job is new and ours to give.
-    let _ = unsafe { pool.injector.push(job) };
+    let _ = unsafe { pool.injector.push(make_job()) };
     if announce {
-        pool.sleep.new_jobs(1, true, 0, |core| pool.ring(core));
+        pool.sleep.new_jobs(1, true, 0, |core| doorbells.ring(core));
     }
 }
 
-fn model(announce: bool) {
+/// Core 0 of the offered model: busy (never idle), it offers the job and
+/// goes on with other work, which the model ends there.
+fn offer(pool: &Pool, doorbells: &Doorbells) {
+    // SAFETY: the job is new and ours to give.
+    let _ = unsafe { pool.offered.push(make_job()) };
+    pool.sleep.new_jobs(1, false, 1, |core| doorbells.ring(core));
+}
+
+fn model(source: Source) {
     loom::model(move || {
         let pool = Arc::new(Pool::new());
-        let injector = {
-            let pool = pool.clone();
-            thread::spawn(move || inject(&pool, announce))
+        // The main thread is core 0, or the outside thread's stand-in.
+        let first = thread::current();
+        let second = {
+            let (pool, first) = (pool.clone(), first.clone());
+            thread::spawn(move || idle_core(&pool, 1, &Doorbells([first, thread::current()])))
         };
-        let other = {
-            let pool = pool.clone();
-            thread::spawn(move || core(&pool, 1))
-        };
-        core(&pool, 0);
-        injector.join().unwrap();
-        other.join().unwrap();
-        assert_eq!(pool.ran.load(SeqCst), 1, "the job ran once");
+        let doorbells = Doorbells([first, second.thread().clone()]);
+        // No joins: loom's `join` blocks on the same per-thread state as
+        // `park`, so a doorbell rung late would wake it. Each core checks
+        // the job on its way out instead, and loom runs every thread to its
+        // end.
+        drop(second);
+        match source {
+            Source::Injected | Source::Unannounced => {
+                let outside = {
+                    let (pool, doorbells) = (pool.clone(), doorbells.clone());
+                    let announce = matches!(source, Source::Injected);
+                    thread::spawn(move || inject(&pool, announce, &doorbells))
+                };
+                drop(outside);
+                idle_core(&pool, 0, &doorbells);
+            }
+            Source::Offered => offer(&pool, &doorbells),
+        }
     });
 }
 
 #[test]
-fn one_injector_two_cores_no_lost_wake_up() {
-    model(true);
+fn an_injected_job_wakes_a_core() {
+    model(Source::Injected);
 }
 
-/// The model must be able to fail: an injector that does not announce its
-/// job (no JEC update, no wake) can leave both cores asleep.
 #[test]
-#[should_panic(expected = "maximum number of branches")]
+fn an_offered_job_wakes_a_core() {
+    model(Source::Offered);
+}
+
+/// The model must be able to fail: a job that is not announced (no JEC
+/// update, no wake) can leave both cores asleep.
+#[test]
+#[should_panic(expected = "deadlock")]
 fn an_unannounced_job_is_lost() {
-    model(false);
+    model(Source::Unannounced);
 }

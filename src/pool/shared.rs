@@ -26,10 +26,21 @@
 //! running nothing and its own lists are empty, so only code outside the
 //! pool could add work. The detector moves `RUNNING` → `QUIESCING` (outside
 //! posters wait while it is there), waits for `in_flight` to drain, checks
-//! again, and then either stops the pool or goes back to `RUNNING`. Lists
-//! are read before the counters: a core that takes work from a list has
-//! already left the sleeping count, so a detector that sees the list empty
-//! then sees the count below the pool size.
+//! again, and then either stops the pool or goes back to `RUNNING`.
+//!
+//! Why the second check is enough: lists are read before the counters, and
+//! the sleeping count can still include a core that is awake. A core that
+//! was nudged holds no task until it has taken itself off the count. A core
+//! that was claimed may already run a task before its waker takes it off
+//! (`sleep.rs`, waking). That waker is then between its claim and its
+//! decrement: either an outside poster, which `in_flight` covers, or a core
+//! that runs tasks and so, for the count to reach the pool size, is itself
+//! still counted through a claim whose waker has not finished. Following
+//! the wakers back in time must end (each had to be awake before it could
+//! claim the next), and only an outside poster or a stop can start such a
+//! chain. After `in_flight` drained while posters were held off, there is
+//! no outside poster, so a count equal to the pool size means no core runs
+//! anything, and the lists read just before were empty.
 
 use super::config::Config;
 use super::current::{self, Worker};
