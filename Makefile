@@ -11,7 +11,7 @@ CORES ?= 4
 HOST := --target host-tuple
 LOOM_PREEMPTIONS ?= 3
 
-.PHONY: run test setup check-cores lint setup-check host-test loom no-std custom-platform qemu-test idle-check clean
+.PHONY: run test setup check-cores lint setup-check host-test loom no-std custom-platform qemu-test idle-check bench clean
 
 ## run: boot the demo on QEMU virt with $(CORES) cores
 run: check-cores setup
@@ -31,8 +31,9 @@ check-cores:
 lint:
 	cargo fmt --all --check
 	cargo clippy --quiet -p roving --features std $(HOST) --all-targets -- -D warnings
-	cargo clippy --quiet --workspace --exclude roving-custom-platform -- -D warnings
+	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
+	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std $(HOST)
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-qemu-virt
 
@@ -60,6 +61,11 @@ custom-platform:
 
 qemu-test:
 	tests/qemu/suite
+
+## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon
+## and tokio (not part of `make test`; results go in BENCHMARKS.md)
+bench: setup
+	cargo bench --quiet -p roving-bench $(HOST)
 
 idle-check:
 	tests/qemu/idle-cpu

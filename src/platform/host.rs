@@ -97,6 +97,9 @@ struct Inner {
     cores: Box<[Core]>,
     /// Threads started by `start_core` and not yet joined by `run`.
     started: Mutex<Vec<JoinHandle<()>>>,
+    /// Whether the light tier may spin: only if every simulated core can
+    /// have a hardware thread, or spinning cores would slow working ones.
+    light_spin: bool,
 }
 
 struct Core {
@@ -145,6 +148,7 @@ impl Machine {
         if cores > MAX_CORES {
             return Err(MachineError::TooManyCores { requested: cores });
         }
+        let light_spin = thread::available_parallelism().is_ok_and(|threads| cores <= threads.get());
         let cores = (0..cores)
             .map(|_| Core {
                 doorbell: Doorbell::new(),
@@ -152,7 +156,7 @@ impl Machine {
                 thread: Mutex::new(None),
             })
             .collect();
-        Ok(Self { inner: Arc::new(Inner { cores, started: Mutex::new(Vec::new()) }) })
+        Ok(Self { inner: Arc::new(Inner { cores, started: Mutex::new(Vec::new()), light_spin }) })
     }
 
     /// How many cores this machine has.
@@ -264,6 +268,33 @@ fn core_thread(machine: Arc<Inner>, core: usize, entry: CoreEntry, arg: usize) {
 
 struct HostPlatform;
 
+/// How long the light tier watches the doorbell before parking. A `WFE`
+/// ends within a few hundred cycles of the `SEV`; a parked thread needs a
+/// futex wake-up and a trip through the OS scheduler (several
+/// microseconds), which would otherwise dominate every message to a core
+/// that had just gone idle. The deep tier parks at once, and so does the
+/// light tier of a machine with more cores than the host has hardware
+/// threads.
+const LIGHT_SPIN: Duration = Duration::from_micros(50);
+
+/// The light tier's stand-in for `WFE`: watches the doorbell until it is
+/// rung (true), `LIGHT_SPIN` has passed, or `deadline` (false).
+fn rung_while_spinning(doorbell: &Doorbell, deadline: Option<u64>) -> bool {
+    let start = HostPlatform::ticks();
+    let until = deadline.unwrap_or(u64::MAX).min(start.saturating_add(LIGHT_SPIN.as_nanos() as u64));
+    loop {
+        for _ in 0..64 {
+            if doorbell.answer() {
+                return true;
+            }
+            core::hint::spin_loop();
+        }
+        if HostPlatform::ticks() >= until {
+            return false;
+        }
+    }
+}
+
 // SAFETY: core indices come from thread-local membership set only by `run`
 // (core 0) and `core_thread` (one thread per running core, guarded by the
 // `running` flag); waits and wakes follow the Doorbell protocol with park
@@ -278,11 +309,12 @@ unsafe impl Platform for HostPlatform {
         with_membership("core_count", |machine, _| machine.cores.len())
     }
 
-    fn wait_for_event(_depth: Depth, deadline: Option<u64>) {
+    fn wait_for_event(depth: Depth, deadline: Option<u64>) {
         with_membership("wait_for_event", |machine, core| {
             let core = core.expect("roving: wait_for_event called on a thread that is not a core");
             let doorbell = &machine.cores[core].doorbell;
-            if doorbell.answer() {
+            let spin = depth == Depth::Light && machine.light_spin;
+            if doorbell.answer() || (spin && rung_while_spinning(doorbell, deadline)) {
                 return;
             }
             match deadline {

@@ -4,15 +4,22 @@
 //! next burst must wake them through their mailboxes. Every task must run
 //! exactly once on the core it was posted to (count and checksum per core);
 //! the run must end by quiescence with nothing discarded.
+//!
+//! With `roving.idle_ms=N`, the pool then idles for N ms before it stops,
+//! for `tests/qemu/idle-cpu` to measure: every core but one sleeps in the
+//! pool (the deep tier after 1 ms), and one core runs a task that waits
+//! out the window in the deep tier with a timer deadline (roving has no
+//! timers of its own yet), after which the pool is quiescent and stops.
 #![no_std]
 #![no_main]
 
 use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use core::time::Duration;
+use roving::platform::Depth;
 use roving::time::Instant;
 use roving::{Pool, platform};
 use roving_kernel::{MAX_CORES, println};
-use roving_test_kernels::{self as _, expected_cores, pass};
+use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass};
 
 const BURSTS: u64 = 20;
 const SEEDS: u64 = 50;
@@ -59,7 +66,15 @@ fn hop(core: usize, burst: u64, id: u64, left: u64, rng: u32) {
     if left > 0 {
         let rng = xorshift(rng);
         send(rng as usize % cores, burst, id + 1, left - 1, rng);
-    } else if CHAINS_DONE.fetch_add(1, SeqCst) + 1 == (burst + 1) * SEEDS && burst + 1 < BURSTS {
+        return;
+    }
+    let done = CHAINS_DONE.fetch_add(1, SeqCst) + 1;
+    if done == BURSTS * SEEDS {
+        let idle = Duration::from_millis(bootarg_u64("roving.idle_ms", 0));
+        if idle > Duration::ZERO {
+            roving::post(0, move || idle_window(cores, idle)).expect("the pool is running");
+        }
+    } else if done == (burst + 1) * SEEDS {
         // The burst is over: one core waits out the gap, then starts the next.
         let holder = (burst as usize + 1) % cores;
         roving::post(holder, move || {
@@ -70,6 +85,15 @@ fn hop(core: usize, burst: u64, id: u64, left: u64, rng: u32) {
             start_burst(burst + 1);
         })
         .expect("the pool is running");
+    }
+}
+
+/// Holds one core in a timed deep wait while the others sleep in the pool.
+fn idle_window(cores: usize, idle: Duration) {
+    println!("idle: all {cores} cores idle after the stress (pool running) for {} ms", idle.as_millis());
+    let deadline = Instant::now() + idle;
+    while Instant::now() < deadline {
+        platform::wait_for_event(Depth::Deep, Some(deadline));
     }
 }
 

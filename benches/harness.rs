@@ -1,0 +1,58 @@
+//! A small timing harness. Every contender of a group runs a fixed amount
+//! of work once per round, in turn, for several rounds (after one warm-up
+//! round), so drift in the machine (other tenants of a virtual machine,
+//! frequency changes) falls on all of them alike. The median time per
+//! operation is reported.
+
+use std::time::Duration;
+
+/// One contender: a name, and a run of the group's work that returns the
+/// time it measured (set-up stays outside the timed part).
+pub type Contender<'a> = (&'static str, &'a dyn Fn() -> Duration);
+
+/// One contender's result.
+pub struct Row {
+    pub name: &'static str,
+    pub ns_per_op: f64,
+}
+
+/// Runs the group and prints one line per contender.
+pub fn compare(rounds: usize, ops: u64, contenders: &[Contender]) -> Vec<Row> {
+    let mut times = vec![Vec::with_capacity(rounds); contenders.len()];
+    for round in 0..=rounds {
+        for ((_, run), times) in contenders.iter().zip(&mut times) {
+            let ns = run().as_nanos() as f64 / ops as f64;
+            if round > 0 {
+                times.push(ns);
+            }
+        }
+    }
+    contenders
+        .iter()
+        .zip(times)
+        .map(|(&(name, _), mut times)| {
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            println!(
+                "  {:<42} {:>9.1} ns   (min {:.1}, max {:.1})",
+                name,
+                median,
+                times[0],
+                times[times.len() - 1]
+            );
+            Row { name, ns_per_op: median }
+        })
+        .collect()
+}
+
+/// Prints each row's ratio to the named baselines.
+pub fn ratios(rows: &[Row], baselines: &[&str]) {
+    let find = |name: &str| rows.iter().find(|row| row.name == name).map(|row| row.ns_per_op);
+    for baseline in baselines {
+        let Some(base) = find(baseline) else { continue };
+        println!("  ratios to {baseline}:");
+        for row in rows.iter().filter(|row| row.name != *baseline) {
+            println!("    {:<40} {:>6.2}x", row.name, row.ns_per_op / base);
+        }
+    }
+}
