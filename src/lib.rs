@@ -30,6 +30,7 @@
 
 extern crate alloc;
 
+pub mod context;
 pub mod platform;
 pub mod pool;
 mod sleep;

@@ -1,0 +1,113 @@
+//! The x86_64 switch (System V ABI, the same on the host and bare metal).
+
+use super::Context;
+use core::arch::naked_asm;
+
+/// Saved below the stack top by `prepare`: the return address of the first
+/// `switch` (the trampoline), six general registers, the FP control words.
+pub const FRAME_BYTES: usize = 8 + 6 * 8 + FP_CONTROL_BYTES;
+
+/// MXCSR (4 bytes) and the x87 control word (2), in one 8-byte slot. Only
+/// when the target uses hardware floating point: `x86_64-unknown-none` is
+/// soft-float, and there the instructions could fault before the kernel
+/// enables SSE.
+#[cfg(target_feature = "sse")]
+const FP_CONTROL_BYTES: usize = 8;
+#[cfg(not(target_feature = "sse"))]
+const FP_CONTROL_BYTES: usize = 0;
+
+/// Power-on values: all exceptions masked, round to nearest.
+#[cfg(target_feature = "sse")]
+const MXCSR_DEFAULT: u64 = 0x1f80;
+#[cfg(target_feature = "sse")]
+const X87_CONTROL_DEFAULT: u64 = 0x037f;
+
+/// Saves the FP control words below the general registers, when there
+/// are any (see `FP_CONTROL_BYTES`).
+#[cfg(target_feature = "sse")]
+macro_rules! save_fp_controls {
+    () => {
+        "sub rsp, 8\n stmxcsr [rsp]\n fnstcw [rsp + 4]"
+    };
+}
+#[cfg(target_feature = "sse")]
+macro_rules! restore_fp_controls {
+    () => {
+        "ldmxcsr [rsp]\n fldcw [rsp + 4]\n add rsp, 8"
+    };
+}
+#[cfg(not(target_feature = "sse"))]
+macro_rules! save_fp_controls {
+    () => {
+        ""
+    };
+}
+#[cfg(not(target_feature = "sse"))]
+macro_rules! restore_fp_controls {
+    () => {
+        ""
+    };
+}
+
+/// # Safety
+///
+/// As for `super::switch`.
+#[unsafe(naked)]
+pub unsafe extern "sysv64" fn switch(from: *mut Context, to: *const Context) {
+    naked_asm!(
+        "push rbp",
+        "push rbx",
+        "push r12",
+        "push r13",
+        "push r14",
+        "push r15",
+        save_fp_controls!(),
+        "mov [rdi], rsp",
+        "mov rsp, [rsi]",
+        restore_fp_controls!(),
+        "pop r15",
+        "pop r14",
+        "pop r13",
+        "pop r12",
+        "pop rbx",
+        "pop rbp",
+        "ret",
+    )
+}
+
+/// The first `switch` into a new context returns here, with the entry
+/// point in r13 and its argument in r12. The stack pointer is 16-byte
+/// aligned, as the ABI wants it at a call.
+#[unsafe(naked)]
+unsafe extern "sysv64" fn trampoline() -> ! {
+    naked_asm!("mov rdi, r12", "call r13", "ud2")
+}
+
+/// Writes the first switch's frame below `stack_top`; returns the stack
+/// pointer to resume.
+///
+/// # Safety
+///
+/// As for `Context::new`.
+pub unsafe fn prepare(stack_top: *mut u8, entry: extern "C" fn(usize) -> !, argument: usize) -> usize {
+    let top = stack_top as usize & !15;
+    // From the saved stack pointer up: [FP controls], r15, r14, r13, r12,
+    // rbx, rbp, return address; the return address sits at top - 8, so the
+    // trampoline starts with the stack pointer at `top`.
+    let frame: [u64; 7] =
+        [0, 0, entry as usize as u64, argument as u64, 0, 0, trampoline as *const () as usize as u64];
+    let registers = (top - frame.len() * 8) as *mut u64;
+    // SAFETY: below the caller's stack top, inside the region it promised.
+    unsafe { registers.copy_from_nonoverlapping(frame.as_ptr(), frame.len()) };
+    #[cfg(target_feature = "sse")]
+    {
+        let controls = registers.wrapping_sub(1);
+        // SAFETY: as above; MXCSR in the low half, the x87 word above it.
+        unsafe { controls.write(MXCSR_DEFAULT | X87_CONTROL_DEFAULT << 32) };
+        controls as usize
+    }
+    #[cfg(not(target_feature = "sse"))]
+    {
+        registers as usize
+    }
+}
