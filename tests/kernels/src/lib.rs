@@ -100,6 +100,13 @@ pub fn wait_until(done: impl Fn() -> bool, limit: Duration, what: fmt::Arguments
     }
 }
 
+/// Waits in `depth` until `deadline`, whatever wakes the core before.
+pub fn sleep_until(depth: Depth, deadline: Instant) {
+    while Instant::now() < deadline {
+        platform::wait_for_event(depth, Some(deadline));
+    }
+}
+
 /// Prints the line the suite looks for. Return from `main` afterwards.
 pub fn pass(test: &str) {
     println!("TEST {test}: PASS ({} cores)", platform::core_count());

@@ -65,6 +65,11 @@ fn fold((ints, floats): State) -> (u64, f64) {
     (ints.iter().fold(0, |sum, value| sum ^ value), floats.iter().sum())
 }
 
+/// What a side computes in `rounds` rounds from `seed` when nothing switches.
+fn without_switching(seed: u64, rounds: u64) -> (u64, f64) {
+    fold((0..rounds).fold(start(seed), |state, round| step(round, state)))
+}
+
 extern "C" fn other_side(argument: usize) -> ! {
     let rally = argument as *mut Rally;
     let mut state = start(0x5eed);
@@ -98,18 +103,16 @@ fn rally_on(core: usize) {
         assert!(d8() == round, "core {core}: d8 changed across a switch");
         mine = step(round, mine);
     }
-    let mut expected = start(core as u64 + 1);
-    for round in 0..=ROUNDS {
-        expected = step(round, expected);
-    }
-    assert!(fold(mine) == fold(expected), "core {core}: this side's registers changed across a switch");
-    let mut theirs = start(0x5eed);
-    for round in 0..ROUNDS {
-        theirs = step(round, theirs);
-    }
+    assert!(
+        fold(mine) == without_switching(core as u64 + 1, ROUNDS + 1),
+        "core {core}: this side's registers changed across a switch"
+    );
     // SAFETY: the other context is suspended for good.
     let result = unsafe { (*rally).result };
-    assert!(result == fold(theirs), "core {core}: the other side's registers changed across a switch");
+    assert!(
+        result == without_switching(0x5eed, ROUNDS),
+        "core {core}: the other side's registers changed across a switch"
+    );
 }
 
 /// Writes d8 directly. Inlined, so the value survives until the switch;

@@ -10,7 +10,7 @@ use core::time::Duration;
 use roving::platform::{self, Depth};
 use roving::time::Instant;
 use roving_kernel::{boot_info, println};
-use roving_test_kernels::{bootarg_u64, on_every_core, pass, wait_until};
+use roving_test_kernels::{bootarg_u64, on_every_core, pass, sleep_until, wait_until};
 
 static ASLEEP: AtomicUsize = AtomicUsize::new(0);
 static DONE: AtomicUsize = AtomicUsize::new(0);
@@ -48,10 +48,7 @@ fn idle_here(me: usize) {
     );
     let (idle, depth) = (idle_for(), depth());
     println!("idle: all {count} cores idle ({depth:?} tier) for {} ms", idle.as_millis());
-    let deadline = Instant::now() + idle;
-    while Instant::now() < deadline {
-        platform::wait_for_event(depth, Some(deadline));
-    }
+    sleep_until(depth, Instant::now() + idle);
     DONE.store(1, SeqCst);
     platform::wake_all();
 }

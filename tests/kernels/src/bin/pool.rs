@@ -19,7 +19,7 @@ use roving::platform::Depth;
 use roving::time::Instant;
 use roving::{Pool, platform};
 use roving_kernel::{MAX_CORES, println};
-use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass};
+use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass, sleep_until};
 
 const BURSTS: u64 = 20;
 const SEEDS: u64 = 50;
@@ -91,10 +91,7 @@ fn hop(core: usize, burst: u64, id: u64, left: u64, rng: u32) {
 /// Holds one core in a timed deep wait while the others sleep in the pool.
 fn idle_window(cores: usize, idle: Duration) {
     println!("idle: all {cores} cores idle after the stress (pool running) for {} ms", idle.as_millis());
-    let deadline = Instant::now() + idle;
-    while Instant::now() < deadline {
-        platform::wait_for_event(Depth::Deep, Some(deadline));
-    }
+    sleep_until(Depth::Deep, Instant::now() + idle);
 }
 
 fn main() {

@@ -9,7 +9,7 @@ use core::time::Duration;
 use roving::platform::{self, Depth};
 use roving::time::Instant;
 use roving_kernel::cores;
-use roving_test_kernels::{on_every_core, pass};
+use roving_test_kernels::{on_every_core, pass, sleep_until};
 
 const NAP: Duration = Duration::from_millis(20);
 /// Deadlines under TCG are late by whatever the host scheduler adds; this
@@ -40,9 +40,7 @@ fn check_time(me: usize) {
         let start = Instant::now();
         let deadline = start + NAP;
         // Nobody wakes this core: only the deadline can end these waits.
-        while Instant::now() < deadline {
-            platform::wait_for_event(depth, Some(deadline));
-        }
+        sleep_until(depth, deadline);
         let waited = start.elapsed();
         assert!(waited >= NAP, "core {me}: a {NAP:?} wait ({depth:?}) ended after {waited:?}");
         assert!(waited < NAP + LATE_LIMIT, "core {me}: a {NAP:?} wait ({depth:?}) took {waited:?}");
