@@ -34,7 +34,7 @@ pub mod context;
 pub mod platform;
 pub mod pool;
 mod sleep;
-mod sync;
+mod atomics;
 mod task;
 pub mod time;
 
@@ -46,6 +46,7 @@ pub use pool::{Config, CoreStats, Pool, PoolError, PostError, RunError, post, sp
 #[doc(hidden)]
 pub mod loom_api {
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
+    pub use crate::task::inbox::Inbox;
     pub use crate::task::list::{AtomicList, Pushed};
     pub use crate::task::queue::TaskQueue;
     pub use crate::task::storage::BlockCache;

@@ -47,7 +47,7 @@ pub use error::{PoolError, PostError, RunError};
 pub use stats::CoreStats;
 
 use crate::platform::{self, Depth, StartCoreError};
-use crate::sync::Ordering::SeqCst;
+use crate::atomics::Ordering::SeqCst;
 use crate::time::Instant;
 use alloc::sync::Arc;
 use alloc::vec::Vec;

@@ -115,7 +115,7 @@
 
 pub mod counters;
 
-use crate::sync::{AtomicU32, CachePadded, Ordering::SeqCst, fence};
+use crate::atomics::{AtomicU32, CachePadded, Ordering::SeqCst, fence};
 use alloc::boxed::Box;
 use counters::{AtomicCounters, Counters};
 
@@ -197,7 +197,7 @@ impl Sleep {
     /// The calling core searched once more and found nothing: count the
     /// round, get sleepy, or sleep (module documentation, steps 1-7).
     pub fn no_work_found(&self, idle: &mut IdleState, core: usize, me: &mut impl Sleeper) -> Outcome {
-        // The rounds are bounded, so this is not `sync::spin_hint`: under
+        // The rounds are bounded, so this is not `atomics::spin_hint`: under
         // loom that yields, and loom never runs a yielding thread while
         // another can run, which would hide every interleaving in which a
         // core falls asleep while others are busy.

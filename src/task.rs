@@ -8,6 +8,7 @@
 //! local queue, or (as freed storage) a free list.
 
 pub mod closure;
+pub mod inbox;
 pub mod list;
 pub mod queue;
 pub mod storage;

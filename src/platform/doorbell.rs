@@ -71,7 +71,7 @@
 //! to sleep. The loom model (`tests/loom_doorbell.rs`) assumes exactly this
 //! and no more.
 
-use crate::sync::{AtomicU32, Ordering};
+use crate::atomics::{AtomicU32, Ordering};
 
 const RUNG: u32 = 1 << 0;
 const DEEP: u32 = 1 << 1;

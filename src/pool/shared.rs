@@ -48,7 +48,7 @@ use super::error::PostError;
 use super::stats::{self, Counters as Stats};
 use crate::platform;
 use crate::sleep::Sleep;
-use crate::sync::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
+use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
 use crate::task::list::{AtomicList, Pushed};
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;

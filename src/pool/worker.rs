@@ -18,7 +18,7 @@ use super::shared::{STOPPED, Shared, ring};
 use super::stats;
 use crate::platform::{self, Depth};
 use crate::sleep::{Outcome, Sleeper};
-use crate::sync::Ordering::SeqCst;
+use crate::atomics::Ordering::SeqCst;
 use crate::task::{Action, Task};
 use crate::time::Instant;
 use core::ptr::NonNull;

@@ -13,7 +13,7 @@
 //! check of the sleep protocol covers the case where a wrap makes a changed
 //! counter look unchanged.
 
-use crate::sync::{AtomicU64, Ordering::SeqCst};
+use crate::atomics::{AtomicU64, Ordering::SeqCst};
 
 /// The most cores one pool can count.
 pub const MAX_CORES: usize = 0xffff;

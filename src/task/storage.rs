@@ -17,7 +17,7 @@
 
 use super::Task;
 use super::list::AtomicList;
-use crate::sync::CachePadded;
+use crate::atomics::CachePadded;
 use alloc::alloc::{Layout, alloc, dealloc};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
