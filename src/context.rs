@@ -53,6 +53,16 @@ impl Context {
         // SAFETY: the caller's contract.
         Self { stack_pointer: unsafe { isa::prepare(stack_top, entry, argument) } }
     }
+
+    /// The saved stack pointer.
+    pub(crate) fn stack_pointer(&self) -> usize {
+        self.stack_pointer
+    }
+
+    /// A context saved with this stack pointer (its frame already written).
+    pub(crate) const fn at(stack_pointer: usize) -> Self {
+        Self { stack_pointer }
+    }
 }
 
 /// Bytes [`Context::new`] writes below the stack top for the first switch.

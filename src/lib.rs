@@ -30,11 +30,13 @@
 
 extern crate alloc;
 
+mod atomics;
 pub mod context;
 pub mod platform;
 pub mod pool;
 mod sleep;
-mod atomics;
+pub mod strand;
+pub mod sync;
 mod task;
 pub mod time;
 

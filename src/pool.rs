@@ -36,18 +36,20 @@
 //! ```
 
 mod config;
-mod current;
+pub(crate) mod current;
 mod error;
-mod shared;
+pub(crate) mod shared;
 mod stats;
+mod timers;
 mod worker;
 
 pub use config::Config;
 pub use error::{PoolError, PostError, RunError};
 pub use stats::CoreStats;
 
-use crate::platform::{self, Depth, StartCoreError};
 use crate::atomics::Ordering::SeqCst;
+use crate::platform::{self, Depth, StartCoreError};
+use crate::strand::{self, JoinHandle, SpawnError};
 use crate::time::Instant;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -134,24 +136,48 @@ impl Pool {
         self.shared.stopped()
     }
 
+    /// Spawns `f` as a strand on this pool; it may block (see
+    /// [`strand`]). From a core of the pool it starts on
+    /// that core (and is offered to idle ones); from outside, on whichever
+    /// core picks it up.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError`] says why, with `f`: the pool stopped, the closure
+    /// and result are larger than a control block may be, no fibre could
+    /// be had, or memory ran out.
+    pub fn spawn_strand<F, T>(&self, f: F) -> Result<JoinHandle<T>, SpawnError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        strand::spawn_in(&self.shared, f, None)
+    }
+
     /// Each core's counters, by core index.
     pub fn stats(&self) -> Vec<CoreStats> {
         self.shared.stats.iter().map(|s| s.snapshot()).collect()
     }
 
-    /// Starts the pool's other cores, runs `main` here, then works as one of
-    /// the pool's cores until the pool is quiescent or shut down. Returns
-    /// `main`'s result once every core has left the pool.
+    /// Starts the pool's other cores, runs `main` here as the pool's root
+    /// strand, then works as one of the pool's cores until the pool is
+    /// quiescent (no task, no live strand, every core asleep) or shut
+    /// down. Returns `main`'s result once every core has left the pool.
     ///
-    /// Call it on a core of the pool (core 0 for a pool of all cores). On
-    /// the host, a panic in `main` or in any task stops the pool and is
-    /// raised again here once every core has left.
+    /// `main` is a strand pinned to this core, on a fibre of its own, so it
+    /// may block (join strands, wait on [`sync`](crate::sync) primitives,
+    /// sleep). Call `run` on a core of the pool (core 0 for a pool of all
+    /// cores). On the host, a panic in `main`, in a task, or in a strand
+    /// nobody joins stops the pool and is raised again here once every
+    /// core has left.
     ///
     /// # Errors
     ///
-    /// [`RunError::NotAPoolCore`], [`RunError::AlreadyRan`], or
-    /// [`RunError::StartCore`] if a core could not be started (the pool is
-    /// then stopped and `main` not run).
+    /// [`RunError::NotAPoolCore`], [`RunError::AlreadyRan`],
+    /// [`RunError::StartCore`] if a core could not be started, or
+    /// [`RunError::NoFibre`] if no fibre was free for `main` (the pool is
+    /// then stopped and `main` not run); [`RunError::MainDidNotFinish`] if
+    /// the pool was shut down while `main` was blocked.
     pub fn run<R>(&self, main: impl FnOnce() -> R) -> Result<R, RunError> {
         let shared = &*self.shared;
         let cores = shared.cores;
@@ -175,17 +201,48 @@ impl Pool {
         let worker = Worker { shared, core: me };
         // SAFETY: `worker` outlives the guard, dropped before `finish`.
         let entered = unsafe { current::enter(&worker) };
-        let result = run_main(shared, main);
-        if result.is_some() {
-            worker::work_entered(shared, me);
-        }
+        let mut result = None;
+        let root = {
+            let result = &mut result;
+            let main = PinnedHere(move || *result = run_main(shared, main));
+            let body: alloc::boxed::Box<dyn FnOnce() + Send + '_> =
+                alloc::boxed::Box::new(move || main.call());
+            // SAFETY: the root strand finishes before `run` returns (the
+            // pool is quiescent only when no strand lives), or, if the pool
+            // is shut down first, never runs again; either way nothing it
+            // borrows is used after this frame. `main` need not be `Send`:
+            // the root strand is pinned to this core.
+            let body: alloc::boxed::Box<dyn FnOnce() + Send + 'static> =
+                unsafe { core::mem::transmute(body) };
+            strand::spawn_in(shared, body, Some(me))
+        };
+        let root = match root {
+            Ok(root) => root,
+            Err(error) => {
+                drop(entered);
+                shared.stop();
+                self.finish(me, started);
+                return Err(match error {
+                    SpawnError::NoFibre(_) => RunError::NoFibre,
+                    _ => RunError::MainDidNotFinish,
+                });
+            }
+        };
+        worker::work_entered(shared, me);
         drop(entered);
         self.finish(me, started);
         #[cfg(feature = "std")]
         if let Some(payload) = shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            core::mem::forget(root);
             std::panic::resume_unwind(payload);
         }
-        Ok(result.expect("main returned, or its panic was raised again above"))
+        if !root.is_finished() {
+            // Its stack still borrows this frame: never touch it again.
+            core::mem::forget(root);
+            return Err(RunError::MainDidNotFinish);
+        }
+        drop(root);
+        result.ok_or(RunError::MainDidNotFinish)
     }
 
     fn start(&self, core: usize) -> Result<(), StartCoreError> {
@@ -221,7 +278,21 @@ impl Pool {
     }
 }
 
-/// Runs `main`; on the host a panic stops the pool and is kept for `run`.
+/// A closure that is only ever run on the core it was made on (the root
+/// strand is pinned), so it need not be `Send`.
+struct PinnedHere<F>(F);
+
+// SAFETY: see the type's documentation: it never changes cores.
+unsafe impl<F> Send for PinnedHere<F> {}
+
+impl<F: FnOnce()> PinnedHere<F> {
+    fn call(self) {
+        (self.0)()
+    }
+}
+
+/// Runs `main` (in the root strand); on the host a panic stops the pool
+/// and is kept for `run`.
 fn run_main<R>(shared: &Shared, main: impl FnOnce() -> R) -> Option<R> {
     #[cfg(feature = "std")]
     {

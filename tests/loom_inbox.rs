@@ -54,7 +54,11 @@ impl Owner {
 #[test]
 fn no_task_is_stranded_and_the_owner_runs_alone() {
     loom::model(|| {
-        let owner = Arc::new(Owner { inbox: Inbox::new(), running: AtomicUsize::new(0), drained: AtomicUsize::new(0) });
+        let owner = Arc::new(Owner {
+            inbox: Inbox::new(),
+            running: AtomicUsize::new(0),
+            drained: AtomicUsize::new(0),
+        });
         let pushers: Vec<_> = (0..2)
             .map(|_| {
                 let owner = owner.clone();

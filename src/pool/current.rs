@@ -27,10 +27,15 @@ mod slot {
         static CURRENT: Cell<*const Worker> = const { Cell::new(core::ptr::null()) };
     }
 
+    // Never inlined: a strand may resume on another thread (core) after a
+    // switch, and a thread-local's address computed before the switch and
+    // kept in a register would then be the old thread's.
+    #[inline(never)]
     pub(super) fn get() -> *const Worker {
         CURRENT.with(Cell::get)
     }
 
+    #[inline(never)]
     pub(super) fn set(worker: *const Worker) -> *const Worker {
         CURRENT.with(|current| current.replace(worker))
     }

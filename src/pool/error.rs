@@ -109,6 +109,11 @@ pub enum RunError {
     /// A core of the pool could not be started; the pool was stopped
     /// without running `main`.
     StartCore(StartCoreError),
+    /// No fibre was free for `main`'s strand: other pools hold them all.
+    NoFibre,
+    /// The pool was shut down while `main` was blocked, so it never
+    /// returned (its strand is abandoned, not unwound).
+    MainDidNotFinish,
 }
 
 impl fmt::Display for RunError {
@@ -122,6 +127,8 @@ impl fmt::Display for RunError {
                 write!(f, "run was called on a thread that is not a core")
             }
             Self::StartCore(error) => write!(f, "starting the pool's cores: {error}"),
+            Self::NoFibre => write!(f, "no free fibre for main's strand (build with more ROVING_FIBRES)"),
+            Self::MainDidNotFinish => write!(f, "the pool was shut down while main was blocked"),
         }
     }
 }

@@ -8,6 +8,12 @@
 //! | mailbox (to, outside)    | non-pool code ([`post`]) | core `to`           | core `to`       |
 //! | injector                 | non-pool code ([`spawn`])| any core            | any core        |
 //! | steal list of core `c`   | core `c` (surplus)       | any core            | any core        |
+//! | fibre mailbox (to, from) | core `from`, or outside  | core `to`           | core `to`, or a thief |
+//!
+//! Fibre mailboxes carry fibres whose strands were woken to the core that
+//! last ran them. Unlike the closures of `post`, which must run where they
+//! were sent, a fibre only prefers its core: once that core has taken it,
+//! it sits in the core's stealable queue.
 //!
 //! [`post`]: Shared::post
 //! [`spawn`]: Shared::spawn
@@ -46,9 +52,11 @@ use super::config::Config;
 use super::current::{self, Worker};
 use super::error::PostError;
 use super::stats::{self, Counters as Stats};
+use super::timers::Timers;
+use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
 use crate::platform;
 use crate::sleep::Sleep;
-use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
+use crate::strand::scheduler::StrandCore;
 use crate::task::list::{AtomicList, Pushed};
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
@@ -87,8 +95,9 @@ pub(crate) struct Shared {
     in_flight: AtomicUsize,
     pub(crate) sleep: Sleep,
     pub(crate) injector: CachePadded<AtomicList>,
-    /// `cores * (cores + 1)` heads: receiver-major, the last sender slot of
-    /// each receiver is for code outside the pool.
+    /// `2 * cores * (cores + 1)` heads: by lane (closures, then fibres),
+    /// then receiver; the last sender slot of each receiver is for code
+    /// outside the pool.
     mailboxes: Box<[CachePadded<AtomicList>]>,
     pub(crate) steal: Box<[CachePadded<AtomicList>]>,
     returns: Box<[CachePadded<AtomicList>]>,
@@ -99,6 +108,12 @@ pub(crate) struct Shared {
     pub(crate) exited: AtomicUsize,
     /// The core `run` was called on, to be woken as cores exit.
     pub(crate) runner: AtomicUsize,
+    /// Each core's strand state (scheduler context, running strand).
+    pub(crate) strands: Box<[CachePadded<StrandCore>]>,
+    /// Strands spawned and not yet finished: the pool is not quiescent
+    /// while any is alive, blocked or not.
+    pub(crate) live_strands: AtomicUsize,
+    pub(crate) timers: Timers,
     #[cfg(feature = "std")]
     pub(crate) panic: std::sync::Mutex<Option<Box<dyn core::any::Any + Send>>>,
 }
@@ -126,7 +141,7 @@ impl Shared {
             in_flight: AtomicUsize::new(0),
             sleep: Sleep::new(cores, config.search_rounds),
             injector: CachePadded(AtomicList::new()),
-            mailboxes: lists(cores * (cores + 1)),
+            mailboxes: lists(2 * cores * (cores + 1)),
             steal: lists(cores),
             returns: lists(cores),
             locals: Box::new([]),
@@ -134,6 +149,9 @@ impl Shared {
             polling: AtomicBool::new(false),
             exited: AtomicUsize::new(0),
             runner: AtomicUsize::new(0),
+            strands: (0..cores).map(|_| CachePadded(StrandCore::new())).collect(),
+            live_strands: AtomicUsize::new(0),
+            timers: Timers::new(),
             #[cfg(feature = "std")]
             panic: std::sync::Mutex::new(None),
         };
@@ -159,6 +177,16 @@ impl Shared {
 
     pub(crate) fn mailbox(&self, to: usize, from: usize) -> &AtomicList {
         &self.mailboxes[to * (self.cores + 1) + from]
+    }
+
+    /// The mailbox that carries woken fibres from `from` to `to`.
+    pub(crate) fn fibre_mailbox(&self, to: usize, from: usize) -> &AtomicList {
+        &self.mailboxes[(self.cores + to) * (self.cores + 1) + from]
+    }
+
+    /// Both of `to`'s mailboxes from `from`: closures, then fibres.
+    pub(crate) fn inbound(&self, to: usize, from: usize) -> [&AtomicList; 2] {
+        [self.mailbox(to, from), self.fibre_mailbox(to, from)]
     }
 
     /// The outside slot of core `to`'s mailboxes.
@@ -253,6 +281,15 @@ impl Shared {
         let local = unsafe { self.local(me) };
         let task = closure::new(f, Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
         stats::add(&self.stats[me].spawned, 1);
+        self.place_spawned(me, task);
+        Ok(())
+    }
+
+    /// Places a task spawned on core `me`: run it next, or offer it if
+    /// some core is idle.
+    fn place_spawned(&self, me: usize, task: NonNull<Task>) {
+        // SAFETY: as in `post_from`.
+        let local = unsafe { self.local(me) };
         if self.sleep.counters().inactive() > 0 {
             // Someone is idle or asleep: make the task stealable now.
             // SAFETY: the task is ours to give; steal lists have no sentinel.
@@ -264,7 +301,51 @@ impl Shared {
             // SAFETY: the displaced task is ours.
             unsafe { local.queue.push_back(previous) };
         }
-        Ok(())
+    }
+
+    /// Queues a scheduled fibre's task on core `me`, behind its other work;
+    /// a pinned fibre's stays on `me`, others may be offered to idle cores.
+    pub(crate) fn requeue_local(&self, me: usize, task: NonNull<Task>, pinned: bool) {
+        // SAFETY: we are core `me`, inside a task (the fibre's); the loop
+        // holds no reference to its `Local` across it.
+        let local = unsafe { self.local(me) };
+        // SAFETY: the task is ours to give.
+        unsafe {
+            if pinned {
+                local.pinned.push_back(task);
+            } else {
+                local.queue.push_back(task);
+            }
+        }
+    }
+
+    /// Sends a fibre that was just scheduled to core `to`, the core that
+    /// last ran it: into the caller's queue if that is `to`, else through
+    /// the fibre mailbox of the pair (closure mailbox if `pinned`).
+    pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) {
+        let lane = |to: usize, from: usize| {
+            if pinned { self.mailbox(to, from) } else { self.fibre_mailbox(to, from) }
+        };
+        match self.worker_core() {
+            Some(me) if me == to && pinned => self.requeue_local(me, task, true),
+            Some(me) if me == to => self.place_spawned(me, task),
+            Some(me) => {
+                // SAFETY: the task is ours to give.
+                if unsafe { lane(to, me).push(task) } == Pushed::WasArmed && self.sleep.wake(to, ring) {
+                    stats::add(&self.stats[me].wakeups, 1);
+                }
+            }
+            None => {
+                // A stopped pool refuses it: its strands are abandoned
+                // with the pool (`strand::scheduler::run_fibre`).
+                let _ = self.enter_from_outside(|| {
+                    // SAFETY: the task is ours to give.
+                    if unsafe { lane(to, self.cores).push(task) } == Pushed::WasArmed {
+                        self.sleep.wake(to, ring);
+                    }
+                });
+            }
+        }
     }
 
     /// The outside path: count the post in flight, check the state, make
@@ -274,13 +355,30 @@ impl Shared {
         f: F,
         push: impl FnOnce(NonNull<Task>),
     ) -> Result<(), PostError<F>> {
+        let mut f = Some(f);
+        let mut result = Ok(());
+        let entered = self.enter_from_outside(|| {
+            let f = f.take().expect("entered once");
+            result = closure::new(f, None).map(push).map_err(PostError::OutOfMemory);
+        });
+        match (entered, f) {
+            (true, _) => result,
+            (false, Some(f)) => Err(PostError::Stopped(f)),
+            (false, None) => unreachable!("a refused entry does not run the push"),
+        }
+    }
+
+    /// Runs `push` counted in `in_flight` if the pool is not stopped (and
+    /// not while a quiescence check holds posters off). Returns whether it
+    /// ran.
+    fn enter_from_outside(&self, push: impl FnOnce()) -> bool {
         loop {
             self.in_flight.fetch_add(1, SeqCst);
             match self.state.load(SeqCst) {
                 READY | RUNNING => break,
                 STOPPED => {
                     self.in_flight.fetch_sub(1, SeqCst);
-                    return Err(PostError::Stopped(f));
+                    return false;
                 }
                 _ => {
                     self.in_flight.fetch_sub(1, SeqCst);
@@ -290,9 +388,9 @@ impl Shared {
                 }
             }
         }
-        let result = closure::new(f, None).map(push).map_err(PostError::OutOfMemory);
+        push();
         self.in_flight.fetch_sub(1, SeqCst);
-        result
+        true
     }
 
     /// Stops the pool: final. Returns whether this call stopped it.
@@ -326,7 +424,7 @@ impl Shared {
         let lists_empty = !self.injector.has_tasks()
             && self.mailboxes.iter().all(|m| !m.has_tasks())
             && self.steal.iter().all(|s| !s.has_tasks());
-        lists_empty && self.sleep.counters().sleeping() == self.cores
+        lists_empty && self.live_strands.load(SeqCst) == 0 && self.sleep.counters().sleeping() == self.cores
     }
 
     /// Waits until no outside post is between its state check and its push.

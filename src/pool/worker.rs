@@ -16,9 +16,9 @@
 use super::current::{self, Worker};
 use super::shared::{STOPPED, Shared, ring};
 use super::stats;
+use crate::atomics::Ordering::SeqCst;
 use crate::platform::{self, Depth};
 use crate::sleep::{Outcome, Sleeper};
-use crate::atomics::Ordering::SeqCst;
 use crate::task::{Action, Task};
 use crate::time::Instant;
 use core::ptr::NonNull;
@@ -112,23 +112,26 @@ fn offer_surplus(shared: &Shared, me: usize) {
 }
 
 fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
+    {
+        // SAFETY: we are core `me`, between tasks; the reference ends here.
+        let local = unsafe { shared.local(me) };
+        if local.since_inbound < FAIRNESS
+            && let Some(task) =
+                local.lifo.take().or_else(|| local.queue.pop_front()).or_else(|| local.pinned.pop_front())
+        {
+            local.since_inbound += 1;
+            return Some(task);
+        }
+        local.since_inbound = 0;
+    }
+    // Deadlines: waking a strand may queue its fibre here, so no reference
+    // to our `Local` is live across this.
+    shared.timers.expire();
     // SAFETY: we are core `me`, between tasks; this reference is not held
     // across the poller (user code) below.
     let local = unsafe { shared.local(me) };
-    if local.since_inbound < FAIRNESS
-        && let Some(task) =
-            local.lifo.take().or_else(|| local.queue.pop_front()).or_else(|| local.pinned.pop_front())
-    {
-        local.since_inbound += 1;
-        return Some(task);
-    }
-    local.since_inbound = 0;
     let stats = &shared.stats[me];
-    let mut received = 0;
-    for from in 0..=shared.cores {
-        // SAFETY: a taken chain is ours.
-        received += unsafe { local.pinned.append_reversed(shared.mailbox(me, from).take_all()) };
-    }
+    let received = drain_inbound(shared, me, local, false);
     stats::add(&stats.received, received as u64);
     if let Some(task) =
         local.pinned.pop_front().or_else(|| local.lifo.take()).or_else(|| local.queue.pop_front())
@@ -156,6 +159,24 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
         }
     }
     steal(shared, me, victim_start)
+}
+
+/// Drains core `me`'s mailboxes: closures into its pinned queue, fibres
+/// into its stealable queue. With `arm`, leaves the wake sentinel in each.
+/// Returns how many tasks came in.
+fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, arm: bool) -> usize {
+    let mut received = 0;
+    for from in 0..=shared.cores {
+        let [closures, fibres] = shared.inbound(me, from);
+        let take = |list: &crate::task::list::AtomicList| {
+            if arm { list.take_all_and_arm() } else { list.take_all() }
+        };
+        // SAFETY: taken chains are ours.
+        received += unsafe { local.pinned.append_reversed(take(closures)) };
+        // SAFETY: as above.
+        received += unsafe { local.queue.append_reversed(take(fibres)) };
+    }
+    received
 }
 
 fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
@@ -201,12 +222,7 @@ impl Sleeper for CoreSleeper<'_> {
         // SAFETY: we are core `me`, between tasks.
         let local = unsafe { shared.local(self.me) };
         local.cache.flush();
-        let mut received = 0;
-        for from in 0..=shared.cores {
-            // SAFETY: a taken chain is ours.
-            received +=
-                unsafe { local.pinned.append_reversed(shared.mailbox(self.me, from).take_all_and_arm()) };
-        }
+        let received = drain_inbound(shared, self.me, local, true);
         stats::add(&shared.stats[self.me].received, received as u64);
         received > 0
     }
@@ -218,7 +234,9 @@ impl Sleeper for CoreSleeper<'_> {
     fn should_wake(&self) -> bool {
         let shared = self.shared;
         shared.state.load(SeqCst) == STOPPED
-            || (0..=shared.cores).any(|from| shared.mailbox(self.me, from).has_tasks())
+            || (0..=shared.cores)
+                .any(|from| shared.inbound(self.me, from).iter().any(|list| list.has_tasks()))
+            || shared.timers.due()
     }
 
     fn committed(&mut self) {
@@ -227,14 +245,19 @@ impl Sleeper for CoreSleeper<'_> {
         self.shared.check_quiescence();
     }
 
+    /// Waits in the light tier, then the deep one; the timer watcher wakes
+    /// at the earliest deadline too (`super::timers`).
     fn wait(&mut self) {
+        let timers = &self.shared.timers;
         let slept_at = *self.slept_at.get_or_insert_with(Instant::now);
         let deep_at = slept_at + self.shared.config.deep_idle_after;
+        let timer = timers.watch(self.me);
         if !self.deep && Instant::now() < deep_at {
-            platform::wait_for_event(Depth::Light, Some(deep_at));
+            platform::wait_for_event(Depth::Light, Some(timer.map_or(deep_at, |timer| timer.min(deep_at))));
         } else {
             self.deep = true;
-            platform::wait_for_event(Depth::Deep, None);
+            platform::wait_for_event(Depth::Deep, timer);
         }
+        timers.unwatch(self.me);
     }
 }

@@ -73,12 +73,6 @@ impl Inbox {
         self.flag.swap(SCHEDULED, SeqCst) == IDLE
     }
 
-    /// Marks the owner scheduled without pushing anything; returns whether
-    /// it was idle (and so whether the caller now holds the schedule).
-    pub fn try_schedule(&self) -> bool {
-        self.flag.swap(SCHEDULED, SeqCst) == IDLE
-    }
-
     /// Takes everything pushed so far, newest first. Owner only, while
     /// scheduled.
     pub fn take_all(&self) -> Chain {

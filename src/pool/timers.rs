@@ -1,0 +1,187 @@
+//! A pool's timers: the deadlines of sleeping and timed-out strands.
+//!
+//! A binary min-heap under a spin lock, with each strand's index kept in
+//! its control block so a strand woken early leaves the heap in O(log n).
+//! `earliest` mirrors the heap's top outside the lock, so cores can ask
+//! "is anything due?" with one load.
+//!
+//! # Who notices a deadline
+//!
+//! - A core between tasks expires due timers when it drains its mailboxes
+//!   (`worker::find_work`), so a busy pool keeps time.
+//! - An idle pool keeps one sleeping core as the *watcher*: it sleeps with
+//!   the earliest deadline as its wake-up time (on hardware, the timer
+//!   interrupt), and every other core sleeps without one. A core becomes
+//!   watcher by a compare-exchange from `NO_WATCHER` and then reads
+//!   `earliest`; an insert writes `earliest` and then reads the watcher,
+//!   ringing it if the new deadline is earlier. Both sides are seq-cst, so
+//!   either the watcher reads the new deadline or the inserter rings it
+//!   (and a ring before the wait is kept by the doorbell). A timer is only
+//!   inserted by a running core, which will itself watch if nobody else
+//!   does when it runs out of work.
+//!
+//! Expiry signals the strand under the lock; a strand woken by something
+//! else removes its entry under the same lock before it moves on, so the
+//! heap never holds a control block that is gone (see `strand::wait`).
+
+use super::shared::ring;
+use crate::strand::control::{Header, state};
+use crate::strand::scheduler;
+use crate::time::Instant;
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+
+const NONE: u64 = u64::MAX;
+const NO_WATCHER: usize = usize::MAX;
+const NOT_QUEUED: usize = usize::MAX;
+
+struct Entry {
+    deadline: u64,
+    strand: NonNull<Header>,
+}
+
+// SAFETY: entries point at control blocks, which are `Send`.
+unsafe impl Send for Entry {}
+
+/// The heap of deadlines and who watches it.
+pub(crate) struct Timers {
+    heap: spin::Mutex<Vec<Entry>>,
+    earliest: AtomicU64,
+    watcher: AtomicUsize,
+}
+
+impl Timers {
+    pub(crate) fn new() -> Self {
+        Self {
+            heap: spin::Mutex::new(Vec::new()),
+            earliest: AtomicU64::new(NONE),
+            watcher: AtomicUsize::new(NO_WATCHER),
+        }
+    }
+
+    /// Adds `strand`'s deadline. Fails only if the heap could not grow.
+    pub(crate) fn insert(&self, deadline: Instant, strand: NonNull<Header>) -> Result<(), ()> {
+        let ticks = deadline.ticks().min(NONE - 1);
+        let earlier = {
+            let mut heap = self.heap.lock();
+            heap.try_reserve(1).map_err(|_| ())?;
+            heap.push(Entry { deadline: ticks, strand });
+            let last = heap.len() - 1;
+            set_slot(&heap, last);
+            sift_up(&mut heap, last);
+            let top = heap[0].deadline;
+            self.earliest.swap(top, SeqCst) > top
+        };
+        if earlier {
+            let watcher = self.watcher.load(SeqCst);
+            if watcher != NO_WATCHER {
+                ring(watcher);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `strand`'s deadline out, if it is still in.
+    pub(crate) fn remove(&self, strand: NonNull<Header>) {
+        let mut heap = self.heap.lock();
+        // SAFETY: the slot is guarded by the lock we hold.
+        let slot = unsafe { *strand.as_ref().timer_slot.get() };
+        if slot == NOT_QUEUED {
+            return;
+        }
+        remove_at(&mut heap, slot);
+        self.earliest.store(heap.first().map_or(NONE, |top| top.deadline), SeqCst);
+    }
+
+    /// Whether a deadline has passed (one load when there is none).
+    pub(crate) fn due(&self) -> bool {
+        let earliest = self.earliest.load(SeqCst);
+        earliest != NONE && Instant::now().ticks() >= earliest
+    }
+
+    /// Wakes every strand whose deadline has passed; returns how many.
+    pub(crate) fn expire(&self) -> usize {
+        if !self.due() {
+            return 0;
+        }
+        let now = Instant::now().ticks();
+        let mut woken = 0;
+        let mut heap = self.heap.lock();
+        while let Some(top) = heap.first().filter(|top| top.deadline <= now) {
+            let strand = top.strand;
+            remove_at(&mut heap, 0);
+            // Under the lock: the strand cannot leave before we are done.
+            woken += usize::from(scheduler::signal(strand, state::TIMED_OUT));
+        }
+        self.earliest.store(heap.first().map_or(NONE, |top| top.deadline), SeqCst);
+        woken
+    }
+
+    /// Makes `core` the watcher if there is none; returns the deadline it
+    /// must wake at if it is the watcher and there is one.
+    pub(crate) fn watch(&self, core: usize) -> Option<Instant> {
+        let mine = match self.watcher.compare_exchange(NO_WATCHER, core, SeqCst, SeqCst) {
+            Ok(_) => true,
+            Err(current) => current == core,
+        };
+        let earliest = self.earliest.load(SeqCst);
+        (mine && earliest != NONE).then(|| Instant::from_ticks(earliest))
+    }
+
+    /// `core` stops watching, if it was the watcher.
+    pub(crate) fn unwatch(&self, core: usize) {
+        let _ = self.watcher.compare_exchange(core, NO_WATCHER, SeqCst, SeqCst);
+    }
+}
+
+fn set_slot(heap: &[Entry], index: usize) {
+    // SAFETY: the caller holds the heap's lock, which guards the slots.
+    unsafe { *heap[index].strand.as_ref().timer_slot.get() = index };
+}
+
+fn remove_at(heap: &mut Vec<Entry>, index: usize) {
+    // SAFETY: as in `set_slot`.
+    unsafe { *heap[index].strand.as_ref().timer_slot.get() = NOT_QUEUED };
+    let last = heap.len() - 1;
+    heap.swap(index, last);
+    heap.pop();
+    if index < heap.len() {
+        set_slot(heap, index);
+        sift_down(heap, index);
+        sift_up(heap, index);
+    }
+}
+
+fn sift_up(heap: &mut [Entry], mut index: usize) {
+    while index > 0 {
+        let parent = (index - 1) / 2;
+        if heap[parent].deadline <= heap[index].deadline {
+            break;
+        }
+        heap.swap(parent, index);
+        set_slot(heap, index);
+        set_slot(heap, parent);
+        index = parent;
+    }
+}
+
+fn sift_down(heap: &mut [Entry], mut index: usize) {
+    loop {
+        let (left, right) = (2 * index + 1, 2 * index + 2);
+        let mut least = index;
+        if left < heap.len() && heap[left].deadline < heap[least].deadline {
+            least = left;
+        }
+        if right < heap.len() && heap[right].deadline < heap[least].deadline {
+            least = right;
+        }
+        if least == index {
+            return;
+        }
+        heap.swap(least, index);
+        set_slot(heap, index);
+        set_slot(heap, least);
+        index = least;
+    }
+}

@@ -1,0 +1,302 @@
+//! The strand control block: everything about a strand that is not on its
+//! stack. Waiter links, timer slots and join state all live here, never on
+//! a stack, because a non-resident strand's stack is not where its
+//! addresses say (the copy-swap invariant, DESIGN.md).
+//!
+//! A control block is one allocation: the [`Header`] every layer uses, then
+//! the closure, which becomes the result. Its size is checked against
+//! [`STRAND_BYTES`](super::knobs::STRAND_BYTES) at spawn.
+//!
+//! # Lifetime
+//!
+//! Two references at spawn: the strand's own (dropped by the core that
+//! runs its fibre when it finishes) and its [`JoinHandle`](super::JoinHandle)'s.
+//! The last one frees the block.
+
+use super::StrandId;
+use super::fibre::Fibre;
+use super::save::SaveArea;
+use crate::context::Context;
+use crate::task::{Action, Task};
+use alloc::alloc::{Layout, dealloc};
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, Ordering::*};
+
+/// Where a strand is, as far as wakers care.
+pub(crate) mod state {
+    /// Running, or queued to run.
+    pub(crate) const RUNNABLE: u32 = 0;
+    /// Suspended until a waker or its deadline moves it on.
+    pub(crate) const BLOCKED: u32 = 1;
+    /// Woken by whatever it waited for.
+    pub(crate) const SIGNALLED: u32 = 2;
+    /// Woken by its deadline.
+    pub(crate) const TIMED_OUT: u32 = 3;
+}
+
+/// Why a strand is blocked (DESIGN.md: blocked strands record why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+#[non_exhaustive]
+pub enum BlockReason {
+    /// Not blocked.
+    None = 0,
+    /// In [`sleep`](super::sleep).
+    Sleeping,
+    /// Waiting for a mutex.
+    Mutex,
+    /// Waiting on a condition variable.
+    Condvar,
+    /// Waiting for a semaphore permit.
+    Semaphore,
+    /// Waiting for an event to be set.
+    Event,
+    /// Waiting to send into a full channel.
+    ChannelSend,
+    /// Waiting to receive from an empty channel.
+    ChannelReceive,
+    /// Waiting for another strand to finish.
+    Join,
+}
+
+impl BlockReason {
+    fn from_raw(raw: u8) -> Self {
+        const ALL: [BlockReason; 9] = [
+            BlockReason::None,
+            BlockReason::Sleeping,
+            BlockReason::Mutex,
+            BlockReason::Condvar,
+            BlockReason::Semaphore,
+            BlockReason::Event,
+            BlockReason::ChannelSend,
+            BlockReason::ChannelReceive,
+            BlockReason::Join,
+        ];
+        ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
+    }
+}
+
+/// Links of a strand in a wait queue; guarded by that queue's lock.
+pub(crate) struct WaitLinks {
+    pub(crate) prev: *mut Header,
+    pub(crate) next: *mut Header,
+    pub(crate) queued: bool,
+}
+
+/// What a strand's code does, behind one pointer per closure type.
+pub(crate) struct VTable {
+    /// Runs the closure and stores its result (or its panic).
+    pub(crate) run: unsafe fn(NonNull<Header>),
+    /// Drops the closure or result, whichever is there, and frees the block.
+    destroy: unsafe fn(NonNull<Header>),
+    /// Moves the result out, as a `Taken<T>` written to the pointer.
+    take: unsafe fn(NonNull<Header>, *mut ()),
+}
+
+/// A finished strand's result, as its joiner gets it.
+pub(crate) enum Taken<T> {
+    Value(T),
+    #[cfg(feature = "std")]
+    Panic(alloc::boxed::Box<dyn core::any::Any + Send>),
+}
+
+/// The part of a control block every layer uses.
+#[repr(C)]
+pub(crate) struct Header {
+    /// Links the strand into its fibre's inbox and runnable queue.
+    pub(crate) task: Task,
+    /// Its registers, while it is not running.
+    pub(crate) context: UnsafeCell<Context>,
+    /// A `state::*` value.
+    pub(crate) state: AtomicU32,
+    reason: AtomicU8,
+    refs: AtomicU32,
+    /// Null, a strand waiting to join this one, or [`FINISHED`].
+    pub(crate) joiner: AtomicPtr<Header>,
+    pub(crate) fibre: &'static Fibre,
+    /// Its stack, while another strand is resident on its fibre.
+    pub(crate) saved: UnsafeCell<SaveArea>,
+    pub(crate) id: StrandId,
+    pub(crate) wait: UnsafeCell<WaitLinks>,
+    /// Its index in the pool's timer heap, or `usize::MAX`; guarded by
+    /// the timer lock.
+    pub(crate) timer_slot: UnsafeCell<usize>,
+    vtable: &'static VTable,
+}
+
+// SAFETY: the cells are each guarded as their comments say (the fibre's
+// schedule, a queue's lock, the timer lock); the rest is atomics.
+unsafe impl Sync for Header {}
+// SAFETY: as above; closures and results are `Send`.
+unsafe impl Send for Header {}
+
+/// `joiner` once the strand has finished.
+pub(crate) const FINISHED: *mut Header = core::ptr::dangling_mut::<Header>();
+
+impl Header {
+    pub(crate) fn set_reason(&self, reason: BlockReason) {
+        self.reason.store(reason as u8, Relaxed);
+    }
+
+    pub(crate) fn reason(&self) -> BlockReason {
+        BlockReason::from_raw(self.reason.load(Relaxed))
+    }
+
+    /// The header whose `task` field is `task`.
+    pub(crate) fn from_task(task: NonNull<Task>) -> NonNull<Header> {
+        task.cast()
+    }
+
+    /// Runs the strand's closure (on its own stack).
+    ///
+    /// # Safety
+    ///
+    /// Called once, by the strand itself.
+    pub(crate) unsafe fn run(header: NonNull<Header>) {
+        // SAFETY: the header is live while its strand runs.
+        let run = unsafe { header.as_ref() }.vtable.run;
+        // SAFETY: forwarded.
+        unsafe { run(header) }
+    }
+
+    /// Moves a finished strand's result out.
+    ///
+    /// # Safety
+    ///
+    /// The strand finished (seen through an acquire of `FINISHED`), its
+    /// result is `T` and has not been taken; the caller holds a reference.
+    pub(crate) unsafe fn take_result<T>(header: NonNull<Header>) -> Taken<T> {
+        let mut out = core::mem::MaybeUninit::<Taken<T>>::uninit();
+        // SAFETY: the header is live; `take` writes a `Taken<T>`.
+        unsafe {
+            (header.as_ref().vtable.take)(header, out.as_mut_ptr().cast());
+            out.assume_init()
+        }
+    }
+
+    /// Drops one reference; the last frees the block.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns one of the references and does not use the header
+    /// afterwards.
+    pub(crate) unsafe fn release(header: NonNull<Header>) {
+        // SAFETY: live until the last reference goes.
+        let this = unsafe { header.as_ref() };
+        if this.refs.fetch_sub(1, Release) != 1 {
+            return;
+        }
+        core::sync::atomic::fence(Acquire);
+        let destroy = this.vtable.destroy;
+        // SAFETY: that was the last reference.
+        unsafe { destroy(header) }
+    }
+}
+
+/// What the closure slot holds over a strand's life.
+pub(crate) enum Payload<F, T> {
+    Closure(F),
+    Running,
+    Done(T),
+    #[cfg(feature = "std")]
+    Panicked(alloc::boxed::Box<dyn core::any::Any + Send>),
+    Taken,
+}
+
+/// A whole control block.
+#[repr(C)]
+pub(crate) struct Block<F, T> {
+    pub(crate) header: Header,
+    pub(crate) payload: UnsafeCell<Payload<F, T>>,
+}
+
+impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
+    const VTABLE: VTable = VTable { run: Self::run, destroy: Self::destroy, take: Self::take };
+
+    /// A block for `f`, with both references, not yet on a fibre's queue.
+    pub(crate) fn new(f: F, fibre: &'static Fibre, id: StrandId) -> Self {
+        Self {
+            header: Header {
+                task: Task::new(never_called),
+                context: UnsafeCell::new(Context::empty()),
+                state: AtomicU32::new(state::RUNNABLE),
+                reason: AtomicU8::new(BlockReason::None as u8),
+                refs: AtomicU32::new(2),
+                joiner: AtomicPtr::new(core::ptr::null_mut()),
+                fibre,
+                saved: UnsafeCell::new(SaveArea::empty()),
+                id,
+                wait: UnsafeCell::new(WaitLinks {
+                    prev: core::ptr::null_mut(),
+                    next: core::ptr::null_mut(),
+                    queued: false,
+                }),
+                timer_slot: UnsafeCell::new(usize::MAX),
+                vtable: &Self::VTABLE,
+            },
+            payload: UnsafeCell::new(Payload::Closure(f)),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Header::run`]; the header is a `Block<F, T>`.
+    unsafe fn run(header: NonNull<Header>) {
+        let block = header.cast::<Self>();
+        // SAFETY: only the running strand touches the payload until it
+        // publishes `FINISHED`.
+        let payload = unsafe { &mut *(*block.as_ptr()).payload.get() };
+        let Payload::Closure(f) = core::mem::replace(payload, Payload::Running) else {
+            unreachable!("a strand runs its closure once");
+        };
+        #[cfg(feature = "std")]
+        {
+            *payload = match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
+                Ok(value) => Payload::Done(value),
+                Err(panic) => Payload::Panicked(panic),
+            };
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            *payload = Payload::Done(f());
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Header::take_result`]; `out` points at a `Taken<T>`'s room.
+    unsafe fn take(header: NonNull<Header>, out: *mut ()) {
+        let block = header.cast::<Self>();
+        // SAFETY: the strand finished, so nothing else touches the payload.
+        let payload = unsafe { core::mem::replace(&mut *(*block.as_ptr()).payload.get(), Payload::Taken) };
+        let taken = match payload {
+            Payload::Done(value) => Taken::Value(value),
+            #[cfg(feature = "std")]
+            Payload::Panicked(panic) => Taken::Panic(panic),
+            _ => unreachable!("a finished strand's result is taken once"),
+        };
+        // SAFETY: the caller's room for a `Taken<T>`.
+        unsafe { out.cast::<Taken<T>>().write(taken) };
+    }
+
+    /// # Safety
+    ///
+    /// The last reference to a `Block<F, T>`.
+    unsafe fn destroy(header: NonNull<Header>) {
+        let block = header.cast::<Self>();
+        // SAFETY: nothing else refers to the block now.
+        unsafe { core::ptr::drop_in_place(block.as_ptr()) };
+        // SAFETY: allocated by `spawn` with this layout.
+        unsafe { dealloc(block.as_ptr().cast(), Layout::new::<Self>()) };
+    }
+}
+
+/// Strands are never run as tasks: the fibre's task runs them.
+///
+/// # Safety
+///
+/// Never called.
+unsafe fn never_called(_: NonNull<Task>, _: Action, _: NonNull<crate::task::storage::BlockCache>) {
+    unreachable!("a strand is resumed by its fibre, not called as a task");
+}

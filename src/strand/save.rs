@@ -1,0 +1,116 @@
+//! Save areas: where an inactive strand's stack waits while another strand
+//! of its fibre is resident (copy-swap, seed 000).
+//!
+//! A save area holds exactly the used part of a stack: the bytes from the
+//! saved stack pointer up to the stack top. Its capacity is that length
+//! rounded up to 16 bytes, so a strand costs its control block plus what
+//! its stack really uses. Areas come from the global allocator; running
+//! out is never a crash (see `scheduler::make_resident`).
+
+use crate::context::{Context, FRAME_BYTES};
+use alloc::alloc::{Layout, alloc, dealloc};
+use core::ptr::{self, NonNull};
+
+const ALIGN: usize = 16;
+
+/// A heap copy of the top `len` bytes of a stack.
+pub(crate) struct SaveArea {
+    memory: Option<NonNull<u8>>,
+    capacity: usize,
+    len: usize,
+}
+
+// SAFETY: the area owns its memory; it moves with its strand or fibre.
+unsafe impl Send for SaveArea {}
+
+impl SaveArea {
+    /// No memory.
+    pub(crate) const fn empty() -> Self {
+        Self { memory: None, capacity: 0, len: 0 }
+    }
+
+    /// Makes room for `len` bytes, keeping the memory if it is big enough.
+    /// Returns `false`, leaving the area as it was, if memory ran out.
+    pub(crate) fn reserve(&mut self, len: usize) -> bool {
+        if len <= self.capacity {
+            return true;
+        }
+        let capacity = len.next_multiple_of(ALIGN);
+        let Ok(layout) = Layout::from_size_align(capacity, ALIGN) else { return false };
+        // SAFETY: the layout has a non-zero size (`len` > capacity >= 0).
+        let Some(memory) = NonNull::new(unsafe { alloc(layout) }) else { return false };
+        self.free();
+        self.memory = Some(memory);
+        self.capacity = capacity;
+        true
+    }
+
+    /// Copies `len` bytes ending at `top` into the area.
+    ///
+    /// # Safety
+    ///
+    /// `reserve(len)` succeeded; `[top - len, top)` is readable.
+    pub(crate) unsafe fn save(&mut self, top: *const u8, len: usize) {
+        debug_assert!(len <= self.capacity);
+        if let Some(memory) = self.memory {
+            // SAFETY: the caller's contract; the area is `capacity` bytes.
+            unsafe { ptr::copy_nonoverlapping(top.sub(len), memory.as_ptr(), len) };
+        }
+        self.len = len;
+    }
+
+    /// Copies the image back so that it ends at `top`, and marks the area
+    /// empty (its memory stays, for reuse).
+    ///
+    /// # Safety
+    ///
+    /// `[top - len(), top)` is writable and not in use.
+    pub(crate) unsafe fn restore(&mut self, top: *mut u8) {
+        if let Some(memory) = self.memory {
+            // SAFETY: the caller's contract; the area holds `len` bytes.
+            unsafe { ptr::copy_nonoverlapping(memory.as_ptr(), top.sub(self.len), self.len) };
+        }
+        self.len = 0;
+    }
+
+    /// Writes the first frame of a new context as the image, placed as
+    /// if its stack ended at `stack_top`; returns that context, or `None`
+    /// if memory ran out.
+    pub(crate) fn first_frame(
+        &mut self,
+        stack_top: *mut u8,
+        entry: extern "C" fn(usize) -> !,
+        argument: usize,
+    ) -> Option<Context> {
+        let room = FRAME_BYTES.next_multiple_of(ALIGN);
+        if !self.reserve(room) {
+            return None;
+        }
+        let memory = self.memory?;
+        // SAFETY: `room` bytes were reserved.
+        let image_top = unsafe { memory.as_ptr().add(room) };
+        // SAFETY: the frame goes in the `room` bytes below `image_top`,
+        // which only this area owns; the context is never run here.
+        let built = unsafe { Context::new(image_top, entry, argument) };
+        let depth = image_top as usize - built.stack_pointer();
+        self.len = depth;
+        debug_assert_eq!(stack_top as usize % ALIGN, 0);
+        Some(Context::at(stack_top as usize - depth))
+    }
+
+    /// Gives the memory back.
+    pub(crate) fn free(&mut self) {
+        if let Some(memory) = self.memory.take() {
+            // SAFETY: allocated by `reserve` with exactly this layout.
+            unsafe { dealloc(memory.as_ptr(), Layout::from_size_align_unchecked(self.capacity, ALIGN)) };
+        }
+        self.capacity = 0;
+        self.len = 0;
+    }
+}
+
+impl Drop for SaveArea {
+    fn drop(&mut self) {
+        self.free();
+    }
+}

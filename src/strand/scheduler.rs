@@ -1,0 +1,257 @@
+//! Running strands on a core: the fibre's task, copy-swap, suspending and
+//! waking.
+//!
+//! A core runs a fibre by running its task: it takes the strands that were
+//! made runnable (the fibre's inbox), makes the first one resident (copying
+//! stacks if another strand's stack is in the fibre) and switches to it.
+//! The strand runs until it blocks, yields or finishes; each of those
+//! switches back to the core's scheduler context, here, which then either
+//! keeps the fibre scheduled (more runnable strands) or unschedules it
+//! (the inbox protocol of `crate::task::inbox`).
+//!
+//! The copy-swap invariant (DESIGN.md) holds because the only stack
+//! addresses kept anywhere are the saved stack pointers in control blocks,
+//! and those are used only when their strand is made resident again.
+
+use super::control::{FINISHED, Header, state};
+use super::fibre::{Fibre, Owned};
+use crate::context::{self, Context};
+use crate::pool::current;
+use crate::pool::shared::Shared;
+use crate::task::Action;
+use core::cell::UnsafeCell;
+use core::mem;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::Ordering::*;
+
+/// How a strand left the core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// It waits for something; a waker will make it runnable.
+    Blocked,
+    /// It is still runnable and lets other work go first.
+    Yielded,
+    /// Its closure returned.
+    Finished,
+}
+
+/// A core's strand state: where its scheduler context is saved while a
+/// strand runs, which strand that is, and how it came back.
+pub(crate) struct StrandCore {
+    scheduler: UnsafeCell<Context>,
+    current: UnsafeCell<*mut Header>,
+    outcome: UnsafeCell<Outcome>,
+}
+
+// SAFETY: each `StrandCore` is touched only by its own core (the strand
+// running there counts as that core).
+unsafe impl Sync for StrandCore {}
+
+impl StrandCore {
+    pub(crate) const fn new() -> Self {
+        Self {
+            scheduler: UnsafeCell::new(Context::empty()),
+            current: UnsafeCell::new(ptr::null_mut()),
+            outcome: UnsafeCell::new(Outcome::Blocked),
+        }
+    }
+}
+
+/// The calling core's pool and index, if it is a pool's core.
+///
+/// Looked up afresh on every call: a strand may have moved to another
+/// core since it last asked.
+pub(crate) fn here() -> Option<(&'static Shared, usize)> {
+    // SAFETY: a worker's pool outlives its time as the current worker, and
+    // the reference does not outlive this core's turn (callers use it and
+    // drop it before they can be moved).
+    current::with(|worker| worker.map(|w| (unsafe { &*w.shared }, w.core)))
+}
+
+/// The strand running on the calling core, if any.
+pub(crate) fn current() -> Option<NonNull<Header>> {
+    let (shared, me) = here()?;
+    // SAFETY: our own core's slot.
+    NonNull::new(unsafe { *shared.strands[me].current.get() })
+}
+
+/// Switches from the running strand back to its core's scheduler.
+/// Returns when the strand is resumed, possibly on another core.
+///
+/// # Safety
+///
+/// Called by the running strand, with `outcome` true of it: if `Blocked`,
+/// a waker can find it; if `Finished`, it never expects to return.
+pub(crate) unsafe fn suspend(outcome: Outcome) {
+    let (shared, me) = here().expect("a strand runs on a core");
+    let core = &shared.strands[me];
+    // SAFETY: our core's slots; the strand is the current one.
+    unsafe {
+        let strand = *core.current.get();
+        *core.outcome.get() = outcome;
+        context::switch(&mut *(*strand).context.get(), &*core.scheduler.get());
+    }
+}
+
+/// The entry point of every strand, on its own stack.
+pub(crate) extern "C" fn strand_entry(header: usize) -> ! {
+    let header = NonNull::new(header as *mut Header).expect("a strand starts with its control block");
+    // SAFETY: the strand runs its closure once, here.
+    unsafe { Header::run(header) };
+    // SAFETY: the header lives until the core drops the strand's reference.
+    let joiner = unsafe { header.as_ref() }.joiner.swap(FINISHED, AcqRel);
+    if let Some(joiner) = NonNull::new(joiner) {
+        signal(joiner, state::SIGNALLED);
+    }
+    // SAFETY: we are the running strand, finished.
+    unsafe { suspend(Outcome::Finished) };
+    unreachable!("a finished strand is never resumed");
+}
+
+/// Moves a blocked strand to `cause` (`SIGNALLED` or `TIMED_OUT`) and
+/// makes it runnable. Returns `false` if it was not blocked (another waker
+/// or its deadline won), in which case nothing happens.
+pub(crate) fn signal(strand: NonNull<Header>, cause: u32) -> bool {
+    // SAFETY: a blocked strand's header is live until it is resumed, and
+    // it cannot be resumed before the push below.
+    let header = unsafe { strand.as_ref() };
+    if header.state.compare_exchange(state::BLOCKED, cause, AcqRel, Acquire).is_err() {
+        return false;
+    }
+    make_runnable(strand);
+    true
+}
+
+/// Puts a strand in its fibre's inbox, scheduling the fibre if it was idle.
+pub(crate) fn make_runnable(strand: NonNull<Header>) {
+    // SAFETY: as in `signal`; the fibre is static.
+    let fibre = unsafe { strand.as_ref() }.fibre;
+    // SAFETY: the strand is in no list (it was running or blocked).
+    if unsafe { fibre.inbox.push(NonNull::from(&strand.as_ref().task)) } {
+        schedule(fibre);
+    }
+}
+
+/// Sends a fibre that was just scheduled to the core that last ran it.
+fn schedule(fibre: &'static Fibre) {
+    // SAFETY: a fibre with strands is held by a live pool (the fibre owns
+    // a reference to it).
+    let pool = unsafe { &*fibre.pool() };
+    pool.schedule_fibre(
+        NonNull::from(&fibre.task),
+        fibre.last_core.load(Relaxed),
+        fibre.pinned.load(Relaxed),
+    );
+}
+
+/// The fibre's task: run its next runnable strand (`fibre::run`).
+pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
+    if action == Action::Discard {
+        // The pool stopped with strands still on this fibre. They cannot
+        // be unwound without cancellation, so the fibre and their control
+        // blocks are left as they are (not freed: a wait queue may still
+        // point at them).
+        return;
+    }
+    let (shared, me) = here().expect("fibres run on a pool's cores");
+    fibre.last_core.store(me, Relaxed);
+    // SAFETY: we run the fibre's task, so we hold its schedule.
+    let owned = unsafe { fibre.owned() };
+    // SAFETY: a taken chain is ours.
+    unsafe { owned.runnable.append_reversed(fibre.inbox.take_all()) };
+    let Some(task) = owned.runnable.pop_front() else {
+        end_turn(shared, me, fibre, owned);
+        return;
+    };
+    let strand = Header::from_task(task);
+    if !make_resident(fibre, owned, strand) {
+        // No memory to save the resident strand: try again later rather
+        // than fail; the resident one may finish and free its fibre.
+        // SAFETY: the task came out of this queue.
+        unsafe { owned.runnable.push_back(task) };
+        requeue(shared, me, fibre);
+        return;
+    }
+    let core = &shared.strands[me];
+    // SAFETY: the strand is resident and ours to run; our core's slots.
+    let outcome = unsafe {
+        let header = strand.as_ref();
+        fibre.resident_id.store(header.id.get(), Relaxed);
+        *core.current.get() = strand.as_ptr();
+        context::switch(&mut *core.scheduler.get(), &*header.context.get());
+        *core.current.get() = ptr::null_mut();
+        *core.outcome.get()
+    };
+    // SAFETY: the header is live (the strand's own reference).
+    let id = unsafe { strand.as_ref() }.id;
+    assert!(fibre.canary_intact(), "strand {id} overflowed the stack of fibre {}", fibre.index());
+    match outcome {
+        // SAFETY: the strand is runnable and in no list.
+        Outcome::Yielded => unsafe { owned.runnable.push_back(task) },
+        Outcome::Blocked => {}
+        Outcome::Finished => {
+            owned.resident = ptr::null_mut();
+            fibre.resident_id.store(0, Relaxed);
+            shared.live_strands.fetch_sub(1, SeqCst);
+            // SAFETY: the strand's own reference; it never runs again.
+            unsafe { Header::release(strand) };
+            if owned.runnable.len() == 0 && !fibre.inbox.finish() {
+                // Unscheduled: whoever makes a strand runnable schedules it
+                // again, unless this was the last strand and it is freed.
+                fibre.strand_left();
+                return;
+            }
+            fibre.strand_left();
+            requeue(shared, me, fibre);
+            return;
+        }
+    }
+    end_turn(shared, me, fibre, owned);
+}
+
+/// Keeps the fibre scheduled if it has runnable strands, else unschedules.
+fn end_turn(shared: &Shared, me: usize, fibre: &'static Fibre, owned: &mut Owned) {
+    if owned.runnable.len() > 0 || fibre.inbox.has_tasks() || fibre.inbox.finish() {
+        requeue(shared, me, fibre);
+    }
+}
+
+/// Queues the fibre, still scheduled, behind this core's other work.
+fn requeue(shared: &Shared, me: usize, fibre: &'static Fibre) {
+    shared.requeue_local(me, NonNull::from(&fibre.task), fibre.pinned.load(Relaxed));
+}
+
+/// Makes `strand` the resident of `fibre`, saving the current resident's
+/// stack and restoring the strand's. Returns `false` (changing nothing) if
+/// memory for the save ran out.
+fn make_resident(fibre: &'static Fibre, owned: &mut Owned, strand: NonNull<Header>) -> bool {
+    if owned.resident == strand.as_ptr() {
+        return true;
+    }
+    let top = fibre.stack_top();
+    if let Some(outgoing) = NonNull::new(owned.resident) {
+        // SAFETY: the resident strand is suspended (we hold the fibre), so
+        // its context and save area are ours to touch.
+        let (stack_pointer, saved) = unsafe {
+            ((*outgoing.as_ref().context.get()).stack_pointer(), &mut *outgoing.as_ref().saved.get())
+        };
+        let used = top as usize - stack_pointer;
+        let mut area = mem::replace(&mut owned.spare, super::save::SaveArea::empty());
+        if !area.reserve(used) {
+            owned.spare = area;
+            return false;
+        }
+        // SAFETY: `[stack_pointer, top)` is the outgoing strand's used stack.
+        unsafe { area.save(top, used) };
+        *saved = area;
+    }
+    // SAFETY: the incoming strand is not running (we hold the fibre); its
+    // image ends at the stack top, which nothing uses now.
+    unsafe {
+        let incoming = &mut *strand.as_ref().saved.get();
+        incoming.restore(top);
+        owned.spare = mem::replace(incoming, super::save::SaveArea::empty());
+    }
+    owned.resident = strand.as_ptr();
+    true
+}

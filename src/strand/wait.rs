@@ -1,0 +1,204 @@
+//! Blocking a strand, and the wait queues of the blocking primitives.
+//!
+//! # Blocking ([`block`])
+//!
+//! 1. The strand stores `BLOCKED` in its state word and why.
+//! 2. With a deadline, it enters the pool's timer heap.
+//! 3. It registers itself where a waker will find it (a wait queue, under
+//!    that queue's lock); registering may instead report that what it
+//!    waits for has already happened.
+//! 4. It switches to its core's scheduler.
+//!
+//! A waker moves the state from `BLOCKED` to `SIGNALLED`, the timer to
+//! `TIMED_OUT`, each with a compare-exchange: exactly one wins, and only
+//! the winner makes the strand runnable. A waker may win before step 4
+//! completes; the fibre is still scheduled then, so the strand is only
+//! queued, and resumed after its switch is done.
+//!
+//! # Leaving a wait queue
+//!
+//! A waker pops a waiter and then tries to signal it. If the deadline won,
+//! the waker moves on to the next waiter, so nothing it hands over is
+//! lost. A strand that timed out takes the queue's lock and removes
+//! itself if it is still queued. A strand that was signalled removes its
+//! timer entry. Both happen before the strand does anything else, under
+//! the lock the waker held, so no waker or timer ever touches a control
+//! block after its strand has moved on.
+
+use super::control::{BlockReason, Header, state};
+use super::error::WaitError;
+use super::scheduler::{self, Outcome};
+use crate::time::Instant;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::Ordering::*;
+
+/// How a blocked strand was woken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Woken {
+    /// By what it waited for (or it had already happened).
+    Signalled,
+    /// By its deadline.
+    TimedOut,
+}
+
+/// Blocks the calling strand until it is signalled or `deadline` passes.
+/// `register` makes it findable by a waker and returns `true`; or returns
+/// `false` if there is nothing to wait for after all.
+///
+/// # Errors
+///
+/// [`WaitError::NotAStrand`] outside a strand; [`WaitError::OutOfMemory`]
+/// if the timer heap could not grow. In both cases `register` was not
+/// called.
+pub(crate) fn block(
+    reason: BlockReason,
+    deadline: Option<Instant>,
+    register: impl FnOnce(NonNull<Header>) -> bool,
+) -> Result<Woken, WaitError> {
+    let me = scheduler::current().ok_or(WaitError::NotAStrand)?;
+    // SAFETY: the running strand's own header.
+    let header = unsafe { me.as_ref() };
+    if deadline.is_some_and(|deadline| deadline <= Instant::now()) {
+        return Ok(Woken::TimedOut);
+    }
+    header.set_reason(reason);
+    header.state.store(state::BLOCKED, SeqCst);
+    // SAFETY: a fibre with strands is held by a live pool.
+    let pool = unsafe { &*header.fibre.pool() };
+    if let Some(deadline) = deadline
+        && pool.timers.insert(deadline, me).is_err()
+    {
+        header.state.store(state::RUNNABLE, SeqCst);
+        header.set_reason(BlockReason::None);
+        return Err(WaitError::OutOfMemory);
+    }
+    let registered = register(me);
+    if !registered {
+        // Nobody can signal us (we registered nowhere), but the timer can.
+        if header.state.compare_exchange(state::BLOCKED, state::SIGNALLED, AcqRel, Acquire).is_ok() {
+            if deadline.is_some() {
+                pool.timers.remove(me);
+            }
+            header.state.store(state::RUNNABLE, SeqCst);
+            header.set_reason(BlockReason::None);
+            return Ok(Woken::Signalled);
+        }
+        // The timer fired and queued us: suspend to be resumed at once.
+    }
+    // SAFETY: we are the running strand, findable by whoever wakes us.
+    unsafe { scheduler::suspend(Outcome::Blocked) };
+    let woken = match header.state.swap(state::RUNNABLE, SeqCst) {
+        // What we waited for had already happened when we registered.
+        _ if !registered => Woken::Signalled,
+        state::TIMED_OUT => Woken::TimedOut,
+        _ => {
+            if deadline.is_some() {
+                pool.timers.remove(me);
+            }
+            Woken::Signalled
+        }
+    };
+    header.set_reason(BlockReason::None);
+    Ok(woken)
+}
+
+/// A FIFO of blocked strands, linked through their control blocks. Its
+/// owner guards it with a lock.
+pub(crate) struct WaitQueue {
+    head: *mut Header,
+    tail: *mut Header,
+}
+
+// SAFETY: the queue only links control blocks, which are `Send`; its owner
+// guards it with a lock.
+unsafe impl Send for WaitQueue {}
+
+impl WaitQueue {
+    pub(crate) const fn new() -> Self {
+        Self { head: ptr::null_mut(), tail: ptr::null_mut() }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_null()
+    }
+
+    /// Appends a strand that is blocking.
+    ///
+    /// # Safety
+    ///
+    /// `strand` is live, in no wait queue, and stays live until it leaves
+    /// this one (the strand removes itself before moving on).
+    pub(crate) unsafe fn push_back(&mut self, strand: NonNull<Header>) {
+        // SAFETY: the caller holds the queue's lock, which guards the links.
+        let links = unsafe { &mut *strand.as_ref().wait.get() };
+        links.prev = self.tail;
+        links.next = ptr::null_mut();
+        links.queued = true;
+        match NonNull::new(self.tail) {
+            // SAFETY: as above, for the old tail.
+            Some(tail) => unsafe { (*tail.as_ref().wait.get()).next = strand.as_ptr() },
+            None => self.head = strand.as_ptr(),
+        }
+        self.tail = strand.as_ptr();
+    }
+
+    /// Removes `strand` if it is still queued; returns whether it was.
+    ///
+    /// # Safety
+    ///
+    /// `strand` is live and, if queued, queued here.
+    pub(crate) unsafe fn remove(&mut self, strand: NonNull<Header>) -> bool {
+        // SAFETY: the caller holds the lock guarding the links.
+        let links = unsafe { &mut *strand.as_ref().wait.get() };
+        if !links.queued {
+            return false;
+        }
+        links.queued = false;
+        match NonNull::new(links.prev) {
+            // SAFETY: queued neighbours are live.
+            Some(prev) => unsafe { (*prev.as_ref().wait.get()).next = links.next },
+            None => self.head = links.next,
+        }
+        match NonNull::new(links.next) {
+            // SAFETY: as above.
+            Some(next) => unsafe { (*next.as_ref().wait.get()).prev = links.prev },
+            None => self.tail = links.prev,
+        }
+        true
+    }
+
+    /// The calling strand leaves the queue, if it is still in it: what a
+    /// strand whose deadline passed does before it moves on.
+    pub(crate) fn leave(&mut self) {
+        let me = scheduler::current().expect("only a strand that blocked leaves a wait queue");
+        // SAFETY: the running strand is live, and queued here if anywhere
+        // (it joins one queue per wait).
+        unsafe { self.remove(me) };
+    }
+
+    fn pop_front(&mut self) -> Option<NonNull<Header>> {
+        let head = NonNull::new(self.head)?;
+        // SAFETY: the head is queued here.
+        unsafe { self.remove(head) };
+        Some(head)
+    }
+
+    /// Wakes the first waiter that is still waiting; returns whether one was.
+    pub(crate) fn wake_one(&mut self) -> bool {
+        while let Some(strand) = self.pop_front() {
+            if scheduler::signal(strand, state::SIGNALLED) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Wakes every waiter; returns how many were still waiting.
+    pub(crate) fn wake_all(&mut self) -> usize {
+        let mut woken = 0;
+        while let Some(strand) = self.pop_front() {
+            woken += usize::from(scheduler::signal(strand, state::SIGNALLED));
+        }
+        woken
+    }
+}

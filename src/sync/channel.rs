@@ -1,0 +1,378 @@
+//! A bounded multi-producer, multi-consumer channel for strands.
+//!
+//! ```
+//! use roving::{Pool, platform::host::Machine, strand, sync::channel};
+//!
+//! Machine::new(2).unwrap().run(|| {
+//!     let total = Pool::new().unwrap().run(|| {
+//!         let (tx, rx) = channel::bounded::<u32>(4).unwrap();
+//!         let producer = strand::spawn(move || for i in 0..100 { tx.send(i).unwrap(); }).unwrap();
+//!         let mut total = 0;
+//!         while let Ok(value) = rx.recv() {
+//!             total += value;
+//!         }
+//!         producer.join().unwrap();
+//!         total
+//!     });
+//!     assert_eq!(total.unwrap(), 4950);
+//! }).unwrap();
+//! ```
+
+use super::WaitError;
+use crate::strand::BlockReason;
+use crate::strand::wait::{self, WaitQueue, Woken};
+use crate::time::Instant;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::fmt;
+use core::time::Duration;
+
+struct State<T> {
+    buffer: VecDeque<T>,
+    capacity: usize,
+    senders: usize,
+    receivers: usize,
+    blocked_senders: WaitQueue,
+    blocked_receivers: WaitQueue,
+}
+
+struct Channel<T> {
+    state: spin::Mutex<State<T>>,
+}
+
+/// The sending half; clone it for more producers.
+pub struct Sender<T> {
+    channel: Arc<Channel<T>>,
+}
+
+/// The receiving half; clone it for more consumers.
+pub struct Receiver<T> {
+    channel: Arc<Channel<T>>,
+}
+
+/// Why a channel could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChannelError {
+    /// A bounded channel needs room for at least one value.
+    ZeroCapacity,
+    /// No memory for the buffer.
+    OutOfMemory,
+}
+
+impl fmt::Display for ChannelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ZeroCapacity => write!(f, "a bounded channel needs a capacity of at least 1"),
+            Self::OutOfMemory => write!(f, "no memory for the channel's buffer"),
+        }
+    }
+}
+
+impl core::error::Error for ChannelError {}
+
+/// A value that was not sent, and why; the value comes back.
+#[derive(PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendError<T> {
+    /// Every receiver is gone.
+    Disconnected(T),
+    /// The buffer is full (only from [`Sender::try_send`]).
+    Full(T),
+    /// The deadline passed with the buffer still full.
+    TimedOut(T),
+    /// The buffer is full and the caller cannot block.
+    NotAStrand(T),
+    /// No memory to record the deadline.
+    OutOfMemory(T),
+}
+
+impl<T> SendError<T> {
+    /// The value that was not sent.
+    pub fn into_inner(self) -> T {
+        match self {
+            Self::Disconnected(v)
+            | Self::Full(v)
+            | Self::TimedOut(v)
+            | Self::NotAStrand(v)
+            | Self::OutOfMemory(v) => v,
+        }
+    }
+
+    fn from_wait(error: WaitError, value: T) -> Self {
+        match error {
+            WaitError::TimedOut => Self::TimedOut(value),
+            WaitError::OutOfMemory => Self::OutOfMemory(value),
+            _ => Self::NotAStrand(value),
+        }
+    }
+}
+
+impl<T> fmt::Debug for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Self::Disconnected(_) => "Disconnected",
+            Self::Full(_) => "Full",
+            Self::TimedOut(_) => "TimedOut",
+            Self::NotAStrand(_) => "NotAStrand",
+            Self::OutOfMemory(_) => "OutOfMemory",
+        };
+        write!(f, "{name}(..)")
+    }
+}
+
+impl<T> fmt::Display for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Disconnected(_) => write!(f, "every receiver is gone; the value was not sent"),
+            Self::Full(_) => write!(f, "the channel is full; the value was not sent"),
+            Self::TimedOut(_) => {
+                write!(f, "the channel stayed full until the deadline; the value was not sent")
+            }
+            Self::NotAStrand(_) => write!(f, "the channel is full and only a strand can wait; use try_send"),
+            Self::OutOfMemory(_) => write!(f, "no memory to record the deadline; the value was not sent"),
+        }
+    }
+}
+
+impl<T> core::error::Error for SendError<T> {}
+
+/// Why no value was received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecvError {
+    /// Every sender is gone and the buffer is empty.
+    Disconnected,
+    /// The buffer is empty (only from [`Receiver::try_recv`]).
+    Empty,
+    /// The deadline passed with the buffer still empty.
+    TimedOut,
+    /// The buffer is empty and the caller cannot block.
+    NotAStrand,
+    /// No memory to record the deadline.
+    OutOfMemory,
+}
+
+impl RecvError {
+    fn from_wait(error: WaitError) -> Self {
+        match error {
+            WaitError::TimedOut => Self::TimedOut,
+            WaitError::OutOfMemory => Self::OutOfMemory,
+            _ => Self::NotAStrand,
+        }
+    }
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Disconnected => write!(f, "every sender is gone and the channel is empty"),
+            Self::Empty => write!(f, "the channel is empty"),
+            Self::TimedOut => write!(f, "the channel stayed empty until the deadline"),
+            Self::NotAStrand => write!(f, "the channel is empty and only a strand can wait; use try_recv"),
+            Self::OutOfMemory => write!(f, "no memory to record the deadline"),
+        }
+    }
+}
+
+impl core::error::Error for RecvError {}
+
+/// A channel holding up to `capacity` values. Sending into a full channel
+/// blocks the sending strand; receiving from an empty one blocks the
+/// receiver. Values from one sender arrive in the order sent.
+///
+/// # Errors
+///
+/// [`ChannelError::ZeroCapacity`] or [`ChannelError::OutOfMemory`].
+pub fn bounded<T: Send>(capacity: usize) -> Result<(Sender<T>, Receiver<T>), ChannelError> {
+    if capacity == 0 {
+        return Err(ChannelError::ZeroCapacity);
+    }
+    let mut buffer = VecDeque::new();
+    buffer.try_reserve_exact(capacity).map_err(|_| ChannelError::OutOfMemory)?;
+    let channel = Arc::new(Channel {
+        state: spin::Mutex::new(State {
+            buffer,
+            capacity,
+            senders: 1,
+            receivers: 1,
+            blocked_senders: WaitQueue::new(),
+            blocked_receivers: WaitQueue::new(),
+        }),
+    });
+    Ok((Sender { channel: channel.clone() }, Receiver { channel }))
+}
+
+impl<T: Send> Sender<T> {
+    /// Sends `value`, blocking the strand while the channel is full.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Disconnected`] or [`SendError::NotAStrand`], with the value.
+    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        self.send_until(value, None)
+    }
+
+    /// Sends `value`, giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::TimedOut`]; otherwise as for [`Sender::send`].
+    pub fn send_timeout(&self, value: T, timeout: Duration) -> Result<(), SendError<T>> {
+        self.send_until(value, Some(super::deadline_after(timeout)))
+    }
+
+    /// Sends `value` if there is room; never blocks.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Full`] or [`SendError::Disconnected`], with the value.
+    pub fn try_send(&self, value: T) -> Result<(), SendError<T>> {
+        let mut state = self.channel.state.lock();
+        if state.receivers == 0 {
+            return Err(SendError::Disconnected(value));
+        }
+        if state.buffer.len() >= state.capacity {
+            return Err(SendError::Full(value));
+        }
+        state.buffer.push_back(value);
+        state.blocked_receivers.wake_one();
+        Ok(())
+    }
+
+    fn send_until(&self, mut value: T, deadline: Option<Instant>) -> Result<(), SendError<T>> {
+        loop {
+            match self.try_send(value) {
+                Err(SendError::Full(back)) => value = back,
+                other => return other,
+            }
+            let woken = wait::block(BlockReason::ChannelSend, deadline, |me| {
+                let mut state = self.channel.state.lock();
+                if state.receivers == 0 || state.buffer.len() < state.capacity {
+                    return false;
+                }
+                // SAFETY: we stay live until we leave the queue.
+                unsafe { state.blocked_senders.push_back(me) };
+                true
+            });
+            match woken {
+                Ok(Woken::Signalled) => {}
+                Ok(Woken::TimedOut) => {
+                    self.channel.state.lock().blocked_senders.leave();
+                    return Err(SendError::TimedOut(value));
+                }
+                Err(error) => return Err(SendError::from_wait(error, value)),
+            }
+        }
+    }
+}
+
+impl<T: Send> Receiver<T> {
+    /// Receives a value, blocking the strand while the channel is empty.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Disconnected`] once every sender is gone and the buffer
+    /// is drained; [`RecvError::NotAStrand`].
+    pub fn recv(&self) -> Result<T, RecvError> {
+        self.recv_until(None)
+    }
+
+    /// Receives a value, giving up after `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::TimedOut`]; otherwise as for [`Receiver::recv`].
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvError> {
+        self.recv_until(Some(super::deadline_after(timeout)))
+    }
+
+    /// Receives a value if one is there; never blocks.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError::Empty`] or [`RecvError::Disconnected`].
+    pub fn try_recv(&self) -> Result<T, RecvError> {
+        let mut state = self.channel.state.lock();
+        match state.buffer.pop_front() {
+            Some(value) => {
+                state.blocked_senders.wake_one();
+                Ok(value)
+            }
+            None if state.senders == 0 => Err(RecvError::Disconnected),
+            None => Err(RecvError::Empty),
+        }
+    }
+
+    fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvError> {
+        loop {
+            match self.try_recv() {
+                Err(RecvError::Empty) => {}
+                other => return other,
+            }
+            let woken = wait::block(BlockReason::ChannelReceive, deadline, |me| {
+                let mut state = self.channel.state.lock();
+                if state.senders == 0 || !state.buffer.is_empty() {
+                    return false;
+                }
+                // SAFETY: we stay live until we leave the queue.
+                unsafe { state.blocked_receivers.push_back(me) };
+                true
+            });
+            match woken {
+                Ok(Woken::Signalled) => {}
+                Ok(Woken::TimedOut) => {
+                    self.channel.state.lock().blocked_receivers.leave();
+                    return Err(RecvError::TimedOut);
+                }
+                Err(error) => return Err(RecvError::from_wait(error)),
+            }
+        }
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.channel.state.lock().senders += 1;
+        Self { channel: self.channel.clone() }
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        self.channel.state.lock().receivers += 1;
+        Self { channel: self.channel.clone() }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        let mut state = self.channel.state.lock();
+        state.senders -= 1;
+        if state.senders == 0 {
+            state.blocked_receivers.wake_all();
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let mut state = self.channel.state.lock();
+        state.receivers -= 1;
+        if state.receivers == 0 {
+            state.blocked_senders.wake_all();
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Sender { .. }")
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Receiver { .. }")
+    }
+}

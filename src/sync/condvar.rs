@@ -1,0 +1,86 @@
+//! A condition variable whose waiters are strands.
+
+use super::{Mutex, MutexGuard, WaitError};
+use crate::strand::BlockReason;
+use crate::strand::wait::{self, WaitQueue, Woken};
+use core::time::Duration;
+
+/// Waits for a condition under a [`Mutex`]. Waiting unlocks the mutex and
+/// blocks the strand in one step (no notification in between is missed);
+/// the mutex is locked again before `wait` returns. Wake-ups may be
+/// spurious: check the condition in a loop.
+pub struct Condvar {
+    waiters: spin::Mutex<WaitQueue>,
+}
+
+impl Condvar {
+    /// A condition variable nobody waits on.
+    pub const fn new() -> Self {
+        Self { waiters: spin::Mutex::new(WaitQueue::new()) }
+    }
+
+    /// Unlocks `guard`'s mutex, waits for a notification, locks it again.
+    ///
+    /// # Errors
+    ///
+    /// [`WaitError::NotAStrand`] outside strands, [`WaitError::OutOfMemory`]
+    /// if a deadline could not be recorded; the mutex is then unlocked
+    /// (the guard is dropped).
+    pub fn wait<'a, T: ?Sized>(&self, guard: MutexGuard<'a, T>) -> Result<MutexGuard<'a, T>, WaitError> {
+        self.wait_until(guard, None).map(|(guard, _)| guard)
+    }
+
+    /// As [`Condvar::wait`], giving up after `timeout`; the flag says
+    /// whether it timed out. The mutex is locked again either way.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Condvar::wait`].
+    pub fn wait_timeout<'a, T: ?Sized>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: Duration,
+    ) -> Result<(MutexGuard<'a, T>, bool), WaitError> {
+        self.wait_until(guard, Some(super::deadline_after(timeout)))
+    }
+
+    fn wait_until<'a, T: ?Sized>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        deadline: Option<crate::time::Instant>,
+    ) -> Result<(MutexGuard<'a, T>, bool), WaitError> {
+        let mutex: &'a Mutex<T> = guard.mutex();
+        let woken = wait::block(BlockReason::Condvar, deadline, move |me| {
+            // SAFETY: we stay live until we leave the queue.
+            unsafe { self.waiters.lock().push_back(me) };
+            guard.leak().force_unlock();
+            true
+        });
+        let timed_out = match woken {
+            // The guard went with the closure, unused: the mutex is unlocked.
+            Err(error) => return Err(error),
+            Ok(Woken::Signalled) => false,
+            Ok(Woken::TimedOut) => {
+                self.waiters.lock().leave();
+                true
+            }
+        };
+        Ok((mutex.lock()?, timed_out))
+    }
+
+    /// Wakes one waiting strand, if any.
+    pub fn notify_one(&self) {
+        self.waiters.lock().wake_one();
+    }
+
+    /// Wakes every waiting strand.
+    pub fn notify_all(&self) {
+        self.waiters.lock().wake_all();
+    }
+}
+
+impl Default for Condvar {
+    fn default() -> Self {
+        Self::new()
+    }
+}

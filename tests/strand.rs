@@ -1,0 +1,231 @@
+//! Strands on the host platform: spawn, join, yield, sleep, ids, copy-swap.
+#![cfg(feature = "std")]
+
+mod support;
+
+use roving::Pool;
+use roving::platform::host::Machine;
+use roving::strand::{self, SpawnError, WaitError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+use support::with_watchdog;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn on_pool<R: Send>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
+    with_watchdog(LIMIT, "a strand test", || {
+        Machine::new(cores).unwrap().run(|| Pool::new().unwrap().run(main).unwrap()).unwrap()
+    })
+}
+
+#[test]
+fn spawned_strands_return_their_values_to_join() {
+    let sum = on_pool(4, || {
+        let children: Vec<_> = (0..200u64).map(|i| strand::spawn(move || i * 3).unwrap()).collect();
+        children.into_iter().map(|child| child.join().unwrap()).sum::<u64>()
+    });
+    assert_eq!(sum, 3 * (0..200).sum::<u64>());
+}
+
+#[test]
+fn main_is_a_strand_with_an_id_and_children_have_their_own() {
+    let (main_id, child_id) = on_pool(2, || {
+        let child = strand::spawn(strand::current).unwrap();
+        (strand::current(), child.join().unwrap())
+    });
+    let (main_id, child_id) = (main_id.expect("main runs as a strand"), child_id.expect("so does a child"));
+    assert_ne!(main_id, child_id);
+}
+
+#[test]
+fn yielding_strands_on_one_core_take_turns() {
+    let order = on_pool(1, || {
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let children: Vec<_> = (0..3)
+            .map(|who| {
+                let log = log.clone();
+                strand::spawn(move || {
+                    for step in 0..3 {
+                        log.lock().unwrap().push((who, step));
+                        strand::yield_now().unwrap();
+                    }
+                })
+                .unwrap()
+            })
+            .collect();
+        for child in children {
+            child.join().unwrap();
+        }
+        Arc::try_unwrap(log).unwrap().into_inner().unwrap()
+    });
+    // Every strand took its step `k` before any strand took step `k + 1`.
+    for window in order.windows(2) {
+        assert!(
+            window[0].1 <= window[1].1,
+            "a strand ran twice without the others getting a turn: {order:?}"
+        );
+    }
+    assert_eq!(order.len(), 9);
+}
+
+#[test]
+fn sleep_wakes_no_earlier_than_asked_and_not_much_later() {
+    let lateness = on_pool(2, || {
+        (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                strand::sleep(Duration::from_millis(10)).unwrap();
+                start.elapsed()
+            })
+            .collect::<Vec<_>>()
+    });
+    for slept in &lateness {
+        assert!(*slept >= Duration::from_millis(10), "woke after {slept:?}, before the 10 ms asked");
+    }
+    let best = lateness.iter().min().unwrap();
+    assert!(*best < Duration::from_millis(10 + 5), "even the best sleep took {best:?}: {lateness:?}");
+}
+
+#[test]
+fn sleeping_strands_let_the_core_run_others() {
+    let (counted, slept) = on_pool(1, || {
+        let sleeper = strand::spawn(|| {
+            let start = Instant::now();
+            strand::sleep(Duration::from_millis(20)).unwrap();
+            start.elapsed()
+        })
+        .unwrap();
+        let counter = strand::spawn(|| {
+            let mut count = 0u64;
+            for _ in 0..2_000 {
+                count += 1;
+                if count.is_multiple_of(100) {
+                    strand::yield_now().unwrap();
+                }
+            }
+            count
+        })
+        .unwrap();
+        (counter.join().unwrap(), sleeper.join().unwrap())
+    });
+    assert_eq!(counted, 2_000, "the only core ran the counter while the other strand slept");
+    assert!(slept >= Duration::from_millis(20));
+}
+
+#[test]
+fn blocking_outside_a_strand_is_a_typed_error() {
+    assert_eq!(strand::sleep(Duration::from_millis(1)), Err(WaitError::NotAStrand));
+    assert_eq!(strand::yield_now(), Err(WaitError::NotAStrand));
+    let result = on_pool(2, || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        roving::post(1, move || tx.send(strand::sleep(Duration::from_millis(1))).unwrap()).unwrap();
+        rx
+    });
+    assert_eq!(result.recv().unwrap(), Err(WaitError::NotAStrand), "a plain task cannot block");
+}
+
+#[test]
+fn a_closure_too_large_for_a_control_block_comes_back() {
+    let outcome = on_pool(1, || {
+        let big = [7u8; 4096];
+        match strand::spawn(move || big.iter().map(|&b| u64::from(b)).sum::<u64>()) {
+            Err(SpawnError::TooLarge { bytes, capacity, closure }) => Some((bytes, capacity, closure())),
+            _ => None,
+        }
+    });
+    let (bytes, capacity, value) = outcome.expect("a 4 KiB closure is refused with TooLarge");
+    assert!(bytes > capacity && bytes >= 4096, "{bytes} vs {capacity}");
+    assert_eq!(value, 7 * 4096, "the closure came back intact");
+}
+
+#[test]
+fn join_from_outside_a_strand_gives_the_handle_back() {
+    let rx = on_pool(2, || {
+        let child = strand::spawn(|| 5).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        roving::post(1, move || {
+            let back = match child.join() {
+                Ok(value) => value,
+                Err(error) => {
+                    let mut handle = error.into_handle();
+                    loop {
+                        match handle.try_join() {
+                            Ok(value) => break value,
+                            Err(again) => handle = again,
+                        }
+                    }
+                }
+            };
+            tx.send(back).unwrap();
+        })
+        .unwrap();
+        rx
+    });
+    assert_eq!(rx.recv().unwrap(), 5);
+}
+
+#[test]
+fn a_panicking_strand_raises_its_panic_in_the_joiner() {
+    let caught = on_pool(2, || {
+        let child = strand::spawn(|| -> u32 { panic!("boom in a strand") }).unwrap();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child.join().unwrap())).unwrap_err()
+    });
+    assert_eq!(caught.downcast_ref::<&str>(), Some(&"boom in a strand"));
+}
+
+/// Fills a stack array with values derived from `seed`, blocks `rounds`
+/// times (sleeping or yielding), and checks the array after each block.
+fn keep_a_checksum(seed: u64, rounds: u32) -> u64 {
+    let mut data = [0u64; 64];
+    for (i, slot) in data.iter_mut().enumerate() {
+        *slot = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(i as u32) ^ i as u64;
+    }
+    let sum = |data: &[u64; 64]| data.iter().fold(0u64, |acc, v| acc.rotate_left(5) ^ v);
+    let expected = sum(&data);
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            strand::yield_now().unwrap();
+        } else {
+            strand::sleep(Duration::from_micros(50)).unwrap();
+        }
+        assert_eq!(
+            sum(std::hint::black_box(&data)),
+            expected,
+            "strand {seed}: its stack changed while it was blocked"
+        );
+    }
+    expected
+}
+
+#[test]
+fn more_strands_than_fibres_share_them_and_keep_their_stacks() {
+    let strands = 3 * roving::strand::knobs::FIBRES as u64;
+    let (checked, overloaded_ok) = on_pool(4, move || {
+        let children: Vec<_> =
+            (0..strands).map(|seed| strand::spawn(move || keep_a_checksum(seed, 6)).unwrap()).collect();
+        let expected: Vec<u64> = children.iter().map(|_| 0).collect();
+        let results: Vec<u64> = children.into_iter().map(|child| child.join().unwrap()).collect();
+        (results.len(), results != expected)
+    });
+    assert_eq!(checked as u64, strands);
+    assert!(overloaded_ok);
+}
+
+#[test]
+fn a_pool_with_a_sleeping_strand_is_not_quiescent() {
+    let woke = Arc::new(AtomicUsize::new(0));
+    let seen = woke.clone();
+    on_pool(2, move || {
+        // Detached: `main` returns at once, and the pool must still wait
+        // for the sleeper before it counts as quiescent.
+        drop(
+            strand::spawn(move || {
+                strand::sleep(Duration::from_millis(30)).unwrap();
+                seen.fetch_add(1, SeqCst);
+            })
+            .unwrap(),
+        );
+    });
+    assert_eq!(woke.load(SeqCst), 1, "run returned while a strand was still asleep");
+}

@@ -1,0 +1,228 @@
+//! The blocking primitives on the host platform: Mutex, Condvar,
+//! Semaphore, Event, and a token ring of strands over bounded channels.
+#![cfg(feature = "std")]
+
+mod support;
+
+use roving::Pool;
+use roving::platform::host::Machine;
+use roving::strand;
+use roving::sync::channel::{self, RecvError, SendError};
+use roving::sync::{Condvar, Event, Mutex, Semaphore, WaitError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::with_watchdog;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn on_pool<R: Send>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
+    with_watchdog(LIMIT, "a sync test", || {
+        Machine::new(cores).unwrap().run(|| Pool::new().unwrap().run(main).unwrap()).unwrap()
+    })
+}
+
+#[test]
+fn a_contended_mutex_keeps_a_shared_counter_exact() {
+    const STRANDS: u64 = 16;
+    const ROUNDS: u64 = 5_000;
+    let total = on_pool(4, || {
+        let counter = Arc::new(Mutex::new(0u64));
+        let workers: Vec<_> = (0..STRANDS)
+            .map(|i| {
+                let counter = counter.clone();
+                strand::spawn(move || {
+                    for round in 0..ROUNDS {
+                        let mut guard = counter.lock().unwrap();
+                        let seen = *guard;
+                        if (round + i) % 7 == 0 {
+                            // Hold the lock across a switch: others must block.
+                            strand::yield_now().unwrap();
+                        }
+                        *guard = seen + 1;
+                    }
+                })
+                .unwrap()
+            })
+            .collect();
+        workers.into_iter().for_each(|w| w.join().unwrap());
+        *counter.lock().unwrap()
+    });
+    assert_eq!(total, STRANDS * ROUNDS);
+}
+
+#[test]
+fn a_mutex_lock_times_out_while_another_strand_holds_it() {
+    let (timed_out, waited) = on_pool(2, || {
+        let mutex = Arc::new(Mutex::new(()));
+        let holder = {
+            let mutex = mutex.clone();
+            let guard_taken = Arc::new(Event::new());
+            let taken = guard_taken.clone();
+            let holder = strand::spawn(move || {
+                let _guard = mutex.lock().unwrap();
+                taken.set();
+                strand::sleep(Duration::from_millis(50)).unwrap();
+            })
+            .unwrap();
+            guard_taken.wait().unwrap();
+            holder
+        };
+        let start = Instant::now();
+        let result = mutex.lock_timeout(Duration::from_millis(10)).map(|_| ());
+        let waited = start.elapsed();
+        holder.join().unwrap();
+        assert!(mutex.lock_timeout(Duration::from_millis(10)).is_ok(), "free again after the holder left");
+        (result, waited)
+    });
+    assert_eq!(timed_out, Err(WaitError::TimedOut));
+    assert!(waited >= Duration::from_millis(10), "gave up after {waited:?}");
+}
+
+#[test]
+fn condvar_wakes_a_waiter_and_times_out_without_a_notification() {
+    let (value, timed_out) = on_pool(2, || {
+        let pair = Arc::new((Mutex::new(0u32), Condvar::new()));
+        let setter = {
+            let pair = pair.clone();
+            strand::spawn(move || {
+                strand::sleep(Duration::from_millis(5)).unwrap();
+                *pair.0.lock().unwrap() = 42;
+                pair.1.notify_all();
+            })
+            .unwrap()
+        };
+        let mut guard = pair.0.lock().unwrap();
+        while *guard != 42 {
+            guard = pair.1.wait(guard).unwrap();
+        }
+        let value = *guard;
+        let (guard, timed_out) = pair.1.wait_timeout(guard, Duration::from_millis(10)).unwrap();
+        drop(guard);
+        setter.join().unwrap();
+        (value, timed_out)
+    });
+    assert_eq!(value, 42);
+    assert!(timed_out, "nobody notified, so the second wait timed out");
+}
+
+#[test]
+fn semaphore_limits_concurrency_and_times_out() {
+    let (most, timed_out) = on_pool(4, || {
+        let permits = Arc::new(Semaphore::new(3));
+        let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let workers: Vec<_> = (0..12)
+            .map(|_| {
+                let (permits, inside, most) = (permits.clone(), inside.clone(), most.clone());
+                strand::spawn(move || {
+                    for _ in 0..20 {
+                        permits.acquire().unwrap();
+                        let now = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                        most.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+                        strand::yield_now().unwrap();
+                        inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        permits.release(1);
+                    }
+                })
+                .unwrap()
+            })
+            .collect();
+        workers.into_iter().for_each(|w| w.join().unwrap());
+        assert_eq!(permits.available(), 3, "every permit came back");
+        let empty = Semaphore::new(0);
+        let timed_out = empty.acquire_timeout(Duration::from_millis(5));
+        (most.load(std::sync::atomic::Ordering::SeqCst), timed_out)
+    });
+    assert!((1..=3).contains(&most), "{most} strands held one of 3 permits at once");
+    assert_eq!(timed_out, Err(WaitError::TimedOut));
+}
+
+#[test]
+fn an_event_releases_every_waiter() {
+    let released = on_pool(4, || {
+        let event = Arc::new(Event::new());
+        let waiters: Vec<_> = (0..50)
+            .map(|_| {
+                let event = event.clone();
+                strand::spawn(move || event.wait().is_ok()).unwrap()
+            })
+            .collect();
+        strand::sleep(Duration::from_millis(5)).unwrap();
+        event.set();
+        let released =
+            waiters.into_iter().filter(|_| true).map(|w| w.join().unwrap()).filter(|ok| *ok).count();
+        assert_eq!(event.wait_timeout(Duration::from_millis(1)), Ok(()), "a set event does not block");
+        event.reset();
+        assert_eq!(event.wait_timeout(Duration::from_millis(1)), Err(WaitError::TimedOut));
+        released
+    });
+    assert_eq!(released, 50);
+}
+
+#[test]
+fn channels_report_full_empty_timeouts_and_disconnection_with_the_value() {
+    on_pool(2, || {
+        assert!(channel::bounded::<u8>(0).is_err(), "zero capacity is refused");
+        let (tx, rx) = channel::bounded::<u32>(1).unwrap();
+        tx.try_send(1).unwrap();
+        assert_eq!(tx.try_send(2), Err(SendError::Full(2)));
+        assert_eq!(tx.send_timeout(3, Duration::from_millis(2)), Err(SendError::TimedOut(3)));
+        assert_eq!(rx.recv().unwrap(), 1);
+        assert_eq!(rx.try_recv(), Err(RecvError::Empty));
+        assert_eq!(rx.recv_timeout(Duration::from_millis(2)), Err(RecvError::TimedOut));
+        drop(rx);
+        assert_eq!(tx.send(4), Err(SendError::Disconnected(4)));
+        let (tx, rx) = channel::bounded::<u32>(2).unwrap();
+        tx.send(5).unwrap();
+        drop(tx);
+        assert_eq!(rx.recv(), Ok(5), "what was sent before the last sender left still arrives");
+        assert_eq!(rx.recv(), Err(RecvError::Disconnected));
+    });
+}
+
+/// `strands` strands in a ring, each holding one token: every round each
+/// sends the token it holds to the next strand's channel and takes one from
+/// its own. The token a strand gets in round `r` must be the one that
+/// started `r + 1` places before it, having made `r` hops before: every token
+/// arrives, in order per channel. Returns the tokens received.
+fn token_ring(strands: usize, rounds: usize) -> (u64, Duration) {
+    on_pool(4, move || {
+        let start = Instant::now();
+        let channels: Vec<_> = (0..strands).map(|_| channel::bounded::<(usize, usize)>(2).unwrap()).collect();
+        let (senders, receivers): (Vec<_>, Vec<_>) = channels.into_iter().unzip();
+        let members: Vec<_> = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(i, rx)| {
+                let tx = senders[(i + 1) % strands].clone();
+                strand::spawn(move || {
+                    let mut held = (i, 0);
+                    for round in 0..rounds {
+                        tx.send(held).unwrap();
+                        let (origin, hops) = rx.recv().unwrap();
+                        let expected = ((i + strands * rounds) - (round + 1)) % strands;
+                        assert_eq!(
+                            (origin, hops),
+                            (expected, round),
+                            "strand {i}, round {round}: wrong token"
+                        );
+                        held = (origin, hops + 1);
+                    }
+                    rounds as u64
+                })
+                .unwrap()
+            })
+            .collect();
+        drop(senders);
+        let total: u64 = members.into_iter().map(|m| m.join().unwrap()).sum();
+        (total, start.elapsed())
+    })
+}
+
+#[test]
+fn ten_thousand_strands_pass_tokens_around_a_ring_of_channels() {
+    let (strands, rounds) = (10_000, 100);
+    let (forwarded, elapsed) = token_ring(strands, rounds);
+    assert_eq!(forwarded, strands as u64 * rounds as u64, "a token went missing");
+    eprintln!("token ring: {strands} strands x {rounds} rounds in {elapsed:?}");
+}
