@@ -102,6 +102,39 @@ pub(crate) fn block(
     Ok(woken)
 }
 
+/// Blocks the calling strand in the wait queue that `queue` picks out of
+/// `state`, unless `done` (called under the lock) says the wait is over.
+/// A strand woken by its deadline leaves the queue before returning.
+///
+/// # Errors
+///
+/// [`WaitError::TimedOut`], or as for [`block`].
+pub(crate) fn wait_in<S>(
+    state: &spin::Mutex<S>,
+    reason: BlockReason,
+    deadline: Option<Instant>,
+    queue: impl Fn(&mut S) -> &mut WaitQueue,
+    done: impl FnOnce(&mut S) -> bool,
+) -> Result<(), WaitError> {
+    let woken = block(reason, deadline, |me| {
+        let mut state = state.lock();
+        if done(&mut state) {
+            return false;
+        }
+        // SAFETY: the strand stays live until it leaves the queue: a waker
+        // pops it, or it leaves below.
+        unsafe { queue(&mut state).push_back(me) };
+        true
+    })?;
+    match woken {
+        Woken::Signalled => Ok(()),
+        Woken::TimedOut => {
+            queue(&mut state.lock()).leave();
+            Err(WaitError::TimedOut)
+        }
+    }
+}
+
 /// A FIFO of blocked strands, linked through their control blocks. Its
 /// owner guards it with a lock.
 pub(crate) struct WaitQueue {

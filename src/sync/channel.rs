@@ -20,7 +20,7 @@
 
 use super::WaitError;
 use crate::strand::BlockReason;
-use crate::strand::wait::{self, WaitQueue, Woken};
+use crate::strand::wait::{self, WaitQueue};
 use crate::time::Instant;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -246,22 +246,15 @@ impl<T: Send> Sender<T> {
                 Err(SendError::Full(back)) => value = back,
                 other => return other,
             }
-            let woken = wait::block(BlockReason::ChannelSend, deadline, |me| {
-                let mut state = self.channel.state.lock();
-                if state.receivers == 0 || state.buffer.len() < state.capacity {
-                    return false;
-                }
-                // SAFETY: we stay live until we leave the queue.
-                unsafe { state.blocked_senders.push_back(me) };
-                true
-            });
-            match woken {
-                Ok(Woken::Signalled) => {}
-                Ok(Woken::TimedOut) => {
-                    self.channel.state.lock().blocked_senders.leave();
-                    return Err(SendError::TimedOut(value));
-                }
-                Err(error) => return Err(SendError::from_wait(error, value)),
+            let waited = wait::wait_in(
+                &self.channel.state,
+                BlockReason::ChannelSend,
+                deadline,
+                |state| &mut state.blocked_senders,
+                |state| state.receivers == 0 || state.buffer.len() < state.capacity,
+            );
+            if let Err(error) = waited {
+                return Err(SendError::from_wait(error, value));
             }
         }
     }
@@ -310,23 +303,14 @@ impl<T: Send> Receiver<T> {
                 Err(RecvError::Empty) => {}
                 other => return other,
             }
-            let woken = wait::block(BlockReason::ChannelReceive, deadline, |me| {
-                let mut state = self.channel.state.lock();
-                if state.senders == 0 || !state.buffer.is_empty() {
-                    return false;
-                }
-                // SAFETY: we stay live until we leave the queue.
-                unsafe { state.blocked_receivers.push_back(me) };
-                true
-            });
-            match woken {
-                Ok(Woken::Signalled) => {}
-                Ok(Woken::TimedOut) => {
-                    self.channel.state.lock().blocked_receivers.leave();
-                    return Err(RecvError::TimedOut);
-                }
-                Err(error) => return Err(RecvError::from_wait(error)),
-            }
+            wait::wait_in(
+                &self.channel.state,
+                BlockReason::ChannelReceive,
+                deadline,
+                |state| &mut state.blocked_receivers,
+                |state| state.senders == 0 || !state.buffer.is_empty(),
+            )
+            .map_err(RecvError::from_wait)?;
         }
     }
 }

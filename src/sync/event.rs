@@ -2,7 +2,7 @@
 
 use super::WaitError;
 use crate::strand::BlockReason;
-use crate::strand::wait::{self, WaitQueue, Woken};
+use crate::strand::wait::{self, WaitQueue};
 use core::time::Duration;
 
 /// A flag that strands wait for. [`set`](Event::set) raises it and wakes
@@ -57,22 +57,7 @@ impl Event {
         if self.is_set() {
             return Ok(());
         }
-        let woken = wait::block(BlockReason::Event, deadline, |me| {
-            let mut state = self.state.lock();
-            if state.0 {
-                return false;
-            }
-            // SAFETY: we stay live until we leave the queue.
-            unsafe { state.1.push_back(me) };
-            true
-        })?;
-        match woken {
-            Woken::Signalled => Ok(()),
-            Woken::TimedOut => {
-                self.state.lock().1.leave();
-                Err(WaitError::TimedOut)
-            }
-        }
+        wait::wait_in(&self.state, BlockReason::Event, deadline, |state| &mut state.1, |state| state.0)
     }
 }
 

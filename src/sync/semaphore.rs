@@ -2,7 +2,7 @@
 
 use super::WaitError;
 use crate::strand::BlockReason;
-use crate::strand::wait::{self, WaitQueue, Woken};
+use crate::strand::wait::{self, WaitQueue};
 use core::time::Duration;
 
 /// Counted permits. [`acquire`](Semaphore::acquire) takes one, blocking the
@@ -53,23 +53,17 @@ impl Semaphore {
         if self.try_acquire() {
             return Ok(());
         }
-        let woken = wait::block(BlockReason::Semaphore, deadline, |me| {
-            let mut state = self.state.lock();
-            if state.0 > 0 {
-                state.0 -= 1;
-                return false;
-            }
-            // SAFETY: we stay live until we leave the queue.
-            unsafe { state.1.push_back(me) };
-            true
-        })?;
-        match woken {
-            Woken::Signalled => Ok(()),
-            Woken::TimedOut => {
-                self.state.lock().1.leave();
-                Err(WaitError::TimedOut)
-            }
-        }
+        wait::wait_in(
+            &self.state,
+            BlockReason::Semaphore,
+            deadline,
+            |state| &mut state.1,
+            |state| {
+                let banked = state.0 > 0;
+                state.0 -= usize::from(banked);
+                banked
+            },
+        )
     }
 
     /// Gives back `permits`: each goes to a waiting strand if there is one.
