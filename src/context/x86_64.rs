@@ -23,17 +23,29 @@ const MXCSR_DEFAULT: u64 = 0x1f80;
 const X87_CONTROL_DEFAULT: u64 = 0x037f;
 
 /// Saves the FP control words below the general registers, when there
-/// are any (see `FP_CONTROL_BYTES`).
+/// are any (see `FP_CONTROL_BYTES`), and keeps the running ones in eax (MXCSR)
+/// and cx (x87) for `restore_fp_controls`.
 #[cfg(target_feature = "sse")]
 macro_rules! save_fp_controls {
     () => {
-        "sub rsp, 8\n stmxcsr [rsp]\n fnstcw [rsp + 4]"
+        "sub rsp, 8\n stmxcsr [rsp]\n fnstcw [rsp + 4]\n mov eax, [rsp]\n mov cx, [rsp + 4]"
     };
 }
+/// Restores the saved FP control words, loading each only if it differs
+/// from the running one: `ldmxcsr` and `fldcw` are microcoded and cost
+/// tens of cycles each, and nearly always the values are equal.
 #[cfg(target_feature = "sse")]
 macro_rules! restore_fp_controls {
     () => {
-        "ldmxcsr [rsp]\n fldcw [rsp + 4]\n add rsp, 8"
+        "cmp eax, [rsp]
+        je 2f
+        ldmxcsr [rsp]
+        2:
+        cmp cx, [rsp + 4]
+        je 3f
+        fldcw [rsp + 4]
+        3:
+        add rsp, 8"
     };
 }
 #[cfg(not(target_feature = "sse"))]
