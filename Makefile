@@ -62,8 +62,8 @@ custom-platform:
 qemu-test:
 	tests/qemu/suite
 
-## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon
-## and tokio (not part of `make test`; results go in BENCHMARKS.md)
+## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon,
+## tokio and corosensei (not part of `make test`; results in BENCHMARKS.md)
 bench: setup
 	cargo bench --quiet -p roving-bench $(HOST)
 

@@ -4,6 +4,8 @@
 //! frequency changes) falls on all of them alike. The median time per
 //! operation is reported.
 
+use roving::platform::host::Machine;
+use roving::{Config, Pool};
 use std::time::Duration;
 
 /// One contender: a name, and a run of the group's work that returns the
@@ -55,4 +57,17 @@ pub fn ratios(rows: &[Row], baselines: &[&str]) {
             println!("    {:<40} {:>6.2}x", row.name, row.ns_per_op / base);
         }
     }
+}
+
+/// Runs `main` as the root strand of a fresh roving pool of `cores` cores
+/// (on as many OS threads), with the default configuration otherwise, and
+/// returns what it returned once the pool is quiescent.
+pub fn on_roving<R: Send + 'static>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
+    let machine = Machine::new(cores).expect("a host machine");
+    machine
+        .run(|| {
+            let pool = Pool::with_config(Config::new().cores(cores)).expect("a pool");
+            pool.run(main).expect("the pool ran")
+        })
+        .expect("the machine ran")
 }

@@ -8,8 +8,6 @@ mod pingpong;
 mod stream;
 
 use harness::{compare, ratios};
-use roving::platform::host::Machine;
-use roving::{Config, Pool};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -36,16 +34,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// Runs `main` on core 0 of a fresh two-core roving pool, with the default
-/// configuration, and returns what it returned once the pool is quiescent.
+/// Runs `main` on a fresh two-core roving pool.
 fn on_roving<R: Send + 'static>(main: impl FnOnce() -> R + Send) -> R {
-    let machine = Machine::new(2).expect("a two-core machine");
-    machine
-        .run(|| {
-            let pool = Pool::with_config(Config::new().cores(2)).expect("a two-core pool");
-            pool.run(main).expect("the pool ran")
-        })
-        .expect("the machine ran")
+    harness::on_roving(2, main)
 }
 
 /// Allocator calls per task over one roving stream.

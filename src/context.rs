@@ -17,7 +17,7 @@
 //! an address. The x86_64 code is the same on the host and on bare metal,
 //! so host tests exercise it.
 //!
-//! Strands (coming) are the safe interface; this module is public for
+//! Strands ([`crate::strand`]) are the safe interface; this module is public for
 //! kernels that want to build their own.
 
 #[cfg(target_arch = "aarch64")]
