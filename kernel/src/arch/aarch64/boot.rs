@@ -20,6 +20,16 @@ struct BootStacks([[u8; BOOT_STACK_SIZE]; MAX_CORES]);
 /// Written only by the core that owns each stack, through `sp`.
 static mut BOOT_STACKS: BootStacks = BootStacks([[0; BOOT_STACK_SIZE]; MAX_CORES]);
 
+/// Bytes of stack each core takes exceptions on (SP_EL1): the vectors'
+/// frame, an IRQ handler, or a fault report.
+const EXCEPTION_STACK_SIZE: usize = 16 * 1024;
+
+#[repr(C, align(16))]
+struct ExceptionStacks([[u8; EXCEPTION_STACK_SIZE]; MAX_CORES]);
+
+/// Written only by the core that owns each stack, through SP_EL1.
+static mut EXCEPTION_STACKS: ExceptionStacks = ExceptionStacks([[0; EXCEPTION_STACK_SIZE]; MAX_CORES]);
+
 /// SCTLR_EL1 before the MMU is on: its RES1 bits, everything else off.
 const SCTLR_EL1_BOOT: u64 = 0x30d0_0800;
 
@@ -29,6 +39,8 @@ global_asm!(
     boot_secondary = sym boot_secondary,
     stacks = sym BOOT_STACKS,
     stack_size = const BOOT_STACK_SIZE,
+    exception_stacks = sym EXCEPTION_STACKS,
+    exception_stack_size = const EXCEPTION_STACK_SIZE,
     sctlr_el1 = const SCTLR_EL1_BOOT,
     exit_fault = const exit_code::FAULT,
 );

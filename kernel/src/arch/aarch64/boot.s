@@ -45,14 +45,24 @@ _roving_secondary_start:
 3:  wfi
     b       3b
 
-// sp = top of boot stack number x0. Clobbers x1, x2.
+// Core x0's stacks: SP_EL0 = top of its boot stack, SP_EL1 = top of its
+// exception stack, and SPSel = 0, so the kernel (and every strand) runs on
+// SP_EL0 while exceptions are taken on SP_EL1. A stack overflow into a
+// guard page then faults onto a stack that still works, and is reported.
+// Clobbers x1, x2, x3.
 use_boot_stack:
-    add     x0, x0, #1
+    add     x3, x0, #1
     mov     x1, #{stack_size}
     adrp    x2, {stacks}
     add     x2, x2, :lo12:{stacks}
-    madd    x0, x0, x1, x2
-    mov     sp, x0
+    madd    x1, x3, x1, x2
+    msr     sp_el0, x1
+    mov     x1, #{exception_stack_size}
+    adrp    x2, {exception_stacks}
+    add     x2, x2, :lo12:{exception_stacks}
+    madd    x1, x3, x1, x2
+    mov     sp, x1
+    msr     spsel, #0
     ret
 
 // Leaves the core at EL1h with interrupts masked, the MMU and caches off,

@@ -3,6 +3,12 @@
 //! Kernel code runs with IRQs masked except while a core waits for an
 //! event (see `idle.rs`), so an IRQ only ever interrupts the idle path.
 //! Every other exception is a fault: it is reported and the run ends.
+//!
+//! Kernel code and strands run on SP_EL0 (`boot.s` selects it), and the
+//! vectors run on SP_EL1, a small stack of each core's own: an exception
+//! from normal code is taken at the "SP_EL0" entries, and one from inside a
+//! handler at the "SP_ELx" entries. A strand that overflows into its guard
+//! page thus faults onto a working stack.
 
 use super::{fault, gic};
 use aarch64_cpu::registers::{VBAR_EL1, Writeable};
@@ -71,8 +77,8 @@ impl Vector {
 /// Where the exception came from, from the entry number.
 pub(super) fn origin(kind: u64) -> &'static str {
     match kind / 4 {
-        0 => "EL1 using SP_EL0",
-        1 => "EL1",
+        0 => "EL1",
+        1 => "EL1, inside an exception handler",
         2 => "EL0 (AArch64)",
         _ => "EL0 (AArch32)",
     }
@@ -81,7 +87,7 @@ pub(super) fn origin(kind: u64) -> &'static str {
 /// Called by the vectors with the entry number and the saved state.
 extern "C" fn handle_exception(kind: u64, frame: &mut Frame) {
     match Vector::of(kind) {
-        Vector::Irq if kind / 4 == 1 => gic::handle_irq(),
+        Vector::Irq if kind / 4 <= 1 => gic::handle_irq(),
         vector => fault::report_and_exit(vector, kind, frame),
     }
 }

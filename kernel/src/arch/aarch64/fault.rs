@@ -23,7 +23,30 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
         frame.spsr,
         frame.x30,
     ));
+    if matches!(class, 0x24 | 0x25)
+        && let Some(hit) = roving::strand::fibre::guard_hit(far as usize)
+    {
+        console::emergency(format_args!("    {}\n", Overflow(hit)));
+    }
     crate::exit(exit_code::FAULT)
+}
+
+/// A data abort in a fibre's guard page, in words.
+struct Overflow(roving::strand::fibre::GuardHit);
+
+impl core::fmt::Display for Overflow {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0.strand {
+            Some(strand) => write!(
+                f,
+                "stack overflow: strand {strand} ran off the bottom of fibre {}'s stack",
+                self.0.fibre
+            ),
+            None => {
+                write!(f, "stack overflow into the guard page of fibre {} (no strand resident)", self.0.fibre)
+            }
+        }
+    }
 }
 
 struct Core(Option<usize>);

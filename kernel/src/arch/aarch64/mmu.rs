@@ -10,8 +10,11 @@
 //! at level 1. Device ranges and RAM are mapped with 1 GiB blocks where a
 //! whole aligned gigabyte is covered, else with 2 MiB blocks from a small
 //! pool of level-2 tables. Everything is read-write and executable at EL1;
-//! device memory is never executable. (Guard pages and W^X need level-3
-//! tables: they come with fibre stacks.)
+//! device memory is never executable. (W^X is not done yet.)
+//!
+//! The guard gap below every fibre stack is left unmapped, so a strand that
+//! overflows its stack faults at once: the blocks around the fibre region
+//! are split into 4 KiB pages (level-3 tables) and the gaps' pages cleared.
 
 use crate::board::{Board, Region};
 use crate::boot_info::BootInfo;
@@ -20,12 +23,17 @@ use aarch64_cpu::registers::{
     ID_AA64MMFR0_EL1, MAIR_EL1, ReadWriteable, Readable, SCTLR_EL1, TCR_EL1, TTBR0_EL1, Writeable,
 };
 use core::cell::UnsafeCell;
+use roving::strand::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
 
 const ENTRIES: usize = 512;
 const L1_BLOCK: usize = 1 << 30;
 const L2_BLOCK: usize = 1 << 21;
+const PAGE: usize = 4096;
 /// Level-2 tables available for ranges that do not fill a whole gigabyte.
 const L2_TABLES: usize = 8;
+/// Level-3 tables for the pages around the fibre region: one per 2 MiB it
+/// touches (it need not start on a 2 MiB boundary, hence the extra one).
+const L3_TABLES: usize = (FIBRES * (GUARD_BYTES + STACK_BYTES)).div_ceil(L2_BLOCK) + 1;
 /// T0SZ = 25: 2^39 bytes of address space, walks start at level 1.
 const ADDRESS_BITS: u32 = 39;
 
@@ -37,7 +45,9 @@ struct Table([u64; ENTRIES]);
 struct Tables {
     l1: Table,
     l2: [Table; L2_TABLES],
+    l3: [Table; L3_TABLES],
     l2_used: usize,
+    l3_used: usize,
 }
 
 struct TablesCell(UnsafeCell<Tables>);
@@ -49,7 +59,9 @@ unsafe impl Sync for TablesCell {}
 static TABLES: TablesCell = TablesCell(UnsafeCell::new(Tables {
     l1: Table([0; ENTRIES]),
     l2: [const { Table([0; ENTRIES]) }; L2_TABLES],
+    l3: [const { Table([0; ENTRIES]) }; L3_TABLES],
     l2_used: 0,
+    l3_used: 0,
 }));
 
 /// Memory attribute indices into MAIR_EL1.
@@ -60,7 +72,10 @@ enum Kind {
 }
 
 const VALID: u64 = 1 << 0;
+/// At levels 1 and 2: a table, not a block. At level 3: a page (required).
 const TABLE: u64 = 1 << 1;
+/// The output address bits of any descriptor (4 KiB granule, 48 bits).
+const OUTPUT_ADDRESS: u64 = 0x0000_ffff_ffff_f000;
 const ACCESSED: u64 = 1 << 10;
 const INNER_SHAREABLE: u64 = 0b11 << 8;
 const PXN: u64 = 1 << 53;
@@ -79,6 +94,7 @@ fn block(address: usize, kind: Kind) -> u64 {
 enum MapError {
     OutOfAddressSpace(Region),
     OutOfTables(Region),
+    NoPageTableFor(usize),
 }
 
 impl core::fmt::Display for MapError {
@@ -98,6 +114,9 @@ impl core::fmt::Display for MapError {
                 r.base,
                 r.end()
             ),
+            Self::NoPageTableFor(address) => {
+                write!(f, "the guard page at {address:#x} needs more than {L3_TABLES} level-3 tables")
+            }
         }
     }
 }
@@ -117,6 +136,11 @@ pub(super) unsafe fn build_tables(info: &BootInfo, board: &Board) {
     }
     for region in &info.ram {
         result = result.and_then(|()| map(tables, *region, Kind::Normal));
+    }
+    for gap in roving::strand::fibre::guard_gaps() {
+        for page in gap.step_by(PAGE) {
+            result = result.and_then(|()| unmap_page(tables, page));
+        }
     }
     if let Err(error) = result {
         crate::console::emergency(format_args!("roving-kernel: cannot build the page tables: {error}\n"));
@@ -168,6 +192,58 @@ fn map(tables: &mut Tables, region: Region, kind: Kind) -> Result<(), MapError> 
         address += L2_BLOCK;
     }
     Ok(())
+}
+
+/// Makes the 4 KiB page at `address` unmapped, splitting the blocks that
+/// cover it into tables of the next level down (same attributes).
+fn unmap_page(tables: &mut Tables, address: usize) -> Result<(), MapError> {
+    let Tables { l1, l2, l3, l2_used, l3_used } = tables;
+    let l1_entry = &mut l1.0[address / L1_BLOCK];
+    let Some(l2_table) = descend(l1_entry, l2, l2_used, L2_BLOCK, VALID)
+        .ok_or(MapError::OutOfTables(Region { base: address, size: PAGE }))?
+    else {
+        return Ok(());
+    };
+    let l2_entry = &mut l2[l2_table].0[(address / L2_BLOCK) % ENTRIES];
+    let Some(l3_table) =
+        descend(l2_entry, l3, l3_used, PAGE, VALID | TABLE).ok_or(MapError::NoPageTableFor(address))?
+    else {
+        return Ok(());
+    };
+    l3[l3_table].0[(address / PAGE) % ENTRIES] = 0;
+    Ok(())
+}
+
+/// The table `entry` points to, as an index into `pool`: if `entry` is a
+/// block it is first split into a new table of `ENTRIES` pieces of `piece`
+/// bytes (descriptor type `piece_type`) with the block's attributes.
+/// `Some(None)` if nothing is mapped there; `None` if the pool is used up.
+fn descend(
+    entry: &mut u64,
+    pool: &mut [Table],
+    used: &mut usize,
+    piece: usize,
+    piece_type: u64,
+) -> Option<Option<usize>> {
+    if *entry & VALID == 0 {
+        return Some(None);
+    }
+    if *entry & TABLE != 0 {
+        let address = (*entry & OUTPUT_ADDRESS) as usize;
+        return Some(Some(
+            pool.iter().position(|t| t as *const Table as usize == address).expect("own table"),
+        ));
+    }
+    let index = *used;
+    let table = pool.get_mut(index)?;
+    *used += 1;
+    let base = *entry & OUTPUT_ADDRESS;
+    let attributes = *entry & !OUTPUT_ADDRESS & !(VALID | TABLE);
+    for (i, slot) in table.0.iter_mut().enumerate() {
+        *slot = (base + (i * piece) as u64) | attributes | piece_type;
+    }
+    *entry = table as *const Table as u64 | TABLE | VALID;
+    Some(Some(index))
 }
 
 /// Turns this core's MMU and caches on with the identity map.
