@@ -220,6 +220,24 @@ pub fn sleep_until(deadline: Instant) -> Result<(), WaitError> {
     wait::block(BlockReason::Sleeping, Some(deadline), |_| true).map(|_| ())
 }
 
+/// What strands hold right now, over every pool: see [`usage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Fibres held by pools (each has at least one strand on it).
+    pub fibres_in_use: usize,
+    /// Heap bytes of saved stacks: the stacks of strands that are not
+    /// resident on their fibre, plus each fibre's one spare save area.
+    pub saved_stack_bytes: usize,
+}
+
+/// What strands hold right now, for memory budgets and leak checks. The
+/// counts are read one after the other while strands may run, so they are
+/// exact only when the strands are quiet.
+pub fn usage() -> Usage {
+    Usage { fibres_in_use: fibre::claimed(), saved_stack_bytes: save::held_bytes() }
+}
+
 /// Owns a strand's result: [`join`](JoinHandle::join) waits for it. A
 /// handle is consumed by joining, so a strand cannot be joined twice.
 /// Dropping the handle lets the strand run on, detached.

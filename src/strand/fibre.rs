@@ -245,6 +245,11 @@ pub struct FibreRegion {
     pub stack_bytes: usize,
 }
 
+/// How many fibres some pool holds now.
+pub(crate) fn claimed() -> usize {
+    CLAIMED.iter().map(|word| word.load(Relaxed).count_ones() as usize).sum()
+}
+
 /// Where the fibre stacks are.
 pub fn region() -> FibreRegion {
     FibreRegion {

@@ -10,8 +10,17 @@
 use crate::context::{Context, FRAME_BYTES};
 use alloc::alloc::{Layout, alloc, dealloc};
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 const ALIGN: usize = 16;
+
+/// Bytes held by all save areas, for [`super::usage`].
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes all save areas hold now (capacities, so it counts spares too).
+pub(crate) fn held_bytes() -> usize {
+    HELD.load(Relaxed)
+}
 
 /// A heap copy of the top `len` bytes of a stack.
 pub(crate) struct SaveArea {
@@ -40,6 +49,7 @@ impl SaveArea {
         // SAFETY: the layout has a non-zero size (`len` > capacity >= 0).
         let Some(memory) = NonNull::new(unsafe { alloc(layout) }) else { return false };
         self.free();
+        HELD.fetch_add(capacity, Relaxed);
         self.memory = Some(memory);
         self.capacity = capacity;
         true
@@ -103,6 +113,7 @@ impl SaveArea {
         if let Some(memory) = self.memory.take() {
             // SAFETY: allocated by `reserve` with exactly this layout.
             unsafe { dealloc(memory.as_ptr(), Layout::from_size_align_unchecked(self.capacity, ALIGN)) };
+            HELD.fetch_sub(self.capacity, Relaxed);
         }
         self.capacity = 0;
         self.len = 0;
