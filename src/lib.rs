@@ -53,6 +53,7 @@ pub use pool::{Config, CoreStats, Pool, PoolError, PostError, RunError, post, sp
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api {
+    pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
     pub use crate::task::inbox::Inbox;
     pub use crate::task::list::{AtomicList, Pushed};

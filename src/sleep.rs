@@ -114,6 +114,7 @@
 //! offered job, in `make loom`.
 
 pub mod counters;
+pub mod watch;
 
 use crate::atomics::{AtomicU32, CachePadded, Ordering::SeqCst, fence};
 use alloc::boxed::Box;

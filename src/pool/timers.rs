@@ -11,29 +11,24 @@
 //!   (`worker::find_work`), so a busy pool keeps time.
 //! - An idle pool keeps one sleeping core as the *watcher*: it sleeps with
 //!   the earliest deadline as its wake-up time (on hardware, the timer
-//!   interrupt), and every other core sleeps without one. A core becomes
-//!   watcher by a compare-exchange from `NO_WATCHER` and then reads
-//!   `earliest`; an insert writes `earliest` and then reads the watcher,
-//!   ringing it if the new deadline is earlier. Both sides are seq-cst, so
-//!   either the watcher reads the new deadline or the inserter rings it
-//!   (and a ring before the wait is kept by the doorbell). A timer is only
-//!   inserted by a running core, which will itself watch if nobody else
-//!   does when it runs out of work.
+//!   interrupt), and every other core sleeps without one. The handshake
+//!   between a new deadline and the watcher is `sleep::watch` (protocol,
+//!   proof sketch and loom model there). A timer is only inserted by a
+//!   running core, which will itself watch if nobody else does when it
+//!   runs out of work.
 //!
 //! Expiry signals the strand under the lock; a strand woken by something
 //! else removes its entry under the same lock before it moves on, so the
 //! heap never holds a control block that is gone (see `strand::wait`).
 
 use super::shared::ring;
+use crate::sleep::watch::{NONE, Watch};
 use crate::strand::control::{Header, state};
 use crate::strand::scheduler;
 use crate::time::Instant;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 
-const NONE: u64 = u64::MAX;
-const NO_WATCHER: usize = usize::MAX;
 const NOT_QUEUED: usize = usize::MAX;
 
 struct Entry {
@@ -47,37 +42,28 @@ unsafe impl Send for Entry {}
 /// The heap of deadlines and who watches it.
 pub(crate) struct Timers {
     heap: spin::Mutex<Vec<Entry>>,
-    earliest: AtomicU64,
-    watcher: AtomicUsize,
+    watch: Watch,
 }
 
 impl Timers {
     pub(crate) fn new() -> Self {
-        Self {
-            heap: spin::Mutex::new(Vec::new()),
-            earliest: AtomicU64::new(NONE),
-            watcher: AtomicUsize::new(NO_WATCHER),
-        }
+        Self { heap: spin::Mutex::new(Vec::new()), watch: Watch::new() }
     }
 
     /// Adds `strand`'s deadline. Fails only if the heap could not grow.
     pub(crate) fn insert(&self, deadline: Instant, strand: NonNull<Header>) -> Result<(), ()> {
         let ticks = deadline.ticks().min(NONE - 1);
-        let earlier = {
+        let ring_watcher = {
             let mut heap = self.heap.lock();
             heap.try_reserve(1).map_err(|_| ())?;
             heap.push(Entry { deadline: ticks, strand });
             let last = heap.len() - 1;
             set_slot(&heap, last);
             sift_up(&mut heap, last);
-            let top = heap[0].deadline;
-            self.earliest.swap(top, SeqCst) > top
+            self.watch.publish(heap[0].deadline)
         };
-        if earlier {
-            let watcher = self.watcher.load(SeqCst);
-            if watcher != NO_WATCHER {
-                ring(watcher);
-            }
+        if let Some(watcher) = ring_watcher {
+            ring(watcher);
         }
         Ok(())
     }
@@ -91,12 +77,13 @@ impl Timers {
             return;
         }
         remove_at(&mut heap, slot);
-        self.earliest.store(heap.first().map_or(NONE, |top| top.deadline), SeqCst);
+        // A later deadline (or none) needs no ring: see `sleep::watch`.
+        let _ = self.watch.publish(heap.first().map_or(NONE, |top| top.deadline));
     }
 
     /// Whether a deadline has passed (one load when there is none).
     pub(crate) fn due(&self) -> bool {
-        let earliest = self.earliest.load(SeqCst);
+        let earliest = self.watch.earliest();
         earliest != NONE && Instant::now().ticks() >= earliest
     }
 
@@ -114,24 +101,19 @@ impl Timers {
             // Under the lock: the strand cannot leave before we are done.
             woken += usize::from(scheduler::signal(strand, state::TIMED_OUT));
         }
-        self.earliest.store(heap.first().map_or(NONE, |top| top.deadline), SeqCst);
+        let _ = self.watch.publish(heap.first().map_or(NONE, |top| top.deadline));
         woken
     }
 
     /// Makes `core` the watcher if there is none; returns the deadline it
     /// must wake at if it is the watcher and there is one.
     pub(crate) fn watch(&self, core: usize) -> Option<Instant> {
-        let mine = match self.watcher.compare_exchange(NO_WATCHER, core, SeqCst, SeqCst) {
-            Ok(_) => true,
-            Err(current) => current == core,
-        };
-        let earliest = self.earliest.load(SeqCst);
-        (mine && earliest != NONE).then(|| Instant::from_ticks(earliest))
+        self.watch.watch(core).filter(|&earliest| earliest != NONE).map(Instant::from_ticks)
     }
 
     /// `core` stops watching, if it was the watcher.
     pub(crate) fn unwatch(&self, core: usize) {
-        let _ = self.watcher.compare_exchange(core, NO_WATCHER, SeqCst, SeqCst);
+        self.watch.unwatch(core);
     }
 }
 
