@@ -75,17 +75,17 @@ fn run(switches: u64, strands: u64, body: impl Fn(u8, u64) -> Body + Send + 'sta
 /// Gives `kept` contents that depend on `seed` and on each byte's place.
 fn fill(kept: &mut [u8], seed: u8) {
     for (place, byte) in kept.iter_mut().enumerate() {
-        *byte = seed.wrapping_add(place as u8).rotate_left(place as u32 % 8);
+        *byte = byte_at(seed, place);
     }
 }
 
 /// Panics unless `kept` still holds what [`fill`] put there.
 fn check(kept: &[u8], seed: u8) {
     for (place, &byte) in kept.iter().enumerate() {
-        assert_eq!(
-            byte,
-            seed.wrapping_add(place as u8).rotate_left(place as u32 % 8),
-            "byte {place} of strand {seed}'s stack"
-        );
+        assert_eq!(byte, byte_at(seed, place), "byte {place} of strand {seed}'s stack");
     }
+}
+
+fn byte_at(seed: u8, place: usize) -> u8 {
+    seed.wrapping_add(place as u8).rotate_left(place as u32 % 8)
 }

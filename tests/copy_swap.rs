@@ -52,9 +52,7 @@ const KEPT_WORDS: usize = 32;
 /// and short sleeps), checking the array after each. Returns its checksum.
 fn keeper(seed: u64, arrived: &AtomicUsize, gate: &Event) -> u64 {
     let mut kept = [0u64; KEPT_WORDS];
-    for (i, word) in kept.iter_mut().enumerate() {
-        *word = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(i as u32) ^ i as u64;
-    }
+    fill(&mut kept, seed);
     let expected = checksum(&kept);
     arrived.fetch_add(1, SeqCst);
     gate.wait().expect("a strand may wait");
@@ -72,6 +70,14 @@ fn keeper(seed: u64, arrived: &AtomicUsize, gate: &Event) -> u64 {
         assert_eq!(checksum(black_box(&kept)), expected, "strand {seed}: stack changed in round {round}");
     }
     expected
+}
+
+/// Fills the stack array strand `seed` keeps (in place: no temporary
+/// copy on the strand's stack).
+fn fill(kept: &mut [u64; KEPT_WORDS], seed: u64) {
+    for (i, word) in kept.iter_mut().enumerate() {
+        *word = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(i as u32) ^ i as u64;
+    }
 }
 
 fn checksum(words: &[u64; KEPT_WORDS]) -> u64 {
@@ -154,9 +160,7 @@ fn spawn_block_and_check() -> Seen {
     for (seed, handle) in handles.into_iter().enumerate() {
         let sum = handle.join().expect("main is a strand");
         let mut kept = [0u64; KEPT_WORDS];
-        for (i, word) in kept.iter_mut().enumerate() {
-            *word = (seed as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(i as u32) ^ i as u64;
-        }
+        fill(&mut kept, seed as u64);
         assert_eq!(sum, checksum(&kept), "strand {seed} returned a wrong checksum");
     }
     let finished_in = started.elapsed();
