@@ -22,10 +22,12 @@
 //!   given core, through a lock-free mailbox per ordered pair of cores) and
 //!   [`spawn`] (run it on any core); idle cores steal, then sleep under a
 //!   no-lost-wake-up protocol and wake on the platform's doorbell.
+//! - [`strand`]: threads of execution on static fibre stacks, in a tree
+//!   with join, cancel, scopes and contained failures; [`sync`]: the
+//!   blocking primitives strands use.
 //! - The seam ([`platform`]) and time ([`time::Instant`]).
 //!
-//! Strands, actors, event loops and futures are built on top in later
-//! releases.
+//! Actors, event loops and futures are built on top in later releases.
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;

@@ -49,7 +49,7 @@ pub use stats::CoreStats;
 
 use crate::atomics::Ordering::SeqCst;
 use crate::platform::{self, Depth, StartCoreError};
-use crate::strand::{self, JoinHandle, SpawnError};
+use crate::strand::{self, JoinHandle, Placement, SpawnError};
 use crate::time::Instant;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -151,7 +151,13 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        strand::spawn_in(&self.shared, f, None)
+        strand::spawn_in(&self.shared, f, Placement::default()).map(JoinHandle::from_raw)
+    }
+
+    /// Strands of this pool that have been spawned and have not finished
+    /// (blocked or not).
+    pub fn live_strands(&self) -> usize {
+        self.shared.live_strands.load(SeqCst)
     }
 
     /// Each core's counters, by core index.
@@ -204,7 +210,7 @@ impl Pool {
         let mut result = None;
         let root = {
             let result = &mut result;
-            let main = PinnedHere(move || *result = run_main(shared, main));
+            let main = PinnedHere(move || *result = Some(main()));
             let body: alloc::boxed::Box<dyn FnOnce() + Send + '_> =
                 alloc::boxed::Box::new(move || main.call());
             // SAFETY: the root strand finishes before `run` returns (the
@@ -214,7 +220,7 @@ impl Pool {
             // the root strand is pinned to this core.
             let body: alloc::boxed::Box<dyn FnOnce() + Send + 'static> =
                 unsafe { core::mem::transmute(body) };
-            strand::spawn_in(shared, body, Some(me))
+            strand::spawn_in(shared, body, Placement { pin: Some(me), root: true, ..Placement::default() })
         };
         let root = match root {
             Ok(root) => root,
@@ -239,10 +245,22 @@ impl Pool {
         if !root.is_finished() {
             // Its stack still borrows this frame: never touch it again.
             core::mem::forget(root);
-            return Err(RunError::MainDidNotFinish);
+            return Err(shared
+                .failure
+                .lock()
+                .take()
+                .map_or(RunError::MainDidNotFinish, |f| RunError::Failed(*f)));
         }
-        drop(root);
-        result.ok_or(RunError::MainDidNotFinish)
+        let root_failure = root.into_result().err();
+        match (root_failure, shared.failure.lock().take()) {
+            (Some(mut first), Some(other)) => {
+                first.absorb(&other);
+                Err(RunError::Failed(first))
+            }
+            (Some(failure), None) => Err(RunError::Failed(failure)),
+            (None, Some(failure)) => Err(RunError::Failed(*failure)),
+            (None, None) => result.ok_or(RunError::MainDidNotFinish),
+        }
     }
 
     fn start(&self, core: usize) -> Result<(), StartCoreError> {
@@ -288,27 +306,6 @@ unsafe impl<F> Send for PinnedHere<F> {}
 impl<F: FnOnce()> PinnedHere<F> {
     fn call(self) {
         (self.0)()
-    }
-}
-
-/// Runs `main` (in the root strand); on the host a panic stops the pool
-/// and is kept for `run`.
-fn run_main<R>(shared: &Shared, main: impl FnOnce() -> R) -> Option<R> {
-    #[cfg(feature = "std")]
-    {
-        match std::panic::catch_unwind(core::panic::AssertUnwindSafe(main)) {
-            Ok(result) => Some(result),
-            Err(payload) => {
-                shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(payload);
-                shared.stop();
-                None
-            }
-        }
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        let _ = shared;
-        Some(main())
     }
 }
 

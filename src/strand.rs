@@ -37,25 +37,46 @@
 //!   strand is blocked: its stack may be copied away. Safe Rust cannot
 //!   (blocked strands' locals are not shared without `'static` bounds);
 //!   unsafe code must not.
+//! - Strands form a tree (seed 000). A strand spawned by a strand is its
+//!   child, anchored to its body or to a [`scope`]; a frame cannot end
+//!   while strands anchored to it live: they are cancelled and waited for,
+//!   and returning normally with any alive is a
+//!   [`FailureKind::ReturnWithLiveStrands`] failure. Strands spawned from
+//!   plain tasks or from outside the pool have no parent.
+//! - [`JoinHandle::cancel`] cancels a strand and its subtree: their
+//!   blocking calls return [`WaitError::Interrupted`]; a [`Shield`] holds
+//!   that off for cleanup.
+//! - A panic fails its strand, never its core. [`JoinHandle::join`] gives
+//!   the [`Failure`] (message, place, strand); [`raise`] passes it on
+//!   unchanged. A failure nobody joins goes up the tree, cancelling as it
+//!   goes, and a root's failure stops its pool: [`Pool::run`](crate::Pool::run)
+//!   returns it.
 //! - A strand that overflows its stack hits the guard gap below it: a
 //!   fault on bare metal with the MMU on (the report names the strand), a
 //!   panic naming the strand when it next switches out otherwise.
 
+mod cancel;
 pub(crate) mod control;
 mod error;
+mod failure;
 pub mod fibre;
 pub mod knobs;
 mod save;
 pub(crate) mod scheduler;
+mod scope;
+pub(crate) mod tree;
 pub(crate) mod wait;
 
+pub use cancel::{Shield, cancelled, checkpoint, shield};
 pub use control::BlockReason;
-pub use error::{JoinError, SpawnError, WaitError};
+pub use error::{CancelError, JoinError, SpawnError, WaitError};
+pub use failure::{Failure, FailureKind, Location, fail_running, raise};
+pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
 use crate::pool::shared::Shared;
 use crate::time::Instant;
 use alloc::alloc::{Layout, alloc, dealloc};
-use control::{Block, FINISHED, Header, Payload, Taken};
+use control::{Block, FINISHED, Header, Payload, Taken, flags};
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
@@ -63,6 +84,7 @@ use core::num::NonZeroU64;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicU64, Ordering::*};
 use core::time::Duration;
+use wait::Woken;
 
 /// A strand's identity, unique for the life of the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -102,22 +124,35 @@ where
     T: Send + 'static,
 {
     match scheduler::here() {
-        Some((shared, _)) => spawn_in(shared, f, None),
+        Some((shared, _)) => spawn_in(shared, f, Placement::default()).map(|raw| JoinHandle { raw }),
         None => Err(SpawnError::NotInPool(f)),
     }
 }
 
-/// Spawns `f` on `shared`'s fibres; `pin` keeps it on one core and gives
-/// it a fibre of its own.
+/// Where a new strand goes in the tree, and how it is placed.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Placement {
+    /// Keep it on this core, on a fibre of its own.
+    pub(crate) pin: Option<usize>,
+    /// A pool's root strand: no parent, and its failure stops the pool.
+    pub(crate) root: bool,
+    /// Anchor it to this frame of this strand (a scope), rather than to
+    /// the body of the strand that spawns it.
+    pub(crate) scope: Option<(NonNull<Header>, *const tree::Anchor)>,
+}
+
+/// Spawns `f` on `shared`'s fibres, as `placement` says.
 pub(crate) fn spawn_in<F, T>(
     shared: &Shared,
     f: F,
-    pin: Option<usize>,
-) -> Result<JoinHandle<T>, SpawnError<F>>
+    placement: Placement,
+) -> Result<RawHandle<T>, SpawnError<F>>
 where
     F: FnOnce() -> T + Send,
     T: Send,
 {
+    #[cfg(feature = "std")]
+    failure::install_hook();
     if shared.stopped() {
         return Err(SpawnError::Stopped(f));
     }
@@ -125,23 +160,34 @@ where
     if layout.size() > knobs::STRAND_BYTES {
         return Err(SpawnError::TooLarge { bytes: layout.size(), capacity: knobs::STRAND_BYTES, closure: f });
     }
+    let (parent, anchor) = match placement.scope {
+        Some((owner, anchor)) => (Some(owner), anchor),
+        None if placement.root => (None, ptr::null()),
+        None => (scheduler::current(), ptr::null()),
+    };
     // SAFETY: the layout is non-zero (it holds a header).
     let Some(memory) = NonNull::new(unsafe { alloc(layout) }.cast::<Block<F, T>>()) else {
         return Err(SpawnError::OutOfMemory(f));
     };
+    let pin = placement.pin;
     let (fibre, fresh) = match fibre::claim(shared) {
         Some(fibre) => (fibre, true),
-        None => match pin.is_none().then(|| fibre::overload(shared)).flatten() {
-            Some(fibre) => (fibre, false),
-            None => {
+        None => match pin.is_none().then(|| fibre::overload(shared, |fibre| held_by_ancestor(parent, fibre)))
+        {
+            Some(Some(fibre)) => (fibre, false),
+            _ => {
                 // SAFETY: allocated above with this layout, never written.
                 unsafe { dealloc(memory.as_ptr().cast(), layout) };
                 return Err(SpawnError::NoFibre(f));
             }
         },
     };
+    // SAFETY: the parent (the running strand, or a scope's owner, which
+    // waits for the scope) is live and adopts the strand below.
+    let node = unsafe { tree::Node::new(parent, anchor) };
+    let flags = if placement.root { control::flags::ROOT } else { 0 };
     // SAFETY: fresh memory for a block.
-    unsafe { memory.write(Block::new(f, fibre, StrandId::next())) };
+    unsafe { memory.write(Block::new(f, fibre, StrandId::next(), node, flags)) };
     let header = memory.cast::<Header>();
     let argument = header.as_ptr() as usize;
     if fresh {
@@ -177,8 +223,28 @@ where
         }
     }
     shared.live_strands.fetch_add(1, SeqCst);
+    // SAFETY: built above with a node naming `parent`; not yet runnable.
+    unsafe { tree::adopt(header) };
     scheduler::make_runnable(header);
-    Ok(JoinHandle { header, _result: PhantomData })
+    Ok(RawHandle { header, _result: PhantomData })
+}
+
+/// Whether `fibre` runs `parent` or one of its ancestors. A child must not
+/// share such a fibre: an ancestor waiting for it there may be unable to
+/// leave (its stack lent to scoped children), and the child could never
+/// become resident.
+fn held_by_ancestor(parent: Option<NonNull<Header>>, fibre: &fibre::Fibre) -> bool {
+    let mut strand = parent;
+    while let Some(header) = strand {
+        // SAFETY: ancestors are live while a descendant is being spawned
+        // (each waits for its subtree at its end).
+        let header = unsafe { header.as_ref() };
+        if ptr::eq(header.fibre, fibre) {
+            return true;
+        }
+        strand = header.tree.parent();
+    }
+    false
 }
 
 /// The running strand's id, or `None` outside strands.
@@ -205,7 +271,8 @@ pub fn yield_now() -> Result<(), WaitError> {
 /// # Errors
 ///
 /// [`WaitError::NotAStrand`] outside strands; [`WaitError::OutOfMemory`]
-/// if the deadline could not be recorded.
+/// if the deadline could not be recorded; [`WaitError::Interrupted`] if
+/// the strand is cancelled.
 pub fn sleep(duration: Duration) -> Result<(), WaitError> {
     let deadline = Instant::now().checked_add(duration).ok_or(WaitError::OutOfMemory)?;
     sleep_until(deadline)
@@ -217,7 +284,10 @@ pub fn sleep(duration: Duration) -> Result<(), WaitError> {
 ///
 /// As for [`sleep`].
 pub fn sleep_until(deadline: Instant) -> Result<(), WaitError> {
-    wait::block(BlockReason::Sleeping, Some(deadline), |_| true).map(|_| ())
+    match wait::block(BlockReason::Sleeping, Some(deadline), |_| true)? {
+        Woken::Interrupted => Err(WaitError::Interrupted),
+        Woken::TimedOut | Woken::Signalled => Ok(()),
+    }
 }
 
 /// What strands hold right now, over every pool: see [`usage`].
@@ -240,108 +310,47 @@ pub fn usage() -> Usage {
 
 /// Owns a strand's result: [`join`](JoinHandle::join) waits for it. A
 /// handle is consumed by joining, so a strand cannot be joined twice.
-/// Dropping the handle lets the strand run on, detached.
+///
+/// Dropping the handle detaches the strand: it runs on, still a child of
+/// the strand that spawned it (whose end waits for it). If it fails, its
+/// failure goes up the tree as if nobody had been told: see [`Failure`].
 pub struct JoinHandle<T> {
-    header: NonNull<Header>,
-    _result: PhantomData<T>,
+    raw: RawHandle<T>,
 }
 
-// SAFETY: the handle only moves the result (`T: Send`) to its holder.
-unsafe impl<T: Send> Send for JoinHandle<T> {}
-// SAFETY: `&JoinHandle` only reads atomics.
-unsafe impl<T: Send> Sync for JoinHandle<T> {}
-
 impl<T> JoinHandle<T> {
-    fn header(&self) -> &Header {
-        // SAFETY: the handle holds a reference to the block.
-        unsafe { self.header.as_ref() }
+    pub(crate) fn from_raw(raw: RawHandle<T>) -> Self {
+        Self { raw }
     }
 
-    /// The strand's id.
-    pub fn id(&self) -> StrandId {
-        self.header().id
-    }
+    handle_queries!();
 
-    /// Whether the strand has finished (so joining would not block).
-    pub fn is_finished(&self) -> bool {
-        self.header().joiner.load(Acquire) == FINISHED
-    }
-
-    /// Why the strand is blocked, if it is.
-    pub fn block_reason(&self) -> BlockReason {
-        self.header().reason()
-    }
-
-    /// Waits for the strand to finish and returns its value. On the host,
-    /// a panic in the strand is raised again here.
+    /// Waits for the strand to finish and returns its value.
     ///
     /// # Errors
     ///
-    /// [`JoinError::NotAStrand`] (with the handle) if the caller is not a
-    /// strand and the strand has not finished.
-    pub fn join(self) -> Result<T, JoinError<T>> {
-        if !self.is_finished() {
-            let me = self.header;
-            let waited = wait::block(BlockReason::Join, None, |joiner| {
-                // SAFETY: the handle keeps the block alive.
-                let slot = &unsafe { me.as_ref() }.joiner;
-                slot.compare_exchange(ptr::null_mut(), joiner.as_ptr(), AcqRel, Acquire).is_ok()
-            });
-            if waited.is_err() {
-                return Err(JoinError::NotAStrand(self));
-            }
-        }
-        Ok(self.take())
+    /// - [`JoinError::Failed`] if the strand failed (panicked, or returned
+    ///   with live children); the failure is handled by this call.
+    /// - [`JoinError::Interrupted`] (with the handle) if the *caller* was
+    ///   cancelled while waiting;
+    /// - [`JoinError::NotAStrand`] (with the handle) if the caller is not
+    ///   a strand and the strand has not finished.
+    pub fn join(self) -> Result<T, JoinError<Self>> {
+        RawHandle::join(self, |handle| &handle.raw, |handle| handle.raw)
     }
 
-    /// The strand's value if it has finished, or the handle back.
-    pub fn try_join(self) -> Result<T, Self> {
-        if self.is_finished() { Ok(self.take()) } else { Err(self) }
-    }
-
-    fn take(self) -> T {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: the strand finished (acquire of `FINISHED`); the result
-        // is a `T`, taken once because the handle is consumed.
-        let taken = unsafe { Header::take_result::<T>(this.header) };
-        // SAFETY: the handle's reference, given up.
-        unsafe { Header::release(this.header) };
-        match taken {
-            Taken::Value(value) => value,
-            #[cfg(feature = "std")]
-            Taken::Panic(panic) => std::panic::resume_unwind(panic),
-        }
-    }
-}
-
-impl<T> Drop for JoinHandle<T> {
-    /// Detaches the strand. If it already finished with a panic (host),
-    /// the panic is raised here: a failure nobody joined is not dropped
-    /// silently.
-    fn drop(&mut self) {
-        let finished = self.is_finished();
-        #[cfg(feature = "std")]
-        let panic = if finished {
-            // SAFETY: finished, not yet taken (the handle is not consumed).
-            match unsafe { Header::take_result::<T>(self.header) } {
-                Taken::Value(value) => {
-                    drop(value);
-                    None
-                }
-                Taken::Panic(panic) => Some(panic),
-            }
+    /// The strand's value if it has finished, or the handle back in
+    /// [`JoinError::Running`].
+    ///
+    /// # Errors
+    ///
+    /// [`JoinError::Running`], or [`JoinError::Failed`] as for
+    /// [`join`](JoinHandle::join).
+    pub fn try_join(self) -> Result<T, JoinError<Self>> {
+        if self.is_finished() {
+            self.raw.into_result().map_err(JoinError::Failed)
         } else {
-            None
-        };
-        #[cfg(not(feature = "std"))]
-        let _ = finished;
-        // SAFETY: the handle's reference, given up.
-        unsafe { Header::release(self.header) };
-        #[cfg(feature = "std")]
-        if let Some(panic) = panic
-            && !std::thread::panicking()
-        {
-            std::panic::resume_unwind(panic);
+            Err(JoinError::Running(self))
         }
     }
 }
@@ -349,5 +358,175 @@ impl<T> Drop for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle").field("id", &self.id()).field("finished", &self.is_finished()).finish()
+    }
+}
+
+/// The queries every strand handle answers, for a type with a `raw:
+/// RawHandle<T>` field.
+macro_rules! handle_queries {
+    () => {
+        /// The strand's id.
+        pub fn id(&self) -> $crate::strand::StrandId {
+            self.raw.header().id
+        }
+
+        /// Whether the strand has finished (so joining would not block).
+        pub fn is_finished(&self) -> bool {
+            self.raw.is_finished()
+        }
+
+        /// Why the strand is blocked, if it is.
+        pub fn block_reason(&self) -> $crate::strand::BlockReason {
+            self.raw.header().reason()
+        }
+
+        /// Cancels the strand and every strand it spawned: their blocking
+        /// calls return [`WaitError::Interrupted`](crate::strand::WaitError::Interrupted).
+        /// Join it to know they have all ended.
+        ///
+        /// # Errors
+        ///
+        /// [`CancelError::Finished`](crate::strand::CancelError::Finished)
+        /// if it had already finished.
+        pub fn cancel(&self) -> Result<(), $crate::strand::CancelError> {
+            self.raw.cancel()
+        }
+    };
+}
+use handle_queries;
+
+/// What [`JoinHandle`] and [`ScopedJoinHandle`] share: one reference to a
+/// strand's control block and the right to its result.
+pub(crate) struct RawHandle<T> {
+    header: NonNull<Header>,
+    _result: PhantomData<T>,
+}
+
+// SAFETY: the handle only moves the result (`T: Send`) to its holder.
+unsafe impl<T: Send> Send for RawHandle<T> {}
+// SAFETY: `&RawHandle` only reads atomics.
+unsafe impl<T: Send> Sync for RawHandle<T> {}
+
+impl<T> RawHandle<T> {
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: the handle holds a reference to the block.
+        unsafe { self.header.as_ref() }
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.header().joiner.load(Acquire) == FINISHED
+    }
+
+    pub(crate) fn cancel(&self) -> Result<(), CancelError> {
+        if self.header().flags.load(SeqCst) & flags::DONE != 0 || self.is_finished() {
+            return Err(CancelError::Finished { strand: self.header().id });
+        }
+        tree::cancel(self.header());
+        Ok(())
+    }
+
+    /// Waits until the strand has finished. `Err` says why it could not:
+    /// `Interrupted` (the caller was cancelled) or anything else (the
+    /// caller cannot block).
+    pub(crate) fn wait(&self) -> Result<(), Woken> {
+        if self.is_finished() {
+            return Ok(());
+        }
+        let target = self.header;
+        let registered = core::cell::Cell::new(None);
+        let woken = wait::block(BlockReason::Join, None, |me| {
+            // SAFETY: the handle keeps the target alive; `me` is running.
+            let (slot, me_ref) = unsafe { (&target.as_ref().joiner, me.as_ref()) };
+            // The finishing strand signals us after it may have seen us
+            // leave; this reference keeps our header alive for that call.
+            me_ref.acquire();
+            if slot.compare_exchange(ptr::null_mut(), me.as_ptr(), AcqRel, Acquire).is_ok() {
+                registered.set(Some(me));
+                true
+            } else {
+                // SAFETY: the reference taken just above.
+                unsafe { Header::release(me) };
+                false
+            }
+        });
+        match woken {
+            Ok(Woken::Interrupted) => {
+                // Not registered: it had finished before we could wait.
+                let Some(me) = registered.get() else { return Ok(()) };
+                let slot = &self.header().joiner;
+                if slot.compare_exchange(me.as_ptr(), ptr::null_mut(), AcqRel, Acquire).is_ok() {
+                    // SAFETY: withdrawn before the strand finished, so the
+                    // reference we lent it is ours again.
+                    unsafe { Header::release(me) };
+                    return Err(Woken::Interrupted);
+                }
+                // It finished as we were interrupted: the join succeeded.
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+            Err(_) => Err(Woken::Signalled),
+        }
+    }
+
+    /// Joins the strand that `handle` (which owns `raw`) owns: its value,
+    /// or why not, with the handle back where it may be joined again.
+    pub(crate) fn join<H>(
+        handle: H,
+        raw: impl Fn(&H) -> &Self,
+        into_raw: impl FnOnce(H) -> Self,
+    ) -> Result<T, JoinError<H>> {
+        match raw(&handle).wait() {
+            Ok(()) => into_raw(handle).into_result().map_err(JoinError::Failed),
+            Err(Woken::Interrupted) => Err(JoinError::Interrupted(handle)),
+            Err(_) => Err(JoinError::NotAStrand(handle)),
+        }
+    }
+
+    /// The result of a finished strand, consuming the handle.
+    pub(crate) fn into_result(self) -> Result<T, Failure> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the strand finished (acquire of `FINISHED`); the result
+        // is a `T`, taken once because the handle is consumed.
+        let taken = unsafe { Header::take_result::<T>(this.header) };
+        // SAFETY: the handle's reference, given up.
+        unsafe { Header::release(this.header) };
+        match taken {
+            Taken::Value(value) => Ok(value),
+            Taken::Failed(failure) => Err(*failure),
+        }
+    }
+}
+
+impl<T> Drop for RawHandle<T> {
+    /// Detaches the strand. If it already finished with a failure, the
+    /// failure goes to the strand dropping the handle, as if it had failed
+    /// itself (outside strands, to the pool; outside pools it is raised as
+    /// a panic): a failure is never dropped silently.
+    fn drop(&mut self) {
+        let before = self.header().flags.fetch_or(flags::HANDLE_GONE, SeqCst);
+        let failure = if before & flags::DONE != 0 {
+            // SAFETY: the strand finished before we left: the result is ours.
+            unsafe { Header::take_failure(self.header) }
+        } else {
+            None
+        };
+        // SAFETY: the handle's reference, given up.
+        unsafe { Header::release(self.header) };
+        if let Some(failure) = failure {
+            pass_to_caller(failure);
+        }
+    }
+}
+
+/// Hands a failure nobody claimed to the running strand, its pool, or,
+/// outside pools, raises it.
+fn pass_to_caller(failure: alloc::boxed::Box<Failure>) {
+    if let Some(me) = scheduler::current() {
+        // SAFETY: the running strand's header.
+        tree::pass_up(unsafe { me.as_ref() }, failure);
+    } else if let Some((shared, _)) = scheduler::here() {
+        shared.fail(Some(failure));
+    } else {
+        panic!("a failed strand's handle was dropped outside any pool: {failure}");
     }
 }

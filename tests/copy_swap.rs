@@ -125,7 +125,7 @@ fn spawn_block_and_check() -> Seen {
         let (arrived, gate) = (arrived.clone(), gate.clone());
         handles.push(
             strand::spawn(move || keeper(seed, &arrived, &gate))
-                .unwrap_or_else(|_| panic!("strand {seed} spawned")),
+                .unwrap_or_else(|error| panic!("strand {seed} not spawned: {error:?}")),
         );
     }
     while arrived.load(SeqCst) < STRANDS {

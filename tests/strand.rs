@@ -5,7 +5,7 @@ mod support;
 
 use roving::Pool;
 use roving::platform::host::Machine;
-use roving::strand::{self, SpawnError, WaitError};
+use roving::strand::{self, FailureKind, JoinError, SpawnError, WaitError};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
@@ -142,17 +142,24 @@ fn a_closure_too_large_for_a_control_block_comes_back() {
 #[test]
 fn join_from_outside_a_strand_gives_the_handle_back() {
     let rx = on_pool(2, || {
-        let child = strand::spawn(|| 5).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        // Spawned from a plain task, the child has no parent strand.
         roving::post(1, move || {
+            let child = strand::spawn(|| {
+                strand::sleep(Duration::from_millis(5)).unwrap();
+                5
+            })
+            .unwrap();
             let back = match child.join() {
                 Ok(value) => value,
                 Err(error) => {
-                    let mut handle = error.into_handle();
+                    assert!(matches!(error, JoinError::NotAStrand(_)), "{error}");
+                    let mut handle = error.into_handle().expect("the handle comes back");
                     loop {
                         match handle.try_join() {
                             Ok(value) => break value,
-                            Err(again) => handle = again,
+                            Err(JoinError::Running(again)) => handle = again,
+                            Err(other) => panic!("{other}"),
                         }
                     }
                 }
@@ -166,12 +173,18 @@ fn join_from_outside_a_strand_gives_the_handle_back() {
 }
 
 #[test]
-fn a_panicking_strand_raises_its_panic_in_the_joiner() {
-    let caught = on_pool(2, || {
+fn a_panicking_strand_fails_its_join_with_the_message_and_place() {
+    let (failure, child_id) = on_pool(2, || {
         let child = strand::spawn(|| -> u32 { panic!("boom in a strand") }).unwrap();
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child.join().unwrap())).unwrap_err()
+        let id = child.id();
+        (child.join().expect_err("the child panicked").failure().cloned(), id)
     });
-    assert_eq!(caught.downcast_ref::<&str>(), Some(&"boom in a strand"));
+    let failure = failure.expect("a failure, not a handle");
+    assert_eq!(failure.kind(), FailureKind::Panicked);
+    assert_eq!(failure.message(), "boom in a strand");
+    assert_eq!(failure.strand(), Some(child_id));
+    let location = failure.location().expect("the hook noted where");
+    assert!(location.file.ends_with("strand.rs"), "{location}");
 }
 
 /// Fills a stack array with values derived from `seed`, blocks `rounds`
@@ -217,15 +230,19 @@ fn a_pool_with_a_sleeping_strand_is_not_quiescent() {
     let woke = Arc::new(AtomicUsize::new(0));
     let seen = woke.clone();
     on_pool(2, move || {
-        // Detached: `main` returns at once, and the pool must still wait
-        // for the sleeper before it counts as quiescent.
-        drop(
-            strand::spawn(move || {
-                strand::sleep(Duration::from_millis(30)).unwrap();
-                seen.fetch_add(1, SeqCst);
-            })
-            .unwrap(),
-        );
+        // Spawned from a plain task, so it has no parent strand to wait
+        // for it; detached, so `main` returns at once, and the pool must
+        // still wait for the sleeper before it counts as quiescent.
+        roving::post(1, move || {
+            drop(
+                strand::spawn(move || {
+                    strand::sleep(Duration::from_millis(30)).unwrap();
+                    seen.fetch_add(1, SeqCst);
+                })
+                .unwrap(),
+            );
+        })
+        .unwrap();
     });
     assert_eq!(woke.load(SeqCst), 1, "run returned while a strand was still asleep");
 }

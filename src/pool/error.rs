@@ -1,6 +1,7 @@
 //! What can go wrong with a pool, in types that say so.
 
 use crate::platform::StartCoreError;
+use crate::strand::Failure;
 use core::fmt;
 
 /// A closure that was not accepted, and why. The closure comes back with
@@ -93,8 +94,8 @@ impl fmt::Display for PoolError {
 
 impl core::error::Error for PoolError {}
 
-/// Why [`Pool::run`](super::Pool::run) did not run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why [`Pool::run`](super::Pool::run) did not return `main`'s value.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RunError {
     /// The pool is running, or has run: a pool runs once.
@@ -114,6 +115,11 @@ pub enum RunError {
     /// The pool was shut down while `main` was blocked, so it never
     /// returned (its strand is abandoned, not unwound).
     MainDidNotFinish,
+    /// A failure nobody handled reached the pool: `main` (the root strand)
+    /// failed, or passed up a child's failure, or a strand spawned from
+    /// outside strands failed with its handle dropped. The pool was
+    /// stopped.
+    Failed(Failure),
 }
 
 impl fmt::Display for RunError {
@@ -129,6 +135,7 @@ impl fmt::Display for RunError {
             Self::StartCore(error) => write!(f, "starting the pool's cores: {error}"),
             Self::NoFibre => write!(f, "no free fibre for main's strand (build with more ROVING_FIBRES)"),
             Self::MainDidNotFinish => write!(f, "the pool was shut down while main was blocked"),
+            Self::Failed(failure) => write!(f, "the pool stopped on a failure: {failure}"),
         }
     }
 }

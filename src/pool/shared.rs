@@ -56,6 +56,7 @@ use super::timers::Timers;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
 use crate::platform;
 use crate::sleep::Sleep;
+use crate::strand::Failure;
 use crate::strand::scheduler::StrandCore;
 use crate::task::list::{AtomicList, Pushed};
 use crate::task::queue::TaskQueue;
@@ -114,6 +115,9 @@ pub(crate) struct Shared {
     /// while any is alive, blocked or not.
     pub(crate) live_strands: AtomicUsize,
     pub(crate) timers: Timers,
+    /// The first failure that reached the pool unhandled (a root strand's,
+    /// or one passed up from a strand with no parent); it stops the pool.
+    pub(crate) failure: spin::Mutex<Option<Box<Failure>>>,
     #[cfg(feature = "std")]
     pub(crate) panic: std::sync::Mutex<Option<Box<dyn core::any::Any + Send>>>,
 }
@@ -152,6 +156,7 @@ impl Shared {
             strands: (0..cores).map(|_| CachePadded(StrandCore::new())).collect(),
             live_strands: AtomicUsize::new(0),
             timers: Timers::new(),
+            failure: spin::Mutex::new(None),
             #[cfg(feature = "std")]
             panic: std::sync::Mutex::new(None),
         };
@@ -391,6 +396,18 @@ impl Shared {
         push();
         self.in_flight.fetch_sub(1, SeqCst);
         true
+    }
+
+    /// A failure reached the pool with nobody to handle it: keep it (the
+    /// first whole, others counted) for `run`, and stop the pool.
+    pub(crate) fn fail(&self, failure: Option<Box<Failure>>) {
+        if let Some(failure) = failure {
+            match &mut *self.failure.lock() {
+                Some(first) => first.absorb(&failure),
+                slot @ None => *slot = Some(failure),
+            }
+        }
+        self.stop();
     }
 
     /// Stops the pool: final. Returns whether this call stopped it.

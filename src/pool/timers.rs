@@ -29,7 +29,7 @@ use crate::time::Instant;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 
-const NOT_QUEUED: usize = usize::MAX;
+const NOT_QUEUED: u32 = u32::MAX;
 
 struct Entry {
     deadline: u64,
@@ -76,7 +76,7 @@ impl Timers {
         if slot == NOT_QUEUED {
             return;
         }
-        remove_at(&mut heap, slot);
+        remove_at(&mut heap, slot as usize);
         // A later deadline (or none) needs no ring: see `sleep::watch`.
         let _ = self.watch.publish(heap.first().map_or(NONE, |top| top.deadline));
     }
@@ -119,7 +119,7 @@ impl Timers {
 
 fn set_slot(heap: &[Entry], index: usize) {
     // SAFETY: the caller holds the heap's lock, which guards the slots.
-    unsafe { *heap[index].strand.as_ref().timer_slot.get() = index };
+    unsafe { *heap[index].strand.as_ref().timer_slot.get() = index as u32 };
 }
 
 fn remove_at(heap: &mut Vec<Entry>, index: usize) {

@@ -14,14 +14,17 @@
 //! The last one frees the block.
 
 use super::StrandId;
+use super::failure::Failure;
 use super::fibre::Fibre;
 use super::save::SaveArea;
+use super::tree::Node;
 use crate::context::Context;
 use crate::task::{Action, Task};
 use alloc::alloc::{Layout, dealloc};
+use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, Ordering::*};
+use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, Ordering::*};
 
 /// Where a strand is, as far as wakers care.
 pub(crate) mod state {
@@ -33,6 +36,29 @@ pub(crate) mod state {
     pub(crate) const SIGNALLED: u32 = 2;
     /// Woken by its deadline.
     pub(crate) const TIMED_OUT: u32 = 3;
+    /// Woken because it was cancelled (`super::super::cancel`).
+    pub(crate) const INTERRUPTED: u32 = 4;
+    /// Suspended with cancellation held off: only a waker or its deadline
+    /// moves it on, never a cancel. Kept in the state word, not read from
+    /// the shield, so a cancel cannot act on a stale view of the shield.
+    pub(crate) const BLOCKED_SHIELDED: u32 = 5;
+}
+
+/// Bits of [`Header::flags`].
+pub(crate) mod flags {
+    /// Cancelled: blocking operations report `Interrupted` (unless shielded).
+    pub(crate) const CANCELLED: u32 = 1 << 0;
+    /// Its result is a failure.
+    pub(crate) const FAILED: u32 = 1 << 1;
+    /// It has finished and published its result.
+    pub(crate) const DONE: u32 = 1 << 2;
+    /// Its `JoinHandle` was dropped: whoever of the handle and the strand
+    /// comes second owns the result (and passes a failure up).
+    pub(crate) const HANDLE_GONE: u32 = 1 << 3;
+    /// A root strand: its failure stops its pool.
+    pub(crate) const ROOT: u32 = 1 << 4;
+    /// It is finishing (its failure path must not run twice).
+    pub(crate) const FINISHING: u32 = 1 << 5;
 }
 
 /// Why a strand is blocked (DESIGN.md: blocked strands record why).
@@ -58,11 +84,13 @@ pub enum BlockReason {
     ChannelReceive,
     /// Waiting for another strand to finish.
     Join,
+    /// At the end of a scope, waiting for its children to finish.
+    Scope,
 }
 
 impl BlockReason {
     fn from_raw(raw: u8) -> Self {
-        const ALL: [BlockReason; 9] = [
+        const ALL: [BlockReason; 10] = [
             BlockReason::None,
             BlockReason::Sleeping,
             BlockReason::Mutex,
@@ -72,6 +100,7 @@ impl BlockReason {
             BlockReason::ChannelSend,
             BlockReason::ChannelReceive,
             BlockReason::Join,
+            BlockReason::Scope,
         ];
         ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
     }
@@ -79,10 +108,13 @@ impl BlockReason {
 
 /// Links of a strand in a wait queue; guarded by that queue's lock.
 pub(crate) struct WaitLinks {
+    /// The previous waiter, null at the head, or [`NOT_QUEUED`].
     pub(crate) prev: *mut Header,
     pub(crate) next: *mut Header,
-    pub(crate) queued: bool,
 }
+
+/// `WaitLinks::prev` of a strand in no wait queue.
+pub(crate) const NOT_QUEUED: *mut Header = core::ptr::dangling_mut::<Header>();
 
 /// What a strand's code does, behind one pointer per closure type.
 pub(crate) struct VTable {
@@ -92,13 +124,16 @@ pub(crate) struct VTable {
     destroy: unsafe fn(NonNull<Header>),
     /// Moves the result out, as a `Taken<T>` written to the pointer.
     take: unsafe fn(NonNull<Header>, *mut ()),
+    /// Replaces whatever the payload holds with a failure.
+    fail: unsafe fn(NonNull<Header>, Box<Failure>),
+    /// Moves a failure out of the payload, if it holds one.
+    take_failure: unsafe fn(NonNull<Header>) -> Option<Box<Failure>>,
 }
 
 /// A finished strand's result, as its joiner gets it.
 pub(crate) enum Taken<T> {
     Value(T),
-    #[cfg(feature = "std")]
-    Panic(alloc::boxed::Box<dyn core::any::Any + Send>),
+    Failed(Box<Failure>),
 }
 
 /// The part of a control block every layer uses.
@@ -110,8 +145,18 @@ pub(crate) struct Header {
     pub(crate) context: UnsafeCell<Context>,
     /// A `state::*` value.
     pub(crate) state: AtomicU32,
-    reason: AtomicU8,
     refs: AtomicU32,
+    /// `flags::*` bits.
+    pub(crate) flags: AtomicU32,
+    /// Scoped children alive, which borrow this strand's stack: while any
+    /// is, the strand stays resident on its fibre.
+    pub(crate) lent: AtomicU32,
+    /// Its index in the pool's timer heap, or `u32::MAX`; guarded by the
+    /// timer lock.
+    pub(crate) timer_slot: UnsafeCell<u32>,
+    /// How many cancellation guards the strand holds; only it writes this.
+    pub(crate) shield: AtomicU16,
+    reason: AtomicU8,
     /// Null, a strand waiting to join this one, or [`FINISHED`].
     pub(crate) joiner: AtomicPtr<Header>,
     pub(crate) fibre: &'static Fibre,
@@ -119,9 +164,8 @@ pub(crate) struct Header {
     pub(crate) saved: UnsafeCell<SaveArea>,
     pub(crate) id: StrandId,
     pub(crate) wait: UnsafeCell<WaitLinks>,
-    /// Its index in the pool's timer heap, or `usize::MAX`; guarded by
-    /// the timer lock.
-    pub(crate) timer_slot: UnsafeCell<usize>,
+    /// Its place in the strand tree.
+    pub(crate) tree: Node,
     vtable: &'static VTable,
 }
 
@@ -130,6 +174,10 @@ pub(crate) struct Header {
 unsafe impl Sync for Header {}
 // SAFETY: as above; closures and results are `Send`.
 unsafe impl Send for Header {}
+
+// The knob's floor (`ROVING_STRAND_BYTES` >= 192) leaves room for the
+// header on every target.
+const _: () = assert!(core::mem::size_of::<Header>() <= 192, "the strand header outgrew the knob's floor");
 
 /// `joiner` once the strand has finished.
 pub(crate) const FINISHED: *mut Header = core::ptr::dangling_mut::<Header>();
@@ -175,6 +223,39 @@ impl Header {
         }
     }
 
+    /// Takes another reference, for a waker that must touch the header
+    /// after the strand might otherwise have moved on.
+    pub(crate) fn acquire(&self) {
+        self.refs.fetch_add(1, Relaxed);
+    }
+
+    /// Whether it has been cancelled.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.flags.load(SeqCst) & flags::CANCELLED != 0
+    }
+
+    /// Makes the result a failure (dropping a value it held).
+    ///
+    /// # Safety
+    ///
+    /// Called by the strand itself, or by whoever owns its finished result.
+    pub(crate) unsafe fn fail(header: NonNull<Header>, failure: Box<Failure>) {
+        // SAFETY: the header is live; the caller owns the payload.
+        unsafe { (header.as_ref().vtable.fail)(header, failure) };
+        // SAFETY: as above.
+        unsafe { header.as_ref() }.flags.fetch_or(flags::FAILED, SeqCst);
+    }
+
+    /// Moves the failure out of a finished strand's result, if it failed.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the finished result (see `flags::HANDLE_GONE`).
+    pub(crate) unsafe fn take_failure(header: NonNull<Header>) -> Option<Box<Failure>> {
+        // SAFETY: the header is live; the caller owns the payload.
+        unsafe { (header.as_ref().vtable.take_failure)(header) }
+    }
+
     /// Drops one reference; the last frees the block.
     ///
     /// # Safety
@@ -199,8 +280,7 @@ pub(crate) enum Payload<F, T> {
     Closure(F),
     Running,
     Done(T),
-    #[cfg(feature = "std")]
-    Panicked(alloc::boxed::Box<dyn core::any::Any + Send>),
+    Failed(Box<Failure>),
     Taken,
 }
 
@@ -212,10 +292,16 @@ pub(crate) struct Block<F, T> {
 }
 
 impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
-    const VTABLE: VTable = VTable { run: Self::run, destroy: Self::destroy, take: Self::take };
+    const VTABLE: VTable = VTable {
+        run: Self::run,
+        destroy: Self::destroy,
+        take: Self::take,
+        fail: Self::fail,
+        take_failure: Self::take_failure,
+    };
 
     /// A block for `f`, with both references, not yet on a fibre's queue.
-    pub(crate) fn new(f: F, fibre: &'static Fibre, id: StrandId) -> Self {
+    pub(crate) fn new(f: F, fibre: &'static Fibre, id: StrandId, tree: Node, flags: u32) -> Self {
         Self {
             header: Header {
                 task: Task::new(never_called),
@@ -227,12 +313,12 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 fibre,
                 saved: UnsafeCell::new(SaveArea::empty()),
                 id,
-                wait: UnsafeCell::new(WaitLinks {
-                    prev: core::ptr::null_mut(),
-                    next: core::ptr::null_mut(),
-                    queued: false,
-                }),
-                timer_slot: UnsafeCell::new(usize::MAX),
+                wait: UnsafeCell::new(WaitLinks { prev: NOT_QUEUED, next: core::ptr::null_mut() }),
+                timer_slot: UnsafeCell::new(u32::MAX),
+                flags: AtomicU32::new(flags),
+                shield: AtomicU16::new(0),
+                lent: AtomicU32::new(0),
+                tree,
                 vtable: &Self::VTABLE,
             },
             payload: UnsafeCell::new(Payload::Closure(f)),
@@ -252,14 +338,45 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
         };
         #[cfg(feature = "std")]
         {
-            *payload = match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
-                Ok(value) => Payload::Done(value),
-                Err(panic) => Payload::Panicked(panic),
-            };
+            match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
+                Ok(value) => *payload = Payload::Done(value),
+                Err(panic) => {
+                    // SAFETY: the running strand's own payload.
+                    unsafe { Header::fail(header, super::failure::from_unwind(header, panic)) };
+                }
+            }
         }
         #[cfg(not(feature = "std"))]
         {
+            // On bare metal a panic never comes back here: the panic
+            // handler fails the strand and abandons its stack.
             *payload = Payload::Done(f());
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Header::fail`]; the header is a `Block<F, T>`.
+    unsafe fn fail(header: NonNull<Header>, failure: Box<Failure>) {
+        let block = header.cast::<Self>();
+        // SAFETY: the caller owns the payload. A closure still in it is
+        // dropped; one that was running was abandoned with its stack.
+        unsafe { *(*block.as_ptr()).payload.get() = Payload::Failed(failure) };
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Header::take_failure`]; the header is a `Block<F, T>`.
+    unsafe fn take_failure(header: NonNull<Header>) -> Option<Box<Failure>> {
+        let block = header.cast::<Self>();
+        // SAFETY: the caller owns the payload.
+        let payload = unsafe { &mut *(*block.as_ptr()).payload.get() };
+        match core::mem::replace(payload, Payload::Taken) {
+            Payload::Failed(failure) => Some(failure),
+            other => {
+                *payload = other;
+                None
+            }
         }
     }
 
@@ -272,8 +389,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
         let payload = unsafe { core::mem::replace(&mut *(*block.as_ptr()).payload.get(), Payload::Taken) };
         let taken = match payload {
             Payload::Done(value) => Taken::Value(value),
-            #[cfg(feature = "std")]
-            Payload::Panicked(panic) => Taken::Panic(panic),
+            Payload::Failed(failure) => Taken::Failed(failure),
             _ => unreachable!("a finished strand's result is taken once"),
         };
         // SAFETY: the caller's room for a `Taken<T>`.

@@ -1,6 +1,6 @@
 //! What can go wrong with strands, in types that say so.
 
-use super::JoinHandle;
+use super::{Failure, StrandId};
 use core::fmt;
 
 /// A closure that was not spawned as a strand, and why. The closure comes
@@ -86,6 +86,10 @@ pub enum WaitError {
     TimedOut,
     /// The pool's timer heap could not grow to hold the deadline.
     OutOfMemory,
+    /// The strand was cancelled: it should stop what it is doing and
+    /// return. Hold cancellation off with a [`Shield`](super::Shield) for
+    /// cleanup that must block.
+    Interrupted,
 }
 
 impl fmt::Display for WaitError {
@@ -94,50 +98,87 @@ impl fmt::Display for WaitError {
             Self::NotAStrand => write!(f, "blocking outside a strand (use the try_ form, or spawn a strand)"),
             Self::TimedOut => write!(f, "the deadline passed first"),
             Self::OutOfMemory => write!(f, "no memory to record the deadline"),
+            Self::Interrupted => write!(f, "the strand was cancelled"),
         }
     }
 }
 
 impl core::error::Error for WaitError {}
 
-/// Why [`JoinHandle::join`] could not wait; the handle comes back.
+/// Why a join did not give the strand's value. `H` is the handle type,
+/// which comes back where the strand may still be joined.
 #[non_exhaustive]
-pub enum JoinError<T> {
+pub enum JoinError<H> {
     /// Joining blocks, and the caller is not a strand. The strand keeps
-    /// running; try again from a strand, or poll
-    /// [`JoinHandle::try_join`].
-    NotAStrand(JoinHandle<T>),
+    /// running; join from a strand, or poll with `try_join`.
+    NotAStrand(H),
+    /// The joining strand was cancelled while it waited.
+    Interrupted(H),
+    /// The strand has not finished (only from `try_join`).
+    Running(H),
+    /// The strand failed: it panicked, or returned with live children.
+    Failed(Failure),
 }
 
-impl<T> JoinError<T> {
-    /// The handle, to join again.
-    pub fn into_handle(self) -> JoinHandle<T> {
+impl<H> JoinError<H> {
+    /// The handle, to join again, if the strand may still be joined.
+    pub fn into_handle(self) -> Option<H> {
         match self {
-            Self::NotAStrand(handle) => handle,
+            Self::NotAStrand(handle) | Self::Interrupted(handle) | Self::Running(handle) => Some(handle),
+            Self::Failed(_) => None,
+        }
+    }
+
+    /// The failure, if the strand failed.
+    pub fn failure(&self) -> Option<&Failure> {
+        match self {
+            Self::Failed(failure) => Some(failure),
+            _ => None,
         }
     }
 }
 
-impl<T> fmt::Debug for JoinError<T> {
+impl<H> fmt::Debug for JoinError<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NotAStrand(handle) => f.debug_tuple("NotAStrand").field(&handle.id()).finish(),
+            Self::NotAStrand(_) => f.write_str("NotAStrand(..)"),
+            Self::Interrupted(_) => f.write_str("Interrupted(..)"),
+            Self::Running(_) => f.write_str("Running(..)"),
+            Self::Failed(failure) => f.debug_tuple("Failed").field(failure).finish(),
         }
     }
 }
 
-impl<T> fmt::Display for JoinError<T> {
+impl<H> fmt::Display for JoinError<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NotAStrand(handle) => {
-                write!(
-                    f,
-                    "joining strand {} needs a strand to block; use try_join outside strands",
-                    handle.id()
-                )
-            }
+            Self::NotAStrand(_) => write!(f, "joining needs a strand to block; use try_join outside strands"),
+            Self::Interrupted(_) => write!(f, "the joining strand was cancelled while it waited"),
+            Self::Running(_) => write!(f, "the strand has not finished"),
+            Self::Failed(failure) => write!(f, "{failure}"),
         }
     }
 }
 
-impl<T> core::error::Error for JoinError<T> {}
+impl<H> core::error::Error for JoinError<H> {}
+
+/// Why a strand could not be cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CancelError {
+    /// It had already finished: there is nothing left to cancel.
+    Finished {
+        /// The strand.
+        strand: StrandId,
+    },
+}
+
+impl fmt::Display for CancelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Finished { strand } => write!(f, "strand {strand} has already finished; nothing to cancel"),
+        }
+    }
+}
+
+impl core::error::Error for CancelError {}

@@ -212,11 +212,13 @@ pub(crate) fn claim(pool: &Shared) -> Option<&'static Fibre> {
     None
 }
 
-/// Adds one strand to a fibre `pool` already holds (copy-swap), or `None`
-/// if it holds none that can take one.
-pub(crate) fn overload(pool: &Shared) -> Option<&'static Fibre> {
+/// Adds one strand to a fibre `pool` already holds (copy-swap), other than
+/// those `avoid` names, or `None` if it holds none that can take one.
+pub(crate) fn overload(pool: &Shared, avoid: impl Fn(&Fibre) -> bool) -> Option<&'static Fibre> {
     let start = CURSOR.fetch_add(1, Relaxed) % FIBRES;
-    (0..FIBRES).map(|offset| &TABLE[(start + offset) % FIBRES]).find(|fibre| fibre.try_overload(pool))
+    (0..FIBRES)
+        .map(|offset| &TABLE[(start + offset) % FIBRES])
+        .find(|fibre| !avoid(fibre) && fibre.try_overload(pool))
 }
 
 /// The fibre's task function: run its next runnable strand.

@@ -13,8 +13,9 @@
 //! addresses kept anywhere are the saved stack pointers in control blocks,
 //! and those are used only when their strand is made resident again.
 
-use super::control::{FINISHED, Header, state};
+use super::control::{FINISHED, Header, flags, state};
 use super::fibre::{Fibre, Owned};
+use super::{failure, tree};
 use crate::context::{self, Context};
 use crate::pool::current;
 use crate::pool::shared::Shared;
@@ -98,24 +99,76 @@ pub(crate) extern "C" fn strand_entry(header: usize) -> ! {
     let header = NonNull::new(header as *mut Header).expect("a strand starts with its control block");
     // SAFETY: the strand runs its closure once, here.
     unsafe { Header::run(header) };
-    // SAFETY: the header lives until the core drops the strand's reference.
-    let joiner = unsafe { header.as_ref() }.joiner.swap(FINISHED, AcqRel);
+    // SAFETY: the running strand's header.
+    unsafe { header.as_ref() }.flags.fetch_or(flags::FINISHING, SeqCst);
+    finish(header)
+}
+
+/// Finishes the running strand `me`, whose result (value or failure) is
+/// in its payload: ends its body's frame (cancelling and waiting for the
+/// strands anchored there), publishes the result to its joiner, leaves the
+/// tree, passing an unclaimed failure up, and switches away for good.
+pub(crate) fn finish(me: NonNull<Header>) -> ! {
+    // SAFETY: the running strand's header, live until the core drops the
+    // strand's own reference after the switch below.
+    let header = unsafe { me.as_ref() };
+    let live = tree::end_frame(me, None);
+    let escalated = tree::take_escalated(header);
+    let state = header.flags.load(SeqCst);
+    if state & flags::FAILED == 0 {
+        // A cancelled strand that returns leaves its children by design
+        // (they were cancelled with it): only a normal return is an error.
+        let left_early = live > 0 && state & flags::CANCELLED == 0;
+        let failure = escalated.or_else(|| left_early.then(|| failure::live_strands(Some(header.id), live)));
+        if let Some(failure) = failure {
+            // SAFETY: our own payload.
+            unsafe { Header::fail(me, failure) };
+        }
+    }
+    let before = header.flags.fetch_or(flags::DONE, SeqCst);
+    let failed = before & flags::FAILED != 0;
+    // The handle is gone, so the result is ours: a failure goes up.
+    let unclaimed = if failed && before & flags::HANDLE_GONE != 0 {
+        // SAFETY: the result is ours (we came second, after the handle).
+        unsafe { Header::take_failure(me) }
+    } else {
+        None
+    };
+    // Leave the tree before telling the joiner, so a parent that joined
+    // us never finds us still anchored to its frame.
+    // SAFETY: finishing; the tree does not touch us after this.
+    let unclaimed = unsafe { tree::leave(me, unclaimed) };
+    let joiner = header.joiner.swap(FINISHED, AcqRel);
     if let Some(joiner) = NonNull::new(joiner) {
         signal(joiner, state::SIGNALLED);
+        // SAFETY: the joiner lent us a reference to make this call safe.
+        unsafe { Header::release(joiner) };
+    }
+    if unclaimed.is_some() || (failed && before & flags::ROOT != 0) {
+        // SAFETY: a fibre with strands is held by a live pool.
+        unsafe { &*header.fibre.pool() }.fail(unclaimed);
     }
     // SAFETY: we are the running strand, finished.
     unsafe { suspend(Outcome::Finished) };
     unreachable!("a finished strand is never resumed");
 }
 
-/// Moves a blocked strand to `cause` (`SIGNALLED` or `TIMED_OUT`) and
-/// makes it runnable. Returns `false` if it was not blocked (another waker
-/// or its deadline won), in which case nothing happens.
+/// Moves a blocked strand's state to `cause`, if a wait it is in may be
+/// ended that way: a cancel (`INTERRUPTED`) ends only unshielded waits.
+/// Returns whether this call won.
+pub(crate) fn claim(header: &Header, cause: u32) -> bool {
+    let exchange = |from| header.state.compare_exchange(from, cause, AcqRel, Acquire).is_ok();
+    exchange(state::BLOCKED) || (cause != state::INTERRUPTED && exchange(state::BLOCKED_SHIELDED))
+}
+
+/// Moves a blocked strand to `cause` (`SIGNALLED`, `TIMED_OUT` or
+/// `INTERRUPTED`) and makes it runnable. Returns `false` if it was not
+/// blocked, or not in a wait `cause` may end (another waker, its deadline
+/// or a cancel won), in which case nothing happens.
 pub(crate) fn signal(strand: NonNull<Header>, cause: u32) -> bool {
     // SAFETY: a blocked strand's header is live until it is resumed, and
     // it cannot be resumed before the push below.
-    let header = unsafe { strand.as_ref() };
-    if header.state.compare_exchange(state::BLOCKED, cause, AcqRel, Acquire).is_err() {
+    if !claim(unsafe { strand.as_ref() }, cause) {
         return false;
     }
     make_runnable(strand);
@@ -165,8 +218,8 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     };
     let strand = Header::from_task(task);
     if !make_resident(fibre, owned, strand) {
-        // No memory to save the resident strand: try again later rather
-        // than fail; the resident one may finish and free its fibre.
+        // The resident strand cannot be moved out now (no memory for its
+        // stack, or its stack is lent): try again later rather than fail.
         // SAFETY: the task came out of this queue.
         unsafe { owned.runnable.push_back(task) };
         requeue(shared, me, fibre);
@@ -223,13 +276,20 @@ fn requeue(shared: &Shared, me: usize, fibre: &'static Fibre) {
 
 /// Makes `strand` the resident of `fibre`, saving the current resident's
 /// stack and restoring the strand's. Returns `false` (changing nothing) if
-/// memory for the save ran out.
+/// memory for the save ran out, or if the resident's stack is lent to
+/// scoped children.
 fn make_resident(fibre: &'static Fibre, owned: &mut Owned, strand: NonNull<Header>) -> bool {
     if owned.resident == strand.as_ptr() {
         return true;
     }
     let top = fibre.stack_top();
     if let Some(outgoing) = NonNull::new(owned.resident) {
+        // SAFETY: the resident strand's header is live.
+        if unsafe { outgoing.as_ref() }.lent.load(SeqCst) > 0 {
+            // Its scoped children borrow its stack: it stays where it is
+            // until they finish (DESIGN.md, the copy-swap invariant).
+            return false;
+        }
         // SAFETY: the resident strand is suspended (we hold the fibre), so
         // its context and save area are ours to touch.
         let (stack_pointer, saved) = unsafe {

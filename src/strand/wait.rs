@@ -10,10 +10,21 @@
 //! 4. It switches to its core's scheduler.
 //!
 //! A waker moves the state from `BLOCKED` to `SIGNALLED`, the timer to
-//! `TIMED_OUT`, each with a compare-exchange: exactly one wins, and only
-//! the winner makes the strand runnable. A waker may win before step 4
-//! completes; the fibre is still scheduled then, so the strand is only
-//! queued, and resumed after its switch is done.
+//! `TIMED_OUT`, a cancel to `INTERRUPTED`, each with a compare-exchange:
+//! exactly one wins, and only the winner makes the strand runnable. A
+//! waker may win before step 4 completes; the fibre is still scheduled
+//! then, so the strand is only queued, and resumed after its switch is
+//! done.
+//!
+//! # Cancellation
+//!
+//! A strand holding a shield blocks as `BLOCKED_SHIELDED`, which a cancel
+//! does not move. Otherwise, after step 3 the strand looks at its own
+//! cancelled flag and, if set, interrupts itself (the same compare-exchange
+//! a canceller makes). A canceller sets the flag and then tries the
+//! exchange; the blocking strand stores `BLOCKED` and then reads the flag.
+//! All four are sequentially consistent, so at least one of them sees the
+//! other: a cancel never misses a strand that is blocking.
 //!
 //! # Leaving a wait queue
 //!
@@ -25,7 +36,7 @@
 //! the lock the waker held, so no waker or timer ever touches a control
 //! block after its strand has moved on.
 
-use super::control::{BlockReason, Header, state};
+use super::control::{BlockReason, Header, NOT_QUEUED, state};
 use super::error::WaitError;
 use super::scheduler::{self, Outcome};
 use crate::time::Instant;
@@ -39,6 +50,19 @@ pub(crate) enum Woken {
     Signalled,
     /// By its deadline.
     TimedOut,
+    /// By a cancel.
+    Interrupted,
+}
+
+impl Woken {
+    /// The error a wait that did not get what it waited for returns.
+    pub(crate) fn error(self) -> Option<WaitError> {
+        match self {
+            Self::Signalled => None,
+            Self::TimedOut => Some(WaitError::TimedOut),
+            Self::Interrupted => Some(WaitError::Interrupted),
+        }
+    }
 }
 
 /// Blocks the calling strand until it is signalled or `deadline` passes.
@@ -62,7 +86,8 @@ pub(crate) fn block(
         return Ok(Woken::TimedOut);
     }
     header.set_reason(reason);
-    header.state.store(state::BLOCKED, SeqCst);
+    let shielded = header.shield.load(Relaxed) > 0;
+    header.state.store(if shielded { state::BLOCKED_SHIELDED } else { state::BLOCKED }, SeqCst);
     // SAFETY: a fibre with strands is held by a live pool.
     let pool = unsafe { &*header.fibre.pool() };
     if let Some(deadline) = deadline
@@ -73,9 +98,12 @@ pub(crate) fn block(
         return Err(WaitError::OutOfMemory);
     }
     let registered = register(me);
+    if registered && !shielded && header.cancelled() {
+        scheduler::signal(me, state::INTERRUPTED);
+    }
     if !registered {
         // Nobody can signal us (we registered nowhere), but the timer can.
-        if header.state.compare_exchange(state::BLOCKED, state::SIGNALLED, AcqRel, Acquire).is_ok() {
+        if scheduler::claim(header, state::SIGNALLED) {
             if deadline.is_some() {
                 pool.timers.remove(me);
             }
@@ -91,6 +119,12 @@ pub(crate) fn block(
         // What we waited for had already happened when we registered.
         _ if !registered => Woken::Signalled,
         state::TIMED_OUT => Woken::TimedOut,
+        state::INTERRUPTED => {
+            if deadline.is_some() {
+                pool.timers.remove(me);
+            }
+            Woken::Interrupted
+        }
         _ => {
             if deadline.is_some() {
                 pool.timers.remove(me);
@@ -108,7 +142,8 @@ pub(crate) fn block(
 ///
 /// # Errors
 ///
-/// [`WaitError::TimedOut`], or as for [`block`].
+/// [`WaitError::TimedOut`], [`WaitError::Interrupted`], or as for
+/// [`block`].
 pub(crate) fn wait_in<S>(
     state: &spin::Mutex<S>,
     reason: BlockReason,
@@ -126,11 +161,11 @@ pub(crate) fn wait_in<S>(
         unsafe { queue(&mut state).push_back(me) };
         true
     })?;
-    match woken {
-        Woken::Signalled => Ok(()),
-        Woken::TimedOut => {
+    match woken.error() {
+        None => Ok(()),
+        Some(error) => {
             queue(&mut state.lock()).leave();
-            Err(WaitError::TimedOut)
+            Err(error)
         }
     }
 }
@@ -166,7 +201,6 @@ impl WaitQueue {
         let links = unsafe { &mut *strand.as_ref().wait.get() };
         links.prev = self.tail;
         links.next = ptr::null_mut();
-        links.queued = true;
         match NonNull::new(self.tail) {
             // SAFETY: as above, for the old tail.
             Some(tail) => unsafe { (*tail.as_ref().wait.get()).next = strand.as_ptr() },
@@ -183,10 +217,9 @@ impl WaitQueue {
     pub(crate) unsafe fn remove(&mut self, strand: NonNull<Header>) -> bool {
         // SAFETY: the caller holds the lock guarding the links.
         let links = unsafe { &mut *strand.as_ref().wait.get() };
-        if !links.queued {
+        if links.prev == NOT_QUEUED {
             return false;
         }
-        links.queued = false;
         match NonNull::new(links.prev) {
             // SAFETY: queued neighbours are live.
             Some(prev) => unsafe { (*prev.as_ref().wait.get()).next = links.next },
@@ -197,6 +230,7 @@ impl WaitQueue {
             Some(next) => unsafe { (*next.as_ref().wait.get()).prev = links.prev },
             None => self.tail = links.prev,
         }
+        links.prev = NOT_QUEUED;
         true
     }
 

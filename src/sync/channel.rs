@@ -85,6 +85,8 @@ pub enum SendError<T> {
     NotAStrand(T),
     /// No memory to record the deadline.
     OutOfMemory(T),
+    /// The sending strand was cancelled while it waited for room.
+    Interrupted(T),
 }
 
 impl<T> SendError<T> {
@@ -95,7 +97,8 @@ impl<T> SendError<T> {
             | Self::Full(v)
             | Self::TimedOut(v)
             | Self::NotAStrand(v)
-            | Self::OutOfMemory(v) => v,
+            | Self::OutOfMemory(v)
+            | Self::Interrupted(v) => v,
         }
     }
 
@@ -103,6 +106,7 @@ impl<T> SendError<T> {
         match error {
             WaitError::TimedOut => Self::TimedOut(value),
             WaitError::OutOfMemory => Self::OutOfMemory(value),
+            WaitError::Interrupted => Self::Interrupted(value),
             _ => Self::NotAStrand(value),
         }
     }
@@ -116,6 +120,7 @@ impl<T> fmt::Debug for SendError<T> {
             Self::TimedOut(_) => "TimedOut",
             Self::NotAStrand(_) => "NotAStrand",
             Self::OutOfMemory(_) => "OutOfMemory",
+            Self::Interrupted(_) => "Interrupted",
         };
         write!(f, "{name}(..)")
     }
@@ -131,6 +136,9 @@ impl<T> fmt::Display for SendError<T> {
             }
             Self::NotAStrand(_) => write!(f, "the channel is full and only a strand can wait; use try_send"),
             Self::OutOfMemory(_) => write!(f, "no memory to record the deadline; the value was not sent"),
+            Self::Interrupted(_) => {
+                write!(f, "the strand was cancelled while waiting for room; the value was not sent")
+            }
         }
     }
 }
@@ -151,6 +159,8 @@ pub enum RecvError {
     NotAStrand,
     /// No memory to record the deadline.
     OutOfMemory,
+    /// The receiving strand was cancelled while it waited.
+    Interrupted,
 }
 
 impl RecvError {
@@ -158,6 +168,7 @@ impl RecvError {
         match error {
             WaitError::TimedOut => Self::TimedOut,
             WaitError::OutOfMemory => Self::OutOfMemory,
+            WaitError::Interrupted => Self::Interrupted,
             _ => Self::NotAStrand,
         }
     }
@@ -171,6 +182,7 @@ impl fmt::Display for RecvError {
             Self::TimedOut => write!(f, "the channel stayed empty until the deadline"),
             Self::NotAStrand => write!(f, "the channel is empty and only a strand can wait; use try_recv"),
             Self::OutOfMemory => write!(f, "no memory to record the deadline"),
+            Self::Interrupted => write!(f, "the strand was cancelled while waiting for a value"),
         }
     }
 }

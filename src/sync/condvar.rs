@@ -24,8 +24,9 @@ impl Condvar {
     /// # Errors
     ///
     /// [`WaitError::NotAStrand`] outside strands, [`WaitError::OutOfMemory`]
-    /// if a deadline could not be recorded; the mutex is then unlocked
-    /// (the guard is dropped).
+    /// if a deadline could not be recorded, [`WaitError::Interrupted`] if
+    /// the strand was cancelled; the mutex is then unlocked (the guard is
+    /// dropped).
     pub fn wait<'a, T: ?Sized>(&self, guard: MutexGuard<'a, T>) -> Result<MutexGuard<'a, T>, WaitError> {
         self.wait_until(guard, None).map(|(guard, _)| guard)
     }
@@ -63,6 +64,11 @@ impl Condvar {
             Ok(Woken::TimedOut) => {
                 self.waiters.lock().leave();
                 true
+            }
+            Ok(Woken::Interrupted) => {
+                // Cancelled: the mutex stays unlocked (the guard is gone).
+                self.waiters.lock().leave();
+                return Err(WaitError::Interrupted);
             }
         };
         Ok((mutex.lock()?, timed_out))

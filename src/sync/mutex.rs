@@ -2,7 +2,7 @@
 
 use super::WaitError;
 use crate::strand::BlockReason;
-use crate::strand::wait::{self, WaitQueue, Woken};
+use crate::strand::wait::{self, WaitQueue};
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::ops::{Deref, DerefMut};
@@ -78,7 +78,8 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// # Errors
     ///
-    /// [`WaitError::NotAStrand`] if it is held and the caller cannot block.
+    /// [`WaitError::NotAStrand`] if it is held and the caller cannot block;
+    /// [`WaitError::Interrupted`] if the strand was cancelled while it waited.
     pub fn lock(&self) -> Result<MutexGuard<'_, T>, WaitError> {
         self.lock_until(None)
     }
@@ -120,12 +121,12 @@ impl<T: ?Sized> Mutex<T> {
             unsafe { waiters.push_back(me) };
             true
         })?;
-        match woken {
+        match woken.error() {
             // Handed over by `unlock`, or it was free when we registered.
-            Woken::Signalled => Ok(MutexGuard { mutex: self }),
-            Woken::TimedOut => {
+            None => Ok(MutexGuard { mutex: self }),
+            Some(error) => {
                 self.waiters.lock().leave();
-                Err(WaitError::TimedOut)
+                Err(error)
             }
         }
     }

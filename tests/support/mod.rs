@@ -26,3 +26,21 @@ pub fn with_watchdog<R>(limit: Duration, what: &'static str, f: impl FnOnce() ->
     done.store(true, SeqCst);
     result
 }
+
+/// Runs `main` as the root strand of a pool of every core of a host
+/// machine of `cores`, under a watchdog; `main` gets the pool.
+#[cfg(feature = "std")]
+pub fn run_pool<R: Send>(
+    cores: usize,
+    main: impl FnOnce(&roving::Pool) -> R + Send,
+) -> Result<R, roving::RunError> {
+    with_watchdog(Duration::from_secs(120), "a strand-tree test", || {
+        roving::platform::host::Machine::new(cores)
+            .unwrap()
+            .run(|| {
+                let pool = roving::Pool::new().unwrap();
+                pool.run(|| main(&pool))
+            })
+            .unwrap()
+    })
+}

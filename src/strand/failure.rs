@@ -1,0 +1,261 @@
+//! Failures: what a strand that panicked, or broke a rule of the strand
+//! tree, leaves behind for whoever joins it (seed 000: an exception in a
+//! child is raised again in the parent that joins it).
+//!
+//! A panic never takes its core down. On the host the strand's entry
+//! catches the unwind; on bare metal (`panic = "abort"`, no unwinding) the
+//! kernel's panic handler calls [`fail_running`], which records the
+//! failure and abandons the strand's stack. Either way the message and the
+//! place of the panic are kept, and the strand finishes *failed*.
+
+use super::StrandId;
+use super::control::Header;
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::fmt;
+
+/// Why a strand failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// Its code panicked.
+    Panicked,
+    /// It returned from a scope (or its body) while strands it anchored
+    /// there were still alive. They were cancelled and waited for.
+    ReturnWithLiveStrands {
+        /// How many were alive when it returned.
+        live: usize,
+    },
+}
+
+/// Where a panic happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// Source file.
+    pub file: String,
+    /// Line, from 1.
+    pub line: u32,
+    /// Column, from 1.
+    pub column: u32,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+impl From<&core::panic::Location<'_>> for Location {
+    fn from(location: &core::panic::Location<'_>) -> Self {
+        Self { file: String::from(location.file()), line: location.line(), column: location.column() }
+    }
+}
+
+/// A strand's failure: what happened, where, and in which strand.
+///
+/// It reaches whoever joins the strand as
+/// [`JoinError::Failed`](super::JoinError::Failed). A failure nobody joins
+/// goes up the strand tree, cancelling each strand it passes, to the root
+/// of the pool, whose [`run`](crate::Pool::run) returns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    kind: FailureKind,
+    message: String,
+    location: Option<Location>,
+    strand: Option<StrandId>,
+    others: usize,
+}
+
+impl Failure {
+    pub(crate) fn new(
+        kind: FailureKind,
+        message: String,
+        location: Option<Location>,
+        strand: Option<StrandId>,
+    ) -> Self {
+        Self { kind, message, location, strand, others: 0 }
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> FailureKind {
+        self.kind
+    }
+
+    /// The panic message, or a description of the broken rule.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Where the panic happened, when that is known.
+    pub fn location(&self) -> Option<&Location> {
+        self.location.as_ref()
+    }
+
+    /// The strand that failed first, if it was a strand.
+    pub fn strand(&self) -> Option<StrandId> {
+        self.strand
+    }
+
+    /// How many further failures arrived at the same place before this one
+    /// was handled; only the first is kept whole.
+    pub fn others(&self) -> usize {
+        self.others
+    }
+
+    /// Counts one more failure that met this one on its way up.
+    pub(crate) fn absorb(&mut self, other: &Failure) {
+        self.others += 1 + other.others;
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.strand {
+            Some(strand) => write!(f, "strand {strand}")?,
+            None => f.write_str("a task")?,
+        }
+        match self.kind {
+            FailureKind::Panicked => f.write_str(" panicked")?,
+            FailureKind::ReturnWithLiveStrands { live } => {
+                write!(f, " returned with {live} live strand(s), which were cancelled")?
+            }
+        }
+        if let Some(location) = &self.location {
+            write!(f, " at {location}")?;
+        }
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        if self.others > 0 {
+            write!(f, " (and {} more failure(s))", self.others)?;
+        }
+        Ok(())
+    }
+}
+
+impl core::error::Error for Failure {}
+
+/// The failure of a strand that returned from a frame with `live` strands
+/// still anchored there.
+pub(crate) fn live_strands(strand: Option<StrandId>, live: usize) -> Box<Failure> {
+    Box::new(Failure::new(
+        FailureKind::ReturnWithLiveStrands { live },
+        String::from("returned while strands it spawned were still running"),
+        None,
+        strand,
+    ))
+}
+
+/// Fails the running strand from a panic handler: records the failure and
+/// finishes the strand without returning (its stack is abandoned: values on
+/// it are not dropped, and mutexes it held are poisoned and released).
+/// Returns only if the caller is not a strand, or is one that already
+/// failed while finishing; the panic is then the caller's to handle.
+///
+/// This is what a bare-metal `#[panic_handler]` calls first, so that a
+/// panic stops one strand, not its core.
+pub fn fail_running(info: &core::panic::PanicInfo<'_>) {
+    let Some(me) = super::scheduler::current() else { return };
+    // SAFETY: the running strand's own header.
+    let header = unsafe { me.as_ref() };
+    if header.flags.fetch_or(super::control::flags::FINISHING, core::sync::atomic::Ordering::SeqCst)
+        & super::control::flags::FINISHING
+        != 0
+    {
+        return;
+    }
+    let failure = Box::new(Failure::new(
+        FailureKind::Panicked,
+        alloc::format!("{}", info.message()),
+        info.location().map(Location::from),
+        Some(header.id),
+    ));
+    // SAFETY: the running strand's payload; its closure was moved onto the
+    // stack being abandoned.
+    unsafe { Header::fail(me, failure) };
+    super::scheduler::finish(me);
+}
+
+/// Fails the running strand with `failure`, unchanged: how a strand
+/// passes on a failure it got from a join (seed 000: the exception is
+/// raised again in the parent). Its joiner gets `failure` itself, with the
+/// original message, place and strand. Outside strands, panics with it.
+pub fn raise(failure: Failure) -> ! {
+    #[cfg(feature = "std")]
+    {
+        if super::scheduler::current().is_some() {
+            std::panic::resume_unwind(Box::new(host::Raised(failure)));
+        }
+    }
+    #[cfg(not(feature = "std"))]
+    if let Some(me) = super::scheduler::current() {
+        // SAFETY: the running strand's header.
+        let header = unsafe { me.as_ref() };
+        header.flags.fetch_or(super::control::flags::FINISHING, core::sync::atomic::Ordering::SeqCst);
+        // SAFETY: the running strand's own payload; its stack is abandoned.
+        unsafe { Header::fail(me, Box::new(failure)) };
+        super::scheduler::finish(me);
+    }
+    panic!("{failure}")
+}
+
+#[cfg(feature = "std")]
+pub(crate) use host::{from_unwind, install_hook};
+
+#[cfg(feature = "std")]
+mod host {
+    use super::*;
+    use std::cell::RefCell;
+
+    std::thread_local! {
+        /// The place and message of the last panic on this thread inside a
+        /// strand, left by the hook for the strand's entry to pick up.
+        static LAST: RefCell<Option<(Option<Location>, String)>> = const { RefCell::new(None) };
+    }
+
+    /// Chains a panic hook that notes where a strand panicked (the unwind
+    /// payload carries only the message). The previous hook still runs.
+    pub(crate) fn install_hook() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if crate::strand::scheduler::current().is_some() {
+                    let message = info.payload_as_str().map(String::from).unwrap_or_default();
+                    LAST.with(|last| {
+                        *last.borrow_mut() = Some((info.location().map(Location::from), message))
+                    });
+                }
+                previous(info);
+            }));
+        });
+    }
+
+    /// The unwind payload of [`raise`]: a failure passed on unchanged.
+    pub(super) struct Raised(pub(super) Failure);
+
+    /// The failure of a strand whose closure unwound with `payload`.
+    pub(crate) fn from_unwind(
+        header: core::ptr::NonNull<Header>,
+        payload: Box<dyn core::any::Any + Send>,
+    ) -> Box<Failure> {
+        let payload = match payload.downcast::<Raised>() {
+            Ok(raised) => return Box::new(raised.0),
+            Err(payload) => payload,
+        };
+        let noted = LAST.with(|last| last.borrow_mut().take());
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| String::from(*s))
+            .or_else(|| payload.downcast_ref::<String>().cloned());
+        let (location, noted_message) = noted.unwrap_or_default();
+        // SAFETY: the running strand's header.
+        let strand = unsafe { header.as_ref() }.id;
+        Box::new(Failure::new(
+            FailureKind::Panicked,
+            message.unwrap_or(noted_message),
+            location,
+            Some(strand),
+        ))
+    }
+}
