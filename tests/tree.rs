@@ -2,60 +2,21 @@
 //! travelling up through joins, scopes, shields, and the bad inputs.
 #![cfg(feature = "std")]
 
+extern crate alloc;
+
 mod support;
+#[path = "common/tree_cases.rs"]
+mod tree_cases;
 
 use roving::RunError;
-use roving::strand::{self, CancelError, FailureKind, JoinError, ScopeError, WaitError};
-use roving::sync::{Mutex, channel};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use roving::strand::{self, CancelError, ScopeError, WaitError};
 use std::time::{Duration, Instant};
 use support::run_pool;
 
 #[test]
 fn a_leaf_panic_travels_through_two_joins_to_the_root_as_the_original_failure() {
-    let leaf_core = Arc::new(AtomicUsize::new(usize::MAX));
-    let after_panic = Arc::new(AtomicUsize::new(0));
-    let (core_seen, ran) = (leaf_core.clone(), after_panic.clone());
-    let outcome = run_pool(4, move |_| {
-        let middle = strand::spawn(move || {
-            let noted = core_seen.clone();
-            let leaf = strand::spawn(move || -> u32 {
-                noted.store(roving::platform::current_core().unwrap(), SeqCst);
-                panic!("leaf failed on purpose")
-            })
-            .unwrap();
-            let failure = match leaf.join() {
-                Err(JoinError::Failed(failure)) => failure,
-                other => panic!("expected the leaf's failure, got {other:?}"),
-            };
-            // The core that ran the leaf still runs work.
-            let core = core_seen.load(SeqCst);
-            let worked = strand::spawn(move || {
-                let (tx, rx) = channel::bounded(1).unwrap();
-                roving::post(core, move || tx.try_send(roving::platform::current_core()).unwrap()).unwrap();
-                rx.recv().unwrap()
-            })
-            .unwrap();
-            assert_eq!(worked.join().unwrap(), Some(core));
-            ran.fetch_add(1, SeqCst);
-            strand::raise(failure)
-        })
-        .unwrap();
-        match middle.join() {
-            Err(JoinError::Failed(failure)) => strand::raise(failure),
-            other => panic!("expected the middle's failure, got {other:?}"),
-        }
-    });
-    let failure = match outcome {
-        Err(RunError::Failed(failure)) => failure,
-        other => panic!("expected a failed run, got {other:?}"),
-    };
-    assert_eq!(failure.kind(), FailureKind::Panicked);
-    assert_eq!(failure.message(), "leaf failed on purpose");
-    assert!(failure.location().is_some_and(|l| l.file.ends_with("tree.rs")), "{failure}");
-    assert_eq!(after_panic.load(SeqCst), 1);
-    assert_ne!(leaf_core.load(SeqCst), usize::MAX);
+    let outcome = run_pool(4, |_| tree_cases::leaf_panic_through_two_joins());
+    tree_cases::check_leaf_failure(outcome, "tree_cases.rs");
 }
 
 #[test]
@@ -74,21 +35,7 @@ fn a_failure_nobody_joins_cancels_its_parent_and_stops_the_pool() {
 
 #[test]
 fn a_scope_that_returns_with_a_live_child_cancels_it_and_says_so() {
-    let (error, child_saw) = run_pool(2, |_| {
-        let saw = Arc::new(Mutex::new(None));
-        let seen = saw.clone();
-        let result = strand::scope(|s| {
-            s.spawn(move || *seen.lock().unwrap() = Some(strand::sleep(Duration::from_secs(60)))).unwrap();
-            strand::sleep(Duration::from_millis(5)).unwrap();
-            "returned early"
-        });
-        let error = result.expect_err("returning with a live child is an error");
-        (error.failure().cloned(), saw.lock().unwrap().take())
-    })
-    .unwrap();
-    let failure = error.expect("a failure");
-    assert_eq!(failure.kind(), FailureKind::ReturnWithLiveStrands { live: 1 });
-    assert_eq!(child_saw, Some(Err(WaitError::Interrupted)), "the child was cancelled and has ended");
+    tree_cases::check_scope_returning_early(run_pool(2, |_| tree_cases::scope_returning_early()).unwrap());
 }
 
 #[test]

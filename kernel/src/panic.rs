@@ -1,6 +1,10 @@
-//! A panic prints the core, the location and the message, then ends the
-//! run with a non-zero status. (Containing a panic to its strand comes with
-//! strands; until then a panic anywhere is fatal.)
+//! A panic in a strand fails that strand only: it is noted on the console
+//! and handed to roving ([`roving::strand::fail_running`]), which records
+//! the failure for the strand's joiner, abandons the strand's stack and
+//! switches the core back to its scheduler. A panic anywhere else (boot,
+//! the scheduler, a plain task, or a strand failing while it finishes)
+//! prints the core, the location and the message, then ends the run with
+//! a non-zero status.
 
 use crate::{arch, console, cores, exit_code};
 use core::panic::PanicInfo;
@@ -8,6 +12,21 @@ use core::sync::atomic::Ordering::Relaxed;
 
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
+    if let Some(strand) = roving::strand::current() {
+        let core = cores::current().map_or(usize::MAX, |c| c.index);
+        match info.location() {
+            Some(at) => console::emergency(format_args!(
+                "*** strand {strand} on core {core} panicked at {at}: {} (the strand failed)\n",
+                info.message()
+            )),
+            None => console::emergency(format_args!(
+                "*** strand {strand} on core {core} panicked: {} (the strand failed)\n",
+                info.message()
+            )),
+        }
+        // Returns only if the strand cannot be failed (it was finishing).
+        roving::strand::fail_running(info);
+    }
     arch::cpu::disable_interrupts();
     let core = cores::current();
     if let Some(core) = core

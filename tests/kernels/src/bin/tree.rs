@@ -1,0 +1,41 @@
+//! The strand tree on bare metal, where a panic cannot unwind (the cases
+//! are in `tests/common/tree_cases.rs`, shared with the host tests):
+//!
+//! 1. a leaf panics; its failure travels through two joins to the root and
+//!    comes out of `Pool::run` as the original failure, while the core that
+//!    ran the leaf goes on running work;
+//! 2. a 3-level tree of 1,011 strands blocked in sleeps, channels, mutexes
+//!    and joins is cancelled from its top; all of it ends, and fibres,
+//!    saved stacks and live strands are back where they started;
+//! 3. a scope that returns while its strand sleeps cancels it and reports
+//!    `ReturnWithLiveStrands`.
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+#[path = "../../../common/tree_cases.rs"]
+mod tree_cases;
+
+use core::sync::atomic::Ordering::SeqCst;
+use roving::{Pool, platform};
+use roving_kernel::println;
+use roving_test_kernels::{self as _, expected_cores, pass};
+use tree_cases::*;
+
+fn main() {
+    assert_eq!(platform::core_count(), expected_cores());
+    let outcome = Pool::new().expect("a pool").run(leaf_panic_through_two_joins);
+    let failure = check_leaf_failure(outcome, "tree_cases.rs");
+    println!("failure: reached the root as \"{failure}\"; core {} ran on", LEAF_CORE.load(SeqCst));
+    let pool = Pool::new().expect("a pool");
+    let took = pool.run(|| cancel_a_tree(&pool)).expect("the pool runs");
+    println!("cancel: a tree of {TREE} blocked strands ended {} us after the cancel", took.as_micros());
+    check_scope_returning_early(
+        Pool::new().expect("a pool").run(scope_returning_early).expect("the pool runs"),
+    );
+    println!("scope: returning with a live strand cancelled it and failed the scope");
+    pass("tree");
+}
+
+roving_kernel::entry!(main);
