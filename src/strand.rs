@@ -418,7 +418,8 @@ impl<T> RawHandle<T> {
     }
 
     pub(crate) fn cancel(&self) -> Result<(), CancelError> {
-        if self.header().flags.load(SeqCst) & flags::DONE != 0 || self.is_finished() {
+        // `DONE` is set before the joiner is told (`scheduler::finish`).
+        if self.header().flags.load(SeqCst) & flags::DONE != 0 {
             return Err(CancelError::Finished { strand: self.header().id });
         }
         tree::cancel(self.header());

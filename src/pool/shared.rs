@@ -402,10 +402,7 @@ impl Shared {
     /// first whole, others counted) for `run`, and stop the pool.
     pub(crate) fn fail(&self, failure: Option<Box<Failure>>) {
         if let Some(failure) = failure {
-            match &mut *self.failure.lock() {
-                Some(first) => first.absorb(&failure),
-                slot @ None => *slot = Some(failure),
-            }
+            Failure::keep(&mut self.failure.lock(), failure);
         }
         self.stop();
     }

@@ -106,6 +106,15 @@ impl Failure {
     pub(crate) fn absorb(&mut self, other: &Failure) {
         self.others += 1 + other.others;
     }
+
+    /// Keeps `failure` in `slot`: whole if the slot is empty, else counted
+    /// by the failure already there.
+    pub(crate) fn keep(slot: &mut Option<Box<Failure>>, failure: Box<Failure>) {
+        match slot {
+            Some(first) => first.absorb(&failure),
+            None => *slot = Some(failure),
+        }
+    }
 }
 
 impl fmt::Display for Failure {
@@ -158,18 +167,26 @@ pub fn fail_running(info: &core::panic::PanicInfo<'_>) {
     let Some(me) = super::scheduler::current() else { return };
     // SAFETY: the running strand's own header.
     let header = unsafe { me.as_ref() };
-    if header.flags.fetch_or(super::control::flags::FINISHING, core::sync::atomic::Ordering::SeqCst)
-        & super::control::flags::FINISHING
-        != 0
-    {
-        return;
-    }
     let failure = Box::new(Failure::new(
         FailureKind::Panicked,
         alloc::format!("{}", info.message()),
         info.location().map(Location::from),
         Some(header.id),
     ));
+    drop(abandon(me, failure));
+}
+
+/// Fails the running strand `me` with `failure` and finishes it on the
+/// spot, abandoning its stack. Returns (with the failure) only if `me` was
+/// already finishing: a failure while it ends its frames cannot be
+/// contained.
+fn abandon(me: core::ptr::NonNull<Header>, failure: Box<Failure>) -> Box<Failure> {
+    use super::control::flags::FINISHING;
+    // SAFETY: the running strand's own header.
+    let header = unsafe { me.as_ref() };
+    if header.flags.fetch_or(FINISHING, core::sync::atomic::Ordering::SeqCst) & FINISHING != 0 {
+        return failure;
+    }
     // SAFETY: the running strand's payload; its closure was moved onto the
     // stack being abandoned.
     unsafe { Header::fail(me, failure) };
@@ -182,19 +199,13 @@ pub fn fail_running(info: &core::panic::PanicInfo<'_>) {
 /// original message, place and strand. Outside strands, panics with it.
 pub fn raise(failure: Failure) -> ! {
     #[cfg(feature = "std")]
-    {
-        if super::scheduler::current().is_some() {
-            std::panic::resume_unwind(Box::new(host::Raised(failure)));
-        }
+    if super::scheduler::current().is_some() {
+        std::panic::resume_unwind(Box::new(host::Raised(failure)));
     }
     #[cfg(not(feature = "std"))]
     if let Some(me) = super::scheduler::current() {
-        // SAFETY: the running strand's header.
-        let header = unsafe { me.as_ref() };
-        header.flags.fetch_or(super::control::flags::FINISHING, core::sync::atomic::Ordering::SeqCst);
-        // SAFETY: the running strand's own payload; its stack is abandoned.
-        unsafe { Header::fail(me, Box::new(failure)) };
-        super::scheduler::finish(me);
+        let failure = abandon(me, Box::new(failure));
+        panic!("{failure}")
     }
     panic!("{failure}")
 }

@@ -221,13 +221,7 @@ pub(crate) unsafe fn leave(child: NonNull<Header>, failure: Option<Box<Failure>>
 /// Records `failure` as passed up to `strand`, and cancels it: an
 /// unhandled failure stops the work around it.
 pub(crate) fn pass_up(strand: &Header, failure: Box<Failure>) {
-    {
-        let mut family = strand.tree.family.lock();
-        match &mut family.escalated {
-            Some(first) => first.absorb(&failure),
-            slot @ None => *slot = Some(failure),
-        }
-    }
+    Failure::keep(&mut strand.tree.family.lock().escalated, failure);
     cancel(strand);
 }
 
@@ -269,6 +263,10 @@ pub(crate) fn end_frame(me: NonNull<Header>, frame: Option<&Anchor>) -> usize {
         let family = header.tree.family.lock();
         counted.ending.set(true);
         let alive = counted.live.get() as usize;
+        if family.satisfied(frame) {
+            // Nothing to cancel or wait for: the usual end of a strand.
+            return alive;
+        }
         let mut child = family.first;
         while let Some(next) = NonNull::new(child) {
             // SAFETY: linked children are live while we hold the lock.
