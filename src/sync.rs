@@ -26,7 +26,8 @@ mod semaphore;
 pub use crate::strand::WaitError;
 pub use condvar::Condvar;
 pub use event::Event;
-pub use mutex::{Mutex, MutexGuard};
+pub use mutex::{Mutex, MutexGuard, TryLockError};
+pub(crate) use mutex::{MutexCore, release_held};
 pub use semaphore::Semaphore;
 
 use crate::time::Instant;

@@ -20,6 +20,11 @@ fn a_leaf_panic_travels_through_two_joins_to_the_root_as_the_original_failure() 
 }
 
 #[test]
+fn a_strand_that_fails_holding_mutexes_poisons_and_releases_them() {
+    tree_cases::check_poisoned(run_pool(4, |_| tree_cases::poisoned_by_a_failed_holder()).unwrap());
+}
+
+#[test]
 fn a_failure_nobody_joins_cancels_its_parent_and_stops_the_pool() {
     let outcome = run_pool(2, |_| {
         drop(strand::spawn(|| panic!("detached and failed")).unwrap());

@@ -19,6 +19,7 @@ use super::fibre::Fibre;
 use super::save::SaveArea;
 use super::tree::Node;
 use crate::context::Context;
+use crate::sync::MutexCore;
 use crate::task::{Action, Task};
 use alloc::alloc::{Layout, dealloc};
 use alloc::boxed::Box;
@@ -166,6 +167,8 @@ pub(crate) struct Header {
     pub(crate) wait: UnsafeCell<WaitLinks>,
     /// Its place in the strand tree.
     pub(crate) tree: Node,
+    /// The mutexes it holds, most recent first; only it touches this.
+    pub(crate) held: UnsafeCell<*const MutexCore>,
     vtable: &'static VTable,
 }
 
@@ -319,6 +322,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 shield: AtomicU16::new(0),
                 lent: AtomicU32::new(0),
                 tree,
+                held: UnsafeCell::new(core::ptr::null()),
                 vtable: &Self::VTABLE,
             },
             payload: UnsafeCell::new(Payload::Closure(f)),

@@ -90,6 +90,9 @@ pub enum WaitError {
     /// return. Hold cancellation off with a [`Shield`](super::Shield) for
     /// cleanup that must block.
     Interrupted,
+    /// Only from [`Mutex`](crate::sync::Mutex): a strand failed while
+    /// holding it, so the value may be half-updated. The lock is not held.
+    Poisoned,
 }
 
 impl fmt::Display for WaitError {
@@ -99,6 +102,7 @@ impl fmt::Display for WaitError {
             Self::TimedOut => write!(f, "the deadline passed first"),
             Self::OutOfMemory => write!(f, "no memory to record the deadline"),
             Self::Interrupted => write!(f, "the strand was cancelled"),
+            Self::Poisoned => write!(f, "the mutex is poisoned: a strand failed while holding it"),
         }
     }
 }

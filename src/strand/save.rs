@@ -25,8 +25,10 @@ pub(crate) fn held_bytes() -> usize {
 /// A heap copy of the top `len` bytes of a stack.
 pub(crate) struct SaveArea {
     memory: Option<NonNull<u8>>,
-    capacity: usize,
-    len: usize,
+    // u32 keeps the strand header within its size budget; a stack image
+    // is far below 4 GiB.
+    capacity: u32,
+    len: u32,
 }
 
 // SAFETY: the area owns its memory; it moves with its strand or fibre.
@@ -41,17 +43,18 @@ impl SaveArea {
     /// Makes room for `len` bytes, keeping the memory if it is big enough.
     /// Returns `false`, leaving the area as it was, if memory ran out.
     pub(crate) fn reserve(&mut self, len: usize) -> bool {
-        if len <= self.capacity {
+        if len <= self.capacity as usize {
             return true;
         }
         let capacity = len.next_multiple_of(ALIGN);
+        let Ok(capacity32) = u32::try_from(capacity) else { return false };
         let Ok(layout) = Layout::from_size_align(capacity, ALIGN) else { return false };
         // SAFETY: the layout has a non-zero size (`len` > capacity >= 0).
         let Some(memory) = NonNull::new(unsafe { alloc(layout) }) else { return false };
         self.free();
         HELD.fetch_add(capacity, Relaxed);
         self.memory = Some(memory);
-        self.capacity = capacity;
+        self.capacity = capacity32;
         true
     }
 
@@ -61,12 +64,13 @@ impl SaveArea {
     ///
     /// `reserve(len)` succeeded; `[top - len, top)` is readable.
     pub(crate) unsafe fn save(&mut self, top: *const u8, len: usize) {
-        debug_assert!(len <= self.capacity);
+        debug_assert!(len <= self.capacity as usize);
         if let Some(memory) = self.memory {
             // SAFETY: the caller's contract; the area is `capacity` bytes.
             unsafe { ptr::copy_nonoverlapping(top.sub(len), memory.as_ptr(), len) };
         }
-        self.len = len;
+        // Lossless: `len` fits the reserved capacity.
+        self.len = len as u32;
     }
 
     /// Copies the image back so that it ends at `top`, and marks the area
@@ -78,7 +82,9 @@ impl SaveArea {
     pub(crate) unsafe fn restore(&mut self, top: *mut u8) {
         if let Some(memory) = self.memory {
             // SAFETY: the caller's contract; the area holds `len` bytes.
-            unsafe { ptr::copy_nonoverlapping(memory.as_ptr(), top.sub(self.len), self.len) };
+            unsafe {
+                ptr::copy_nonoverlapping(memory.as_ptr(), top.sub(self.len as usize), self.len as usize)
+            };
         }
         self.len = 0;
     }
@@ -103,7 +109,8 @@ impl SaveArea {
         // which only this area owns; the context is never run here.
         let built = unsafe { Context::new(image_top, entry, argument) };
         let depth = image_top as usize - built.stack_pointer();
-        self.len = depth;
+        // Lossless: the frame fits the `room` bytes just reserved.
+        self.len = depth as u32;
         debug_assert_eq!(stack_top as usize % ALIGN, 0);
         Some(Context::at(stack_top as usize - depth))
     }
@@ -112,8 +119,10 @@ impl SaveArea {
     pub(crate) fn free(&mut self) {
         if let Some(memory) = self.memory.take() {
             // SAFETY: allocated by `reserve` with exactly this layout.
-            unsafe { dealloc(memory.as_ptr(), Layout::from_size_align_unchecked(self.capacity, ALIGN)) };
-            HELD.fetch_sub(self.capacity, Relaxed);
+            unsafe {
+                dealloc(memory.as_ptr(), Layout::from_size_align_unchecked(self.capacity as usize, ALIGN))
+            };
+            HELD.fetch_sub(self.capacity as usize, Relaxed);
         }
         self.capacity = 0;
         self.len = 0;

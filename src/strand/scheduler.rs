@@ -112,6 +112,11 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
     // SAFETY: the running strand's header, live until the core drops the
     // strand's own reference after the switch below.
     let header = unsafe { me.as_ref() };
+    // Locks first: the children waited for below may need them. A failed
+    // strand's guards are never dropped (bare metal) or already were (host).
+    let failed_early = header.flags.load(SeqCst) & flags::FAILED != 0;
+    // SAFETY: the running strand, finishing.
+    unsafe { crate::sync::release_held(me, failed_early) };
     let live = tree::end_frame(me, None);
     let escalated = tree::take_escalated(header);
     let state = header.flags.load(SeqCst);

@@ -54,7 +54,7 @@ impl Condvar {
         let woken = wait::block(BlockReason::Condvar, deadline, move |me| {
             // SAFETY: we stay live until we leave the queue.
             unsafe { self.waiters.lock().push_back(me) };
-            guard.leak().force_unlock();
+            drop(guard);
             true
         });
         let timed_out = match woken {

@@ -1,22 +1,37 @@
-//! A mutex whose waiters are strands.
+//! A mutex whose waiters are strands, poisoned when a holder fails.
 
+mod core;
+
+pub(crate) use self::core::{Core as MutexCore, release_held};
+
+use self::core::{Core, Holder};
 use super::WaitError;
-use crate::strand::BlockReason;
-use crate::strand::wait::{self, WaitQueue};
-use core::cell::UnsafeCell;
-use core::fmt;
-use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicU32, Ordering::*};
-use core::time::Duration;
-
-const UNLOCKED: u32 = 0;
-const LOCKED: u32 = 1;
-/// Locked, and some strand may be waiting: unlocking must look.
-const CONTENDED: u32 = 2;
+use ::core::cell::UnsafeCell;
+use ::core::fmt;
+use ::core::marker::PhantomData;
+use ::core::mem::ManuallyDrop;
+use ::core::ops::{Deref, DerefMut};
+use ::core::ptr::{self, NonNull};
+use ::core::sync::atomic::{AtomicPtr, Ordering::*};
+use ::core::time::Duration;
 
 /// Mutual exclusion for strands. A strand that finds it locked blocks (its
 /// core runs other work); unlocking hands the lock straight to the first
 /// waiter, so waiters are served in order and none starves.
+///
+/// # Poisoning
+///
+/// A strand that fails while holding the lock cannot be trusted to have
+/// left the value consistent. The mutex is then *poisoned* and released:
+/// on the host when the guard is dropped during the panic's unwinding, on
+/// bare metal (where nothing unwinds) when the strand is abandoned, from
+/// the list of locks every strand keeps. Every later `lock` returns
+/// [`WaitError::Poisoned`], without the lock, until [`Mutex::clear_poison`].
+/// The value itself is still there for [`Mutex::get_mut`] and
+/// [`Mutex::into_inner`].
+///
+/// The lock word lives in a small heap block, allocated at the first lock,
+/// so that the list can point at it even if the `Mutex` moves.
 ///
 /// ```
 /// use roving::{Pool, platform::host::Machine, strand, sync::Mutex};
@@ -38,8 +53,8 @@ const CONTENDED: u32 = 2;
 /// }).unwrap();
 /// ```
 pub struct Mutex<T: ?Sized> {
-    state: AtomicU32,
-    waiters: spin::Mutex<WaitQueue>,
+    /// Null until the first lock.
+    core: AtomicPtr<Core>,
     value: UnsafeCell<T>,
 }
 
@@ -49,27 +64,56 @@ unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
 unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
 
 /// Access to a locked [`Mutex`]'s value; unlocks when dropped.
+///
+/// Not `Send`: it is dropped by the strand that locked, which lists the
+/// lock as held (see poisoning on [`Mutex`]).
 #[must_use = "dropping the guard unlocks the mutex at once"]
 pub struct MutexGuard<'a, T: ?Sized> {
     mutex: &'a Mutex<T>,
+    core: &'a Core,
+    holder: Holder,
+    _not_send: PhantomData<*const ()>,
 }
 
 // SAFETY: the guard gives `&T` to whoever holds `&guard`.
 unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 
+/// Why [`Mutex::try_lock`] did not lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TryLockError {
+    /// Somebody holds it.
+    WouldBlock,
+    /// A holder failed with it locked; see poisoning on [`Mutex`].
+    Poisoned,
+    /// No memory for the lock's block (first lock only).
+    OutOfMemory,
+}
+
+impl fmt::Display for TryLockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::WouldBlock => write!(f, "the mutex is locked"),
+            Self::Poisoned => write!(f, "the mutex is poisoned: a strand failed while holding it"),
+            Self::OutOfMemory => write!(f, "no memory for the mutex's lock word"),
+        }
+    }
+}
+
+impl ::core::error::Error for TryLockError {}
+
 impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.
     pub const fn new(value: T) -> Self {
-        Self {
-            state: AtomicU32::new(UNLOCKED),
-            waiters: spin::Mutex::new(WaitQueue::new()),
-            value: UnsafeCell::new(value),
-        }
+        Self { core: AtomicPtr::new(ptr::null_mut()), value: UnsafeCell::new(value) }
     }
 
-    /// The value, taking the mutex apart.
+    /// The value, taking the mutex apart (poisoned or not).
     pub fn into_inner(self) -> T {
-        self.value.into_inner()
+        let mut this = ManuallyDrop::new(self);
+        this.retire_core();
+        // SAFETY: read once, from a mutex that is never used or dropped again.
+        unsafe { ptr::read(&this.value) }.into_inner()
     }
 }
 
@@ -79,7 +123,10 @@ impl<T: ?Sized> Mutex<T> {
     /// # Errors
     ///
     /// [`WaitError::NotAStrand`] if it is held and the caller cannot block;
-    /// [`WaitError::Interrupted`] if the strand was cancelled while it waited.
+    /// [`WaitError::Interrupted`] if the strand was cancelled while it
+    /// waited; [`WaitError::Poisoned`] if a holder failed (the lock is not
+    /// held then); [`WaitError::OutOfMemory`] if the first lock found no
+    /// memory for the lock word.
     pub fn lock(&self) -> Result<MutexGuard<'_, T>, WaitError> {
         self.lock_until(None)
     }
@@ -94,56 +141,80 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     /// Locks it if nobody holds it; never blocks.
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.state
-            .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
-            .ok()
-            .map(|_| MutexGuard { mutex: self })
+    ///
+    /// # Errors
+    ///
+    /// [`TryLockError`] says why not.
+    pub fn try_lock(&self) -> Result<MutexGuard<'_, T>, TryLockError> {
+        let core = self.core().ok_or(TryLockError::OutOfMemory)?;
+        if !core.try_acquire() {
+            return Err(TryLockError::WouldBlock);
+        }
+        self.guard(core).map_err(|_| TryLockError::Poisoned)
     }
 
-    /// Mutable access without locking: `&mut self` proves nobody else has it.
+    /// Whether a holder failed with it locked (see poisoning on [`Mutex`]).
+    pub fn is_poisoned(&self) -> bool {
+        // SAFETY: a non-null block lives as long as the mutex.
+        unsafe { self.core.load(Acquire).as_ref() }.is_some_and(Core::is_poisoned)
+    }
+
+    /// Accepts the value as it is after a failure: `lock` works again.
+    pub fn clear_poison(&self) {
+        // SAFETY: as in `is_poisoned`.
+        if let Some(core) = unsafe { self.core.load(Acquire).as_ref() } {
+            core.clear_poison();
+        }
+    }
+
+    /// Mutable access without locking: `&mut self` proves nobody else has
+    /// it (poisoned or not).
     pub fn get_mut(&mut self) -> &mut T {
         self.value.get_mut()
     }
 
     fn lock_until(&self, deadline: Option<crate::time::Instant>) -> Result<MutexGuard<'_, T>, WaitError> {
-        if let Some(guard) = self.try_lock() {
-            return Ok(guard);
-        }
-        let woken = wait::block(BlockReason::Mutex, deadline, |me| {
-            let mut waiters = self.waiters.lock();
-            // Announce a waiter; if the holder left meanwhile, it is ours.
-            if self.state.swap(CONTENDED, Acquire) == UNLOCKED {
-                return false;
-            }
-            // SAFETY: we stay live until we leave the queue (below or by
-            // being handed the lock).
-            unsafe { waiters.push_back(me) };
-            true
-        })?;
-        match woken.error() {
-            // Handed over by `unlock`, or it was free when we registered.
-            None => Ok(MutexGuard { mutex: self }),
-            Some(error) => {
-                self.waiters.lock().leave();
-                Err(error)
-            }
-        }
+        let core = self.core().ok_or(WaitError::OutOfMemory)?;
+        core.acquire(deadline)?;
+        self.guard(core)
     }
 
-    fn unlock(&self) {
-        if self.state.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_ok() {
-            return;
+    /// The guard for a lock just taken, unless it is poisoned.
+    fn guard<'a>(&'a self, core: &'a Core) -> Result<MutexGuard<'a, T>, WaitError> {
+        let holder = core.hold()?;
+        Ok(MutexGuard { mutex: self, core, holder, _not_send: PhantomData })
+    }
+
+    /// The lock's block, allocated at the first call; `None` if memory ran
+    /// out.
+    fn core(&self) -> Option<&Core> {
+        let mut core = self.core.load(Acquire);
+        if core.is_null() {
+            let fresh = Core::allocate()?.as_ptr();
+            core = match self.core.compare_exchange(ptr::null_mut(), fresh, AcqRel, Acquire) {
+                Ok(_) => fresh,
+                Err(winner) => {
+                    // SAFETY: ours, never shared, unlocked.
+                    unsafe { Core::retire(NonNull::new_unchecked(fresh)) };
+                    winner
+                }
+            };
         }
-        let mut waiters = self.waiters.lock();
-        if waiters.wake_one() {
-            // Handed over: the lock stays held, by the strand just woken.
-            if waiters.is_empty() {
-                self.state.store(LOCKED, Release);
-            }
-        } else {
-            self.state.store(UNLOCKED, Release);
+        // SAFETY: once set, the block lives as long as the mutex.
+        Some(unsafe { &*core })
+    }
+
+    fn retire_core(&mut self) {
+        if let Some(core) = NonNull::new(*self.core.get_mut()) {
+            // SAFETY: from `Core::allocate`; the mutex is going away.
+            unsafe { Core::retire(core) };
         }
+    }
+}
+
+impl<T: ?Sized> Drop for Mutex<T> {
+    fn drop(&mut self) {
+        self.retire_core();
     }
 }
 
@@ -164,7 +235,7 @@ impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
 
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
-        self.mutex.unlock();
+        self.core.let_go(self.holder);
     }
 }
 
@@ -173,27 +244,13 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     pub(crate) fn mutex(&self) -> &'a Mutex<T> {
         self.mutex
     }
-
-    /// Forgets the guard without unlocking (the caller unlocks).
-    pub(crate) fn leak(self) -> &'a Mutex<T> {
-        let mutex = self.mutex;
-        core::mem::forget(self);
-        mutex
-    }
-}
-
-impl<T: ?Sized> Mutex<T> {
-    /// Unlocks a mutex whose guard was leaked.
-    pub(crate) fn force_unlock(&self) {
-        self.unlock();
-    }
 }
 
 impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.try_lock() {
-            Some(guard) => f.debug_struct("Mutex").field("value", &&*guard).finish(),
-            None => f.debug_struct("Mutex").field("value", &format_args!("<locked>")).finish(),
+            Ok(guard) => f.debug_struct("Mutex").field("value", &&*guard).finish(),
+            Err(why) => f.debug_struct("Mutex").field("value", &format_args!("<{why:?}>")).finish(),
         }
     }
 }

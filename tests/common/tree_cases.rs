@@ -8,8 +8,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use core::time::Duration;
-use roving::strand::{self, Failure, FailureKind, JoinError, JoinHandle, WaitError};
-use roving::sync::{Mutex, channel};
+use roving::strand::{self, BlockReason, Failure, FailureKind, JoinError, JoinHandle, WaitError};
+use roving::sync::{Mutex, TryLockError, channel};
 use roving::time::Instant;
 use roving::{Pool, RunError, platform};
 
@@ -157,4 +157,65 @@ pub fn check_scope_returning_early(outcome: (Option<Failure>, Option<Result<(), 
     let (failure, saw) = outcome;
     assert_eq!(failure.map(|f| f.kind()), Some(FailureKind::ReturnWithLiveStrands { live: 1 }));
     assert_eq!(saw, Some(Err(WaitError::Interrupted)), "the strand was cancelled and has ended");
+}
+
+/// A pool's `main`: a strand fails holding two mutexes while another waits
+/// for one. The waiter gets `Poisoned`; both mutexes are unlocked and
+/// poisoned; clearing the poison gives the values as the failed strand
+/// left them. Then a strand that forgot a guard, and moved and dropped its
+/// mutex, fails without harm. Returns the holder's failure.
+pub fn poisoned_by_a_failed_holder() -> Failure {
+    let first = Arc::new(Mutex::new(0u32));
+    let second = Arc::new(Mutex::new(0u32));
+    let (locked_tx, locked_rx) = channel::bounded(1).expect("a channel");
+    let (go_tx, go_rx) = channel::bounded::<()>(1).expect("a channel");
+    let holder = {
+        let (first, second) = (first.clone(), second.clone());
+        strand::spawn(move || {
+            let mut a = first.lock().expect("free");
+            let mut b = second.lock().expect("free");
+            (*a, *b) = (1, 2);
+            locked_tx.send(()).expect("main listens");
+            go_rx.recv().expect("main says when");
+            panic!("failed holding two locks")
+        })
+        .expect("spawn the holder")
+    };
+    locked_rx.recv().expect("the holder locked both");
+    let waiter = {
+        let first = first.clone();
+        strand::spawn(move || first.lock().map(|value| *value)).expect("spawn the waiter")
+    };
+    while waiter.block_reason() != BlockReason::Mutex {
+        strand::sleep(Duration::from_millis(1)).expect("main sleeps");
+    }
+    go_tx.send(()).expect("the holder listens");
+    let failure = match holder.join() {
+        Err(JoinError::Failed(failure)) => failure,
+        other => panic!("expected the holder's failure, got {other:?}"),
+    };
+    assert_eq!(waiter.join().expect("the waiter returns"), Err(WaitError::Poisoned));
+    assert!(first.is_poisoned() && second.is_poisoned());
+    assert_eq!(first.try_lock().map(|_| ()), Err(TryLockError::Poisoned));
+    assert_eq!(second.lock().map(|_| ()), Err(WaitError::Poisoned));
+    first.clear_poison();
+    second.clear_poison();
+    assert_eq!((*first.lock().expect("cleared"), *second.lock().expect("cleared")), (1, 2));
+
+    let forgetful = strand::spawn(|| {
+        let mutex = Mutex::new(5u32);
+        core::mem::forget(mutex.lock().expect("free"));
+        // The lock's block stays listed while the mutex moves and drops.
+        drop(alloc::boxed::Box::new(mutex));
+        panic!("failed after forgetting a guard")
+    })
+    .expect("spawn");
+    assert!(matches!(forgetful.join(), Err(JoinError::Failed(_))));
+    failure
+}
+
+/// Checks what [`poisoned_by_a_failed_holder`] returned.
+pub fn check_poisoned(failure: Failure) {
+    assert_eq!(failure.kind(), FailureKind::Panicked);
+    assert_eq!(failure.message(), "failed holding two locks");
 }

@@ -8,7 +8,10 @@
 //!    and joins is cancelled from its top; all of it ends, and fibres,
 //!    saved stacks and live strands are back where they started;
 //! 3. a scope that returns while its strand sleeps cancels it and reports
-//!    `ReturnWithLiveStrands`.
+//!    `ReturnWithLiveStrands`;
+//! 4. a strand that panics holding two mutexes leaves them poisoned and
+//!    unlocked (it is abandoned, not unwound: its list of held locks is
+//!    what releases them), and a strand waiting for one hears `Poisoned`.
 #![no_std]
 #![no_main]
 
@@ -35,6 +38,8 @@ fn main() {
         Pool::new().expect("a pool").run(scope_returning_early).expect("the pool runs"),
     );
     println!("scope: returning with a live strand cancelled it and failed the scope");
+    check_poisoned(Pool::new().expect("a pool").run(poisoned_by_a_failed_holder).expect("the pool runs"));
+    println!("poison: a strand that failed holding two mutexes released and poisoned both");
     pass("tree");
 }
 

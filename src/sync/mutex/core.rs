@@ -1,0 +1,231 @@
+//! The part of a [`Mutex`](super::Mutex) that is not its value: the lock
+//! word, the waiters and the poison flag, in one heap block that stays put
+//! when the `Mutex` moves.
+//!
+//! # Why a separate block
+//!
+//! A strand that fails on bare metal is not unwound: its guards are never
+//! dropped. To release what it held, every strand keeps a list of the
+//! mutexes it holds (`Header::held`), and its failure walks that list. A
+//! list entry must stay valid for as long as it is listed, and a guard can
+//! be forgotten (`mem::forget` is safe), after which the `Mutex` may move
+//! or be dropped while its holder still lists it. So the list links these
+//! blocks, not `Mutex`es: a block does not move, and a `Mutex` dropped
+//! while locked (only possible after a forgotten guard) leaks its block
+//! instead of freeing it.
+//!
+//! # The held list
+//!
+//! Singly linked through `next_held`, head in the holder's header. Only
+//! the holding strand touches it, while it runs: guards are not `Send`,
+//! so a guard is dropped on the strand that locked. Guards are usually
+//! dropped in reverse order, so unlinking finds its block at the head.
+//!
+//! # Releasing a failed strand's mutexes
+//!
+//! `release_held` runs on the failing strand, before it waits for its
+//! children (they may need the lock to finish): it marks each block
+//! poisoned, then unlocks it, handing it to the first waiter. A waiter
+//! that gets a poisoned lock passes it straight on and reports
+//! `Poisoned`, so every waiter hears of it.
+
+use crate::strand::BlockReason;
+use crate::strand::control::Header;
+use crate::strand::wait::{self, WaitQueue};
+use crate::strand::{WaitError, scheduler};
+use crate::time::Instant;
+use alloc::boxed::Box;
+use core::cell::Cell;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+
+const UNLOCKED: u32 = 0;
+const LOCKED: u32 = 1;
+/// Locked, and some strand may be waiting: unlocking must look.
+const CONTENDED: u32 = 2;
+
+/// Lock word, waiters and poison flag of one mutex.
+pub(crate) struct Core {
+    state: AtomicU32,
+    poisoned: AtomicBool,
+    waiters: spin::Mutex<WaitQueue>,
+    /// The next block in its holder's held list; only the holder touches it.
+    next_held: Cell<*const Core>,
+}
+
+// SAFETY: `next_held` is touched only by the holding strand (module docs);
+// the rest is atomics and a lock.
+unsafe impl Sync for Core {}
+// SAFETY: as above.
+unsafe impl Send for Core {}
+
+/// Who holds a lock: the strand whose held list has it, or nobody listed
+/// (a plain task, or code outside the pool, which cannot fail alone).
+pub(crate) type Holder = Option<NonNull<Header>>;
+
+impl Core {
+    /// A new unlocked block, or `None` if memory ran out.
+    pub(crate) fn allocate() -> Option<NonNull<Core>> {
+        let layout = core::alloc::Layout::new::<Core>();
+        // SAFETY: `Core` has a non-zero size.
+        let block = NonNull::new(unsafe { alloc::alloc::alloc(layout) }.cast::<Core>())?;
+        let core = Core {
+            state: AtomicU32::new(UNLOCKED),
+            poisoned: AtomicBool::new(false),
+            waiters: spin::Mutex::new(WaitQueue::new()),
+            next_held: Cell::new(ptr::null()),
+        };
+        // SAFETY: fresh memory with `Core`'s layout.
+        unsafe { block.as_ptr().write(core) };
+        Some(block)
+    }
+
+    /// Frees `block` if it is unlocked; otherwise leaves it, because a
+    /// forgotten guard's holder may still list it (module docs).
+    ///
+    /// # Safety
+    ///
+    /// `block` came from [`Core::allocate`], and its mutex is being
+    /// dropped: nothing but a held list can reach it any more.
+    pub(crate) unsafe fn retire(block: NonNull<Core>) {
+        // SAFETY: live until freed below.
+        let core = unsafe { block.as_ref() };
+        // Taking the lock waits out a failing holder still releasing it.
+        let unlocked = {
+            let _waiters = core.waiters.lock();
+            core.state.load(Acquire) == UNLOCKED
+        };
+        if unlocked {
+            // SAFETY: allocated as a `Box<Core>` would be, and unreachable.
+            drop(unsafe { Box::from_raw(block.as_ptr()) });
+        }
+    }
+
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Acquire)
+    }
+
+    pub(crate) fn clear_poison(&self) {
+        self.poisoned.store(false, Release);
+    }
+
+    /// Takes the lock if it is free; never blocks.
+    pub(crate) fn try_acquire(&self) -> bool {
+        self.state.compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed).is_ok()
+    }
+
+    /// Takes the lock, blocking the strand until `deadline`. On success
+    /// the lock is held but not yet listed (see [`Core::hold`]).
+    pub(crate) fn acquire(&self, deadline: Option<Instant>) -> Result<(), WaitError> {
+        if self.try_acquire() {
+            return Ok(());
+        }
+        let woken = wait::block(BlockReason::Mutex, deadline, |me| {
+            let mut waiters = self.waiters.lock();
+            // Announce a waiter; if the holder left meanwhile, it is ours.
+            if self.state.swap(CONTENDED, Acquire) == UNLOCKED {
+                return false;
+            }
+            // SAFETY: we stay live until we leave the queue (below or by
+            // being handed the lock).
+            unsafe { waiters.push_back(me) };
+            true
+        })?;
+        match woken.error() {
+            // Handed over by `unlock`, or it was free when we registered.
+            None => Ok(()),
+            Some(error) => {
+                self.waiters.lock().leave();
+                Err(error)
+            }
+        }
+    }
+
+    /// Completes an acquisition: a poisoned lock is passed straight on
+    /// (`Poisoned`); otherwise it is listed as held by the calling strand,
+    /// which is returned.
+    pub(crate) fn hold(&self) -> Result<Holder, WaitError> {
+        if self.is_poisoned() {
+            self.unlock();
+            return Err(WaitError::Poisoned);
+        }
+        let holder = scheduler::current();
+        if let Some(me) = holder {
+            // SAFETY: the running strand's own list (module docs).
+            unsafe {
+                let head = &mut *me.as_ref().held.get();
+                self.next_held.set(*head);
+                *head = self;
+            }
+        }
+        Ok(holder)
+    }
+
+    /// Ends a hold: unlists the lock from its holder, marks it poisoned if
+    /// the holder is unwinding from a panic, and unlocks it.
+    pub(crate) fn let_go(&self, holder: Holder) {
+        if let Some(holder) = holder {
+            // SAFETY: guards are not `Send`, so `holder` is the running
+            // strand, and this block is in its list.
+            unsafe { self.unlist(holder) };
+        }
+        #[cfg(feature = "std")]
+        if std::thread::panicking() {
+            self.poisoned.store(true, Release);
+        }
+        self.unlock();
+    }
+
+    /// # Safety
+    ///
+    /// `holder` is the running strand and lists this block.
+    unsafe fn unlist(&self, holder: NonNull<Header>) {
+        // SAFETY: the caller's contract; listed blocks are live.
+        unsafe {
+            let mut link: *mut *const Core = holder.as_ref().held.get();
+            while !ptr::eq(*link, self) {
+                debug_assert!(!(*link).is_null(), "a held mutex is in its holder's list");
+                link = (**link).next_held.as_ptr();
+            }
+            *link = self.next_held.get();
+        }
+    }
+
+    /// Unlocks, handing the lock to the first waiter if there is one. The
+    /// last access to the block on every path (see `retire`).
+    pub(crate) fn unlock(&self) {
+        if self.state.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_ok() {
+            return;
+        }
+        let mut waiters = self.waiters.lock();
+        if waiters.wake_one() {
+            // Handed over: the lock stays held, by the strand just woken.
+            if waiters.is_empty() {
+                self.state.store(LOCKED, Release);
+            }
+        } else {
+            self.state.store(UNLOCKED, Release);
+        }
+    }
+}
+
+/// Poisons and unlocks every mutex the strand `me` still holds: its guards
+/// will never be dropped (module docs). With `poison` false (a strand that
+/// ended normally after forgetting guards) the locks stay held, as a
+/// forgotten guard leaves them, and the list is just cleared.
+///
+/// # Safety
+///
+/// `me` is the running strand, which is finishing.
+pub(crate) unsafe fn release_held(me: NonNull<Header>, poison: bool) {
+    // SAFETY: the running strand's own list.
+    let mut next = unsafe { core::mem::replace(&mut *me.as_ref().held.get(), ptr::null()) };
+    // SAFETY: listed blocks are never freed while listed (module docs).
+    while let Some(core) = unsafe { next.as_ref() } {
+        next = core.next_held.get();
+        if poison {
+            core.poisoned.store(true, Release);
+            core.unlock();
+        }
+    }
+}
