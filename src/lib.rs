@@ -34,6 +34,8 @@ extern crate alloc;
 
 mod atomics;
 pub mod context;
+#[cfg(not(loom))]
+mod join;
 pub mod platform;
 // Under loom only the lock-free protocols are built: the pool and strands
 // hold static, const-initialised state that loom's atomics cannot provide.
@@ -47,6 +49,8 @@ pub mod sync;
 mod task;
 pub mod time;
 
+#[cfg(not(loom))]
+pub use join::join;
 #[cfg(not(loom))]
 pub use pool::{Config, CoreStats, Pool, PoolError, PostError, RunError, post, spawn};
 

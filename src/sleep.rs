@@ -180,6 +180,7 @@ impl Sleep {
     }
 
     /// A snapshot of the counters.
+    #[inline]
     pub fn counters(&self) -> Counters {
         self.counters.load()
     }

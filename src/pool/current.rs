@@ -90,6 +90,7 @@ impl Drop for Entered {
 }
 
 /// Calls `f` with the calling core's worker, if it is one.
+#[inline]
 pub(crate) fn with<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
     // SAFETY: a non-null slot points at a live `Worker` (contract of
     // `enter`), used only on the core that set it.

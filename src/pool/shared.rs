@@ -8,6 +8,7 @@
 //! | mailbox (to, outside)    | non-pool code ([`post`]) | core `to`           | core `to`       |
 //! | injector                 | non-pool code ([`spawn`])| any core            | any core        |
 //! | steal list of core `c`   | core `c` (surplus)       | any core            | any core        |
+//! | join slot of core `c`    | a `join` on core `c`     | any core            | any core        |
 //! | fibre mailbox (to, from) | core `from`, or outside  | core `to`           | core `to`, or a thief |
 //!
 //! Fibre mailboxes carry fibres whose strands were woken to the core that
@@ -54,6 +55,7 @@ use super::error::PostError;
 use super::stats::{self, Counters as Stats};
 use super::timers::Timers;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
+use crate::join::{self, JoinStack, Slot};
 use crate::platform;
 use crate::sleep::Sleep;
 use crate::strand::Failure;
@@ -101,6 +103,11 @@ pub(crate) struct Shared {
     /// outside the pool.
     mailboxes: Box<[CachePadded<AtomicList>]>,
     pub(crate) steal: Box<[CachePadded<AtomicList>]>,
+    /// Each core's slot for a published fork-join job (`crate::join`).
+    pub(crate) join_slots: Box<[CachePadded<Slot>]>,
+    /// The join stack of each core's own loop (strands keep theirs with
+    /// their fibre); touched only by that core.
+    pub(crate) joins: Box<[CachePadded<UnsafeCell<JoinStack>>]>,
     returns: Box<[CachePadded<AtomicList>]>,
     locals: Box<[CachePadded<UnsafeCell<Local>>]>,
     pub(crate) stats: Box<[CachePadded<Stats>]>,
@@ -147,6 +154,8 @@ impl Shared {
             injector: CachePadded(AtomicList::new()),
             mailboxes: lists(2 * cores * (cores + 1)),
             steal: lists(cores),
+            join_slots: (0..cores).map(|_| CachePadded(Slot::new())).collect(),
+            joins: (0..cores).map(|_| CachePadded(UnsafeCell::new(JoinStack::new()))).collect(),
             returns: lists(cores),
             locals: Box::new([]),
             stats: (0..cores).map(|_| CachePadded(Stats::default())).collect(),
@@ -437,7 +446,8 @@ impl Shared {
     fn looks_quiescent(&self) -> bool {
         let lists_empty = !self.injector.has_tasks()
             && self.mailboxes.iter().all(|m| !m.has_tasks())
-            && self.steal.iter().all(|s| !s.has_tasks());
+            && self.steal.iter().all(|s| !s.has_tasks())
+            && !join::any_published(self);
         lists_empty && self.live_strands.load(SeqCst) == 0 && self.sleep.counters().sleeping() == self.cores
     }
 

@@ -5,7 +5,8 @@
 //!    every sender's tasks run in the order they were posted;
 //! 3. its own steal list, then the injector;
 //! 4. the pool's poller, if any (one core at a time);
-//! 5. steal: take a busy core's whole steal list;
+//! 5. steal: take a busy core's whole steal list, or else a job some
+//!    core's `join` published in its slot;
 //! 6. nothing: the sleep protocol (`crate::sleep`), one round per call.
 //!
 //! Step 1 yields to step 2 every [`FAIRNESS`] tasks, so a core that keeps
@@ -195,7 +196,9 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
             return local.queue.pop_front();
         }
     }
-    None
+    let job = crate::join::take_any(shared, me)?;
+    stats::add(&shared.stats[me].stolen, 1);
+    Some(crate::join::as_task(job))
 }
 
 /// xorshift32: cheap, and good enough to spread thieves over victims.

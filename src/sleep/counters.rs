@@ -28,6 +28,7 @@ const COUNT_MASK: u64 = 0xffff;
 pub struct Counters(u64);
 
 impl Counters {
+    #[inline]
     pub fn inactive(self) -> usize {
         (self.0 & COUNT_MASK) as usize
     }
@@ -60,6 +61,7 @@ impl AtomicCounters {
         Self(AtomicU64::new(0))
     }
 
+    #[inline]
     pub fn load(&self) -> Counters {
         Counters(self.0.load(SeqCst))
     }

@@ -149,8 +149,9 @@ pub(crate) struct Header {
     refs: AtomicU32,
     /// `flags::*` bits.
     pub(crate) flags: AtomicU32,
-    /// Scoped children alive, which borrow this strand's stack: while any
-    /// is, the strand stays resident on its fibre.
+    /// Scoped children alive, which borrow this strand's stack, plus one
+    /// while it has fork-join jobs pending (`crate::join`): while this is
+    /// non-zero, the strand stays resident on its fibre.
     pub(crate) lent: AtomicU32,
     /// Its index in the pool's timer heap, or `u32::MAX`; guarded by the
     /// timer lock.

@@ -187,6 +187,8 @@ fn abandon(me: core::ptr::NonNull<Header>, failure: Box<Failure>) -> Box<Failure
     if header.flags.fetch_or(FINISHING, core::sync::atomic::Ordering::SeqCst) & FINISHING != 0 {
         return failure;
     }
+    // SAFETY: the running strand, failing; its stack is still here.
+    unsafe { crate::join::abandon(me, &failure) };
     // SAFETY: the running strand's payload; its closure was moved onto the
     // stack being abandoned.
     unsafe { Header::fail(me, failure) };

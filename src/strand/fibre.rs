@@ -19,6 +19,7 @@
 use super::control::Header;
 use super::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
 use super::save::SaveArea;
+use crate::join::JoinStack;
 use crate::pool::shared::Shared;
 use crate::task::inbox::Inbox;
 use crate::task::queue::TaskQueue;
@@ -68,6 +69,9 @@ pub(crate) struct Fibre {
     /// The id of the resident strand, for fault reports (0: none).
     pub(crate) resident_id: AtomicU64,
     owned: UnsafeCell<Owned>,
+    /// The resident strand's pending fork-join jobs (`crate::join`); it
+    /// stays resident while any is pending, so no other strand shares this.
+    pub(crate) joins: UnsafeCell<JoinStack>,
 }
 
 // SAFETY: `owned` is touched only by the core running the fibre (unique
@@ -99,6 +103,7 @@ impl Fibre {
                 runnable: TaskQueue::new(),
                 spare: SaveArea::empty(),
             }),
+            joins: UnsafeCell::new(JoinStack::new()),
         }
     }
 

@@ -72,8 +72,14 @@ pub(crate) fn here() -> Option<(&'static Shared, usize)> {
 /// The strand running on the calling core, if any.
 pub(crate) fn current() -> Option<NonNull<Header>> {
     let (shared, me) = here()?;
-    // SAFETY: our own core's slot.
-    NonNull::new(unsafe { *shared.strands[me].current.get() })
+    running_on(shared, me)
+}
+
+/// The strand running on `core` of `shared`, which must be the calling core.
+#[inline]
+pub(crate) fn running_on(shared: &Shared, core: usize) -> Option<NonNull<Header>> {
+    // SAFETY: the calling core's own slot (contract).
+    NonNull::new(unsafe { *shared.strands[core].current.get() })
 }
 
 /// Switches from the running strand back to its core's scheduler.

@@ -1,0 +1,89 @@
+//! Fork-join on the host: right answers on 1, 2, 4 and 8 cores, work
+//! spread over cores, panics passed on from either half, and `join` from
+//! plain tasks and outside pools.
+#![cfg(feature = "std")]
+
+#[path = "common/join_cases.rs"]
+mod join_cases;
+mod support;
+
+use join_cases::*;
+use roving::strand;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use support::run_pool;
+
+#[test]
+fn a_parallel_sum_of_a_hundred_million_elements_is_right_on_1_2_4_and_8_cores() {
+    for cores in [1, 2, 4, 8] {
+        let (sum, spread) = run_pool(cores, |_| (parallel_sum(0, ELEMENTS, 10_000), leaf_cores())).unwrap();
+        assert_eq!(sum, SUM, "{cores} cores");
+        assert!(spread >= cores.min(2) as u32, "{cores} cores, but only {spread} ran leaves");
+    }
+}
+
+#[test]
+fn fib_32_with_a_join_at_every_level_is_right_on_1_2_4_and_8_cores() {
+    for cores in [1, 2, 4, 8] {
+        assert_eq!(run_pool(cores, |_| fib(32, 1)).unwrap(), FIB_32, "{cores} cores");
+    }
+}
+
+#[test]
+fn join_outside_a_pool_runs_both_halves_in_order() {
+    let order = AtomicUsize::new(0);
+    let (a, b) = roving::join(|| order.fetch_add(1, SeqCst), || order.fetch_add(1, SeqCst));
+    assert_eq!((a, b), (0, 1));
+}
+
+#[test]
+fn join_works_from_plain_tasks_as_well_as_strands() {
+    let sum = run_pool(4, |_| {
+        let (tx, rx) = roving::sync::channel::bounded(4).unwrap();
+        for part in 0..4u64 {
+            let tx = tx.clone();
+            roving::spawn(move || {
+                tx.try_send(parallel_sum(part * 1_000_000, (part + 1) * 1_000_000, 1000)).unwrap()
+            })
+            .unwrap();
+        }
+        (0..4).map(|_| rx.recv().unwrap()).sum::<u64>()
+    })
+    .unwrap();
+    assert_eq!(sum, 499_500 * 4000);
+}
+
+/// Joins many times with `b` panicking at one leaf; returns the message.
+fn panic_in(which: &'static str) -> String {
+    fn walk(depth: u32, which: &'static str) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let (a, b) = roving::join(
+            || {
+                if depth == 1 && which == "a" {
+                    panic!("a failed at the bottom");
+                }
+                walk(depth - 1, which)
+            },
+            || {
+                if depth == 1 && which == "b" {
+                    panic!("b failed at the bottom");
+                }
+                walk(depth - 1, which)
+            },
+        );
+        a + b
+    }
+    run_pool(4, move |_| {
+        let caught = std::panic::catch_unwind(|| walk(12, which)).expect_err("a half panicked");
+        assert!(strand::current().is_some(), "the strand goes on after catching it");
+        caught.downcast_ref::<&str>().map(|s| s.to_string()).unwrap_or_default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_panic_in_either_half_comes_out_of_join_after_the_other_half_settled() {
+    assert_eq!(panic_in("a"), "a failed at the bottom");
+    assert_eq!(panic_in("b"), "b failed at the bottom");
+}
