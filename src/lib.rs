@@ -36,6 +36,10 @@ mod atomics;
 pub mod context;
 #[cfg(not(loom))]
 mod join;
+// The join protocol alone, for its loom model.
+#[cfg(loom)]
+#[path = "join/frame.rs"]
+mod join_frame;
 pub mod platform;
 // Under loom only the lock-free protocols are built: the pool and strands
 // hold static, const-initialised state that loom's atomics cannot provide.
@@ -59,6 +63,7 @@ pub use pool::{Config, CoreStats, Pool, PoolError, PostError, RunError, post, sp
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api {
+    pub use crate::join_frame::{DONE as JOB_DONE, Frame as JoinFrame, Ring, Slot as JoinSlot};
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
     pub use crate::task::inbox::Inbox;

@@ -57,36 +57,36 @@ use core::ptr::{self, NonNull};
 
 /// What a failed thief passes to the owner.
 #[cfg(not(loom))]
-pub(crate) type Failure = crate::strand::Failure;
+pub type Failure = crate::strand::Failure;
 /// Under loom there are no strands to fail.
 #[cfg(loom)]
-pub(crate) type Failure = ();
+pub type Failure = ();
 
 /// Not published: only the owner knows of it.
-pub(crate) const PRIVATE: u32 = 0;
+pub const PRIVATE: u32 = 0;
 /// In a slot, or taken by a thief that is running it.
-pub(crate) const PUBLISHED: u32 = 1;
+pub const PUBLISHED: u32 = 1;
 /// A thief ran it; the result (or failure) is stored.
-pub(crate) const DONE: u32 = 2;
+pub const DONE: u32 = 2;
 /// A thief handed it back unrun: the owner runs it.
-pub(crate) const RETURNED: u32 = 3;
+pub const RETURNED: u32 = 3;
 /// `WAITING + core`: the owner waits on `core` for the thief.
-pub(crate) const WAITING: u32 = 4;
+pub const WAITING: u32 = 4;
 
 /// The type-erased head of a job; the typed rest follows it in memory.
 #[repr(C)]
-pub(crate) struct Frame {
+pub struct Frame {
     /// How a thief runs it, through a core's ordinary task path.
-    pub(crate) task: Task,
+    pub task: Task,
     state: AtomicU32,
     /// The core whose slot it was published in.
-    pub(crate) published_in: Cell<u32>,
+    pub published_in: Cell<u32>,
     /// The next job in the list of jobs the thief is running (nested when
     /// a helper's job joins and helps in turn); the thief's to touch.
-    pub(crate) next_stolen: Cell<*const Frame>,
+    pub next_stolen: Cell<*const Frame>,
     /// Ends the job with a failure instead of a result (a thief that failed
     /// while running it on bare metal, where nothing unwinds).
-    pub(crate) fail: unsafe fn(NonNull<Frame>, &Failure),
+    pub fail: unsafe fn(NonNull<Frame>, &Failure),
 }
 
 // SAFETY: the cells are touched by one party at a time, as the module docs
@@ -96,12 +96,12 @@ unsafe impl Sync for Frame {}
 
 /// How the end of a job reaches its owner: which core to ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Ring(pub(crate) Option<usize>);
+pub struct Ring(pub Option<usize>);
 
 impl Frame {
     /// A private job that a thief runs with `run`, or fails with `fail`.
     #[inline]
-    pub(crate) const fn new(run: TaskFn, fail: unsafe fn(NonNull<Frame>, &Failure)) -> Self {
+    pub fn new(run: TaskFn, fail: unsafe fn(NonNull<Frame>, &Failure)) -> Self {
         Self {
             task: Task::new(run),
             state: AtomicU32::new(PRIVATE),
@@ -112,19 +112,19 @@ impl Frame {
     }
 
     /// The owner marks it published, just before the slot store.
-    pub(crate) fn mark_published(&self, core: usize) {
+    pub fn mark_published(&self, core: usize) {
         self.published_in.set(u32::try_from(core).unwrap_or(u32::MAX));
         self.state.store(PUBLISHED, Relaxed);
     }
 
     /// The owner's look at the state (acquire: a `DONE` brings the result).
-    pub(crate) fn state(&self) -> u32 {
+    pub fn state(&self) -> u32 {
         self.state.load(Acquire)
     }
 
     /// The owner asks to be rung on `core` when the job ends. Returns the
     /// end if it came first.
-    pub(crate) fn wait_on(&self, core: usize) -> Option<u32> {
+    pub fn wait_on(&self, core: usize) -> Option<u32> {
         let waiting = WAITING + u32::try_from(core).unwrap_or(u32::MAX - WAITING);
         match self.state.compare_exchange(PUBLISHED, waiting, AcqRel, Acquire) {
             Ok(_) => None,
@@ -142,7 +142,7 @@ impl Frame {
     ///
     /// The caller took the job from its slot, and for `DONE` stored the
     /// result first.
-    pub(crate) unsafe fn end(job: NonNull<Frame>, end: u32) -> Ring {
+    pub unsafe fn end(job: NonNull<Frame>, end: u32) -> Ring {
         // SAFETY: the job is live until this swap lets the owner go.
         let before = unsafe { job.as_ref() }.state.swap(end, AcqRel);
         Ring(before.checked_sub(WAITING).map(|core| core as usize))
@@ -153,7 +153,7 @@ impl Frame {
     /// # Safety
     ///
     /// The caller took `job` from its slot (and so owns its end).
-    pub(crate) unsafe fn call(job: NonNull<Frame>, action: Action) {
+    pub unsafe fn call(job: NonNull<Frame>, action: Action) {
         // The job's function ignores the cache: it allocates nothing.
         // SAFETY: a job's task is called once, by whoever took it.
         unsafe { Task::call(job.cast(), action, NonNull::dangling()) }
@@ -161,15 +161,17 @@ impl Frame {
 }
 
 /// A core's slot: at most one published job.
-pub(crate) struct Slot(AtomicPtr<Frame>);
+pub struct Slot(AtomicPtr<Frame>);
 
 impl Slot {
-    pub(crate) fn new() -> Self {
+    /// An empty slot.
+    pub fn new() -> Self {
         Self(AtomicPtr::new(ptr::null_mut()))
     }
 
+    /// Whether no job is published here.
     #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.0.load(Relaxed).is_null()
     }
 
@@ -179,12 +181,12 @@ impl Slot {
     ///
     /// `job` is marked published and stays live until it is taken back or
     /// its thief ends it.
-    pub(crate) unsafe fn publish(&self, job: NonNull<Frame>) -> bool {
+    pub unsafe fn publish(&self, job: NonNull<Frame>) -> bool {
         self.0.compare_exchange(ptr::null_mut(), job.as_ptr(), Release, Relaxed).is_ok()
     }
 
     /// A thief takes whatever job is there.
-    pub(crate) fn take(&self) -> Option<NonNull<Frame>> {
+    pub fn take(&self) -> Option<NonNull<Frame>> {
         if self.is_empty() {
             return None;
         }
@@ -192,7 +194,7 @@ impl Slot {
     }
 
     /// The owner takes `job` back, if no thief took it first.
-    pub(crate) fn take_back(&self, job: NonNull<Frame>) -> bool {
+    pub fn take_back(&self, job: NonNull<Frame>) -> bool {
         self.0.compare_exchange(job.as_ptr(), ptr::null_mut(), Acquire, Relaxed).is_ok()
     }
 }
