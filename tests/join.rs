@@ -87,3 +87,9 @@ fn a_panic_in_either_half_comes_out_of_join_after_the_other_half_settled() {
     assert_eq!(panic_in("a"), "a failed at the bottom");
     assert_eq!(panic_in("b"), "b failed at the bottom");
 }
+
+#[test]
+fn a_strand_whose_a_panics_inside_a_join_fails_only_after_b_ended() {
+    let failure = run_pool(4, |_| a_fails_inside_a_join()).unwrap();
+    assert_eq!(failure.message(), "a failed inside a join");
+}

@@ -51,3 +51,45 @@ pub const FIB_32: u64 = 2_178_309;
 pub fn leaf_cores() -> u32 {
     LEAF_CORES.swap(0, Relaxed).count_ones()
 }
+
+static B_STARTED: AtomicU64 = AtomicU64::new(0);
+static B_ENDED: AtomicU64 = AtomicU64::new(0);
+
+fn spin_for(limit: core::time::Duration, until: impl Fn() -> bool) {
+    let start = roving::time::Instant::now();
+    while !until() && start.elapsed() < limit {
+        core::hint::spin_loop();
+    }
+}
+
+/// A pool's `main`: a strand's `a` panics inside a join while another core
+/// may be running its `b`. The strand fails with a's message, and only
+/// after `b` ended (its job was on the failed strand's stack). Returns
+/// the failure's message.
+pub fn a_fails_inside_a_join() -> roving::strand::Failure {
+    use core::time::Duration;
+    let strand = roving::strand::spawn(|| {
+        join(
+            || {
+                // Give an idle core time to take `b`.
+                spin_for(Duration::from_millis(200), || B_STARTED.load(Relaxed) != 0);
+                panic!("a failed inside a join")
+            },
+            || {
+                B_STARTED.store(1, Relaxed);
+                spin_for(Duration::from_millis(50), || false);
+                B_ENDED.store(1, Relaxed);
+            },
+        )
+    })
+    .expect("spawn");
+    let failure = match strand.join() {
+        Err(roving::strand::JoinError::Failed(failure)) => failure,
+        other => panic!("expected the strand's failure, got {other:?}"),
+    };
+    let (started, ended) = (B_STARTED.load(Relaxed), B_ENDED.load(Relaxed));
+    assert!(started == ended, "b was running on another core when the strand's failure was reported");
+    // The pool goes on: join still works.
+    assert_eq!(fib(16, 2), 987);
+    failure
+}

@@ -1,7 +1,9 @@
 //! Fork-join on bare metal (the cases are in `tests/common/join_cases.rs`,
 //! shared with the host tests): a parallel sum of 10^8 elements and
 //! fib(32) with `join` give the right answers, and with more than one
-//! core the sum's leaves ran on more than one core.
+//! core the sum's leaves ran on more than one core. A strand that panics
+//! in `a` (not unwound here) fails only once its `b`, perhaps running on
+//! another core, has ended.
 #![no_std]
 #![no_main]
 
@@ -31,6 +33,9 @@ fn main() {
     let fib32 = Pool::new().expect("a pool").run(|| fib(32, 4)).expect("the pool runs");
     assert_eq!(fib32, FIB_32);
     println!("fib: fib(32) = {fib32} in {} ms", started.elapsed().as_millis());
+    let failure = Pool::new().expect("a pool").run(a_fails_inside_a_join).expect("the pool runs");
+    assert_eq!(failure.message(), "a failed inside a join");
+    println!("failure: a strand that panicked inside a join failed once b had ended; the pool ran on");
     pass("join");
 }
 
