@@ -6,7 +6,7 @@
 
 mod harness;
 
-use harness::{compare, on_roving, ratios};
+use harness::{compare, on_roving, overheads, ratios};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -92,6 +92,9 @@ fn main() {
                 ],
             );
             ratios(&rows, &["rayon join"]);
+            if cores == 1 && cutoff == 1 {
+                overheads(&rows, "serial, no join (floor)", "rayon join");
+            }
         }
         println!(
             "\ntree sum, {tree_nodes} nodes: ns per join, {cores} core(s) ({tree_joins} joins per sample)"

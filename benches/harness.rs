@@ -71,3 +71,16 @@ pub fn on_roving<R: Send + 'static>(cores: usize, main: impl FnOnce() -> R + Sen
         })
         .expect("the machine ran")
 }
+
+/// Prints each row's cost above `floor` (the same work without the
+/// mechanism measured), and its ratio to `baseline`'s.
+#[allow(dead_code, reason = "each bench includes this module; only some use this")]
+pub fn overheads(rows: &[Row], floor: &str, baseline: &str) {
+    let find = |name: &str| rows.iter().find(|row| row.name == name).map(|row| row.ns_per_op);
+    let (Some(floor_ns), Some(base)) = (find(floor), find(baseline)) else { return };
+    println!("  above {floor}, ratio to {baseline}'s:");
+    for row in rows.iter().filter(|row| row.name != floor) {
+        let over = row.ns_per_op - floor_ns;
+        println!("    {:<40} {:>7.1} ns {:>6.2}x", row.name, over, over / (base - floor_ns));
+    }
+}

@@ -24,7 +24,10 @@
 //!   no-lost-wake-up protocol and wake on the platform's doorbell.
 //! - [`strand`]: threads of execution on static fibre stacks, in a tree
 //!   with join, cancel, scopes and contained failures; [`sync`]: the
-//!   blocking primitives strands use.
+//!   blocking primitives strands use (a mutex whose holder fails is
+//!   poisoned and released).
+//! - [`join()`]: fork-join in the style of rayon, with no fibre or
+//!   allocation per job, for data-parallel code.
 //! - The seam ([`platform`]) and time ([`time::Instant`]).
 //!
 //! Actors, event loops and futures are built on top in later releases.

@@ -10,8 +10,9 @@
 //!
 //! Every blocking call returns a `Result`: [`WaitError::NotAStrand`] when
 //! called from a plain task or from outside the pool, where nothing can be
-//! suspended (use the `try_` forms there), and [`WaitError::TimedOut`] from
-//! the timed forms. Waiters are recorded in their strands' control blocks,
+//! suspended (use the `try_` forms there), [`WaitError::TimedOut`] from
+//! the timed forms, [`WaitError::Interrupted`] in a cancelled strand, and
+//! [`WaitError::Poisoned`] from a [`Mutex`] whose holder failed. Waiters are recorded in their strands' control blocks,
 //! never on a stack (the copy-swap invariant, [`strand`](crate::strand)).
 //!
 //! The short internal locks are spin locks: do not use these primitives
