@@ -3,21 +3,11 @@
 
 mod support;
 
-use roving::Pool;
-use roving::platform::host::Machine;
 use roving::strand::{self, FailureKind, JoinError, SpawnError, WaitError};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
-use support::with_watchdog;
-
-const LIMIT: Duration = Duration::from_secs(60);
-
-fn on_pool<R: Send>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
-    with_watchdog(LIMIT, "a strand test", || {
-        Machine::new(cores).unwrap().run(|| Pool::new().unwrap().run(main).unwrap()).unwrap()
-    })
-}
+use support::on_pool;
 
 #[test]
 fn spawned_strands_return_their_values_to_join() {

@@ -4,22 +4,12 @@
 
 mod support;
 
-use roving::Pool;
-use roving::platform::host::Machine;
 use roving::strand;
 use roving::sync::channel::{self, RecvError, SendError};
 use roving::sync::{Condvar, Event, Mutex, Semaphore, WaitError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::with_watchdog;
-
-const LIMIT: Duration = Duration::from_secs(120);
-
-fn on_pool<R: Send>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
-    with_watchdog(LIMIT, "a sync test", || {
-        Machine::new(cores).unwrap().run(|| Pool::new().unwrap().run(main).unwrap()).unwrap()
-    })
-}
+use support::on_pool;
 
 #[test]
 fn a_contended_mutex_keeps_a_shared_counter_exact() {

@@ -27,14 +27,22 @@ pub fn with_watchdog<R>(limit: Duration, what: &'static str, f: impl FnOnce() ->
     result
 }
 
+/// Fibres are one static set per process, so a test that fills them would
+/// leave another test's root strand without one (`NoFibre`): the pool
+/// tests of one binary take turns.
+#[cfg(feature = "std")]
+static FIBRES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `main` as the root strand of a pool of every core of a host
-/// machine of `cores`, under a watchdog; `main` gets the pool.
+/// machine of `cores`, under a watchdog, alone among this binary's pool
+/// tests; `main` gets the pool.
 #[cfg(feature = "std")]
 pub fn run_pool<R: Send>(
     cores: usize,
     main: impl FnOnce(&roving::Pool) -> R + Send,
 ) -> Result<R, roving::RunError> {
-    with_watchdog(Duration::from_secs(120), "a strand-tree test", || {
+    let _turn = FIBRES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    with_watchdog(Duration::from_secs(120), "a pool test", || {
         roving::platform::host::Machine::new(cores)
             .unwrap()
             .run(|| {
@@ -43,4 +51,11 @@ pub fn run_pool<R: Send>(
             })
             .unwrap()
     })
+}
+
+/// [`run_pool`] for a `main` that does not need the pool, whose run must
+/// succeed.
+#[cfg(feature = "std")]
+pub fn on_pool<R: Send>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
+    run_pool(cores, |_| main()).unwrap()
 }
