@@ -17,6 +17,7 @@
 //! | `REGISTERING` | counting itself as a sleeper (step 4)      | the core, or a nudge|
 //! | `NUDGED`      | a waker sent it back to searching          | the core            |
 //! | `ASLEEP`      | committed to sleep (steps 5-7)             | a claim, or a cancel|
+//! | `CLAIMED`     | a waker is taking it off the sleeping count| that waker          |
 //!
 //! # Falling asleep ([`Sleep::no_work_found`])
 //!
@@ -37,7 +38,8 @@
 //!
 //! To cancel a sleep, the core compare-exchanges its own state from
 //! `ASLEEP` to `AWAKE` and, only if that succeeds, takes itself off the
-//! sleeping count. If it fails, a waker claimed it first and takes it off.
+//! sleeping count. If it fails, a waker claimed it first and takes it off;
+//! the core waits, as in step 7, until that waker has stored `AWAKE`.
 //!
 //! # Waking
 //!
@@ -50,14 +52,33 @@
 //! - **Work for one core** ([`Sleep::wake`]): a sender whose push replaced a
 //!   mailbox sentinel wakes that core.
 //! - To wake a core, fence (seq-cst), then read its state word:
-//!   - `ASLEEP`: claim it (compare-exchange to `AWAKE`); the winner takes it
-//!     off the sleeping count and rings its doorbell (`ring`, which is
-//!     `platform::wake`). Decrementing at the waker, not the sleeper, lets
-//!     the next poster see the new count at once.
+//!   - `ASLEEP`: claim it (compare-exchange to `CLAIMED`); the winner takes
+//!     it off the sleeping count, stores `AWAKE`, and only then rings its
+//!     doorbell (`ring`, which is `platform::wake`). Decrementing at the
+//!     waker, not the sleeper, lets the next poster see the new count at
+//!     once.
 //!   - `REGISTERING`: nudge it (compare-exchange to `NUDGED`). It is not
 //!     waiting yet, so there is nothing to ring; step 5 sends it back to
 //!     searching, and it takes itself off the count.
 //!   - anything else: it is awake already; this waker did not wake it.
+//!
+//! Every write of a state word is a read-modify-write (a swap where a store
+//! would do), so each word's writes form one chain. loom otherwise lets a
+//! long run of plain stores and exchanges on one word read values no
+//! seq-cst machine could, and reported deadlocks that were not there.
+//!
+//! `CLAIMED` is why the sleeping count never counts a core twice. A core
+//! can leave its wait without its doorbell (a spurious return, or another
+//! core's event on aarch64, where SEV reaches every core). If the claim
+//! stored `AWAKE` directly, the core could leave, run tasks and count its
+//! next sleep before its waker took the last one off: the count would
+//! include it twice while some other core (that waker) runs tasks. Pool
+//! quiescence reads "every core is asleep" off that count, and a QEMU run
+//! whose waker's vCPU was descheduled in that window stopped the pool with
+//! tasks still queued on the waker. With `CLAIMED`, a core is counted only
+//! from its own increment until its decrement (by itself or its waker), and
+//! it runs nothing in between, so the count is at most the number of cores
+//! that run nothing.
 //!
 //! Rayon closes the window between counting a sleeper and blocking with a
 //! per-thread mutex that the sleeper holds across both; `REGISTERING` is
@@ -129,6 +150,9 @@ const ASLEEP: u32 = 1;
 const REGISTERING: u32 = 2;
 /// A waker found the core `REGISTERING` and sent it back to searching.
 const NUDGED: u32 = 3;
+/// A waker claimed the core and is taking it off the sleeping count; the
+/// core stays in its sleep until the waker stores `AWAKE`.
+const CLAIMED: u32 = 4;
 
 /// What the sleep protocol needs from the core that is falling asleep.
 pub trait Sleeper {
@@ -165,6 +189,9 @@ pub enum Outcome {
 pub struct Sleep {
     counters: CachePadded<AtomicCounters>,
     states: Box<[CachePadded<AtomicU32>]>,
+    /// Nudges so far (wrapping): a nudged core is still on the sleeping
+    /// count, with work waiting for it, until it sees the nudge.
+    nudges: CachePadded<AtomicU32>,
     rounds_until_sleepy: u32,
 }
 
@@ -175,6 +202,7 @@ impl Sleep {
         Self {
             counters: CachePadded(AtomicCounters::new()),
             states: (0..cores).map(|_| CachePadded(AtomicU32::new(AWAKE))).collect(),
+            nudges: CachePadded(AtomicU32::new(0)),
             rounds_until_sleepy,
         }
     }
@@ -183,6 +211,13 @@ impl Sleep {
     #[inline]
     pub fn counters(&self) -> Counters {
         self.counters.load()
+    }
+
+    /// How many nudges wakers have sent (wrapping). Pool quiescence reads
+    /// it around its other checks: a core nudged between them is counted
+    /// as sleeping while work waits for it (`crate::pool`'s shared state).
+    pub fn nudges(&self) -> u32 {
+        self.nudges.load(SeqCst)
     }
 
     /// The calling core found nothing to do and starts searching.
@@ -223,12 +258,12 @@ impl Sleep {
             return Outcome::Searching;
         }
         let state = &self.states[core];
-        state.store(REGISTERING, SeqCst);
+        state.swap(REGISTERING, SeqCst);
         let mut counters = self.counters.load();
         loop {
             if counters.jobs_counter() != idle.jobs_counter {
                 // Searching again, so a nudge (if any) is answered.
-                state.store(AWAKE, SeqCst);
+                state.swap(AWAKE, SeqCst);
                 idle.rounds = self.rounds_until_sleepy;
                 return Outcome::Searching;
             }
@@ -241,33 +276,39 @@ impl Sleep {
         }
         if state.compare_exchange(REGISTERING, ASLEEP, SeqCst, SeqCst).is_err() {
             // Nudged: a waker counted on this core and left the count to it.
-            state.store(AWAKE, SeqCst);
+            state.swap(AWAKE, SeqCst);
             self.counters.sub_sleeping();
             idle.rounds = self.rounds_until_sleepy;
             return Outcome::Searching;
         }
         fence(SeqCst);
-        if me.has_injected_jobs() || me.should_wake() {
-            self.cancel(core);
-            idle.rounds = self.rounds_until_sleepy;
-            return Outcome::Searching;
+        // Work seen now cancels the sleep before it starts (step 6).
+        let cancelled = me.has_injected_jobs() || me.should_wake();
+        if !cancelled {
+            me.committed();
         }
-        me.committed();
-        while state.load(SeqCst) == ASLEEP {
-            if me.should_wake() {
-                self.cancel(core);
-                break;
+        let mut ending = cancelled;
+        loop {
+            match state.load(SeqCst) {
+                AWAKE => break,
+                ASLEEP if ending || me.should_wake() => {
+                    if state.compare_exchange(ASLEEP, AWAKE, SeqCst, SeqCst).is_ok() {
+                        self.counters.sub_sleeping();
+                        break;
+                    }
+                    // A waker claimed it first: wait for its `AWAKE`.
+                    ending = true;
+                }
+                // `CLAIMED` too: the waker rings after it stores `AWAKE`.
+                _ => me.wait(),
             }
-            me.wait();
         }
-        idle.rounds = 0;
-        Outcome::Slept
-    }
-
-    /// The sleeper ends its own sleep, unless a waker got there first.
-    fn cancel(&self, core: usize) {
-        if self.states[core].compare_exchange(ASLEEP, AWAKE, SeqCst, SeqCst).is_ok() {
-            self.counters.sub_sleeping();
+        if cancelled {
+            idle.rounds = self.rounds_until_sleepy;
+            Outcome::Searching
+        } else {
+            idle.rounds = 0;
+            Outcome::Slept
         }
     }
 
@@ -283,17 +324,21 @@ impl Sleep {
         let mut seen = ASLEEP;
         loop {
             let next = match seen {
-                ASLEEP => AWAKE,
+                ASLEEP => CLAIMED,
                 REGISTERING => NUDGED,
                 _ => return false,
             };
             match state.compare_exchange(seen, next, SeqCst, SeqCst) {
-                Ok(_) if next == AWAKE => {
+                Ok(_) if next == CLAIMED => {
                     self.counters.sub_sleeping();
+                    state.swap(AWAKE, SeqCst);
                     ring(core);
                     return true;
                 }
-                Ok(_) => return true,
+                Ok(_) => {
+                    self.nudges.fetch_add(1, SeqCst);
+                    return true;
+                }
                 Err(actual) => seen = actual,
             }
         }

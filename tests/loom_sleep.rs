@@ -13,6 +13,13 @@
 //! Run with `make loom`, or:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p roving --release --target host-tuple --test loom_sleep`
 //!
+//! A third model checks the sleeping count itself: a core whose waits
+//! return at once (spurious returns, or another core's event) is woken
+//! while it sleeps, and must never be counted twice. Pool quiescence trusts
+//! that count; a core counted twice once let a QEMU run stop its pool while
+//! the waker still held queued tasks. That model fails if a claim stores
+//! `AWAKE` before the waker has taken the core off the count.
+//!
 //! Checked: the job runs exactly once, and no wake-up is lost. A core's
 //! doorbell is loom's own `park`/`unpark`, so a waiting core is blocked
 //! until a waker rings it. If every core that could run the job were asleep
@@ -32,7 +39,7 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use loom::thread::{self, Thread};
-use roving::loom_api::{Action, AtomicList, BlockCache, IdleState, Sleep, Sleeper, Task, TaskQueue};
+use roving::loom_api::{Action, AtomicList, BlockCache, IdleState, Outcome, Sleep, Sleeper, Task, TaskQueue};
 use std::ptr::NonNull;
 
 const CORES: usize = 2;
@@ -219,4 +226,62 @@ fn an_offered_job_wakes_a_core() {
 #[should_panic(expected = "deadlock")]
 fn an_unannounced_job_is_lost() {
     model(Source::Unannounced);
+}
+
+/// A core that never finds work, so it must be counted at most once; the
+/// other core never sleeps.
+struct Restless<'a> {
+    pool: &'a Pool,
+}
+
+impl Sleeper for Restless<'_> {
+    fn arm_inbound(&mut self) -> bool {
+        false
+    }
+
+    fn has_injected_jobs(&self) -> bool {
+        false
+    }
+
+    fn should_wake(&self) -> bool {
+        self.pool.stopped.load(SeqCst)
+    }
+
+    fn committed(&mut self) {
+        let sleeping = self.pool.sleep.counters().sleeping();
+        assert!(sleeping <= 1, "one sleeping core counted {sleeping} times");
+    }
+
+    /// Parks; returns at once if a ring from an earlier sleep is pending,
+    /// which is the early return this model is about.
+    fn wait(&mut self) {
+        thread::park();
+    }
+}
+
+/// Core 1 sleeps, is woken, and sleeps again, while core 0 wakes it once
+/// and then stops the pool.
+#[test]
+fn a_woken_core_is_never_counted_twice() {
+    loom::model(|| {
+        let pool = Arc::new(Pool::new());
+        let restless = {
+            let pool = pool.clone();
+            thread::spawn(move || {
+                let mut idle = pool.sleep.start_looking();
+                while !pool.stopped.load(SeqCst) {
+                    if pool.sleep.no_work_found(&mut idle, 1, &mut Restless { pool: &pool }) == Outcome::Slept
+                    {
+                        pool.sleep.work_found();
+                        idle = pool.sleep.start_looking();
+                    }
+                }
+            })
+        };
+        let ring = |_| restless.thread().unpark();
+        pool.sleep.wake(1, ring);
+        pool.stopped.store(true, SeqCst);
+        pool.sleep.wake_all(ring);
+        restless.join().unwrap();
+    });
 }

@@ -35,20 +35,36 @@
 //! posters wait while it is there), waits for `in_flight` to drain, checks
 //! again, and then either stops the pool or goes back to `RUNNING`.
 //!
-//! Why the second check is enough: lists are read before the counters, and
-//! the sleeping count can still include a core that is awake. A core that
-//! was nudged holds no task until it has taken itself off the count. A core
-//! that was claimed may already run a task before its waker takes it off
-//! (`sleep.rs`, waking). That waker is then between its claim and its
-//! decrement: either an outside poster, which `in_flight` covers, or a core
-//! that runs tasks and so, for the count to reach the pool size, is itself
-//! still counted through a claim whose waker has not finished. Following
-//! the wakers back in time must end (each had to be awake before it could
-//! claim the next), and only an outside poster or a stop can start such a
-//! chain. After `in_flight` drained while posters were held off, there is
-//! no outside poster, so a count equal to the pool size means no core runs
-//! anything, and the lists read just before were empty.
-
+//! Why the second check is enough. Call its steps: read the nudge count
+//! (N0), read every list (L), read the sleep counters (C), read the nudge
+//! count again (N1); stop only if the lists were empty, C counts every core
+//! as sleeping, no strand is alive, and N0 = N1. No outside poster is
+//! active during it, and none can start.
+//!
+//! - At C every core is inside a sleep: between its own increment of the
+//!   sleeping count and the decrement that ends that sleep. A claimed core
+//!   does not leave its sleep before its waker's decrement (`CLAIMED` in
+//!   `crate::sleep`), so no core is counted twice, and a core inside a
+//!   sleep runs nothing and holds nothing in its own queues. So at C no
+//!   core runs a task.
+//! - Suppose a task T still sits in core X's mailbox at C. L read that
+//!   mailbox empty, so T was pushed after that read, by a core P that ran
+//!   then and was asleep again by C. X is counted at C, so X armed its
+//!   mailboxes before its increment and has not drained them since (a core
+//!   drains only by searching). If the push came before that arm, the arm
+//!   took T. Otherwise P found the sentinel and tried to wake X: a claim
+//!   takes X off the count until it arms again (taking T); a core still
+//!   `AWAKE` sees T in its final check and cancels its sleep; and a nudge
+//!   bumps the nudge count before P can sleep, between N0 and N1.
+//! - The injector is pushed only from outside. A steal list is pushed only
+//!   by its owner, which searches it before it sleeps. A join slot is
+//!   published by a core running the join, which waits for the job without
+//!   sleeping. So at C those are empty too.
+//!
+//! An earlier version read no nudge count and let a claim store `AWAKE`
+//! before its waker's decrement: a claimed core could run, sleep again and
+//! be counted twice, and a QEMU run stopped its pool with tasks still
+//! queued on the waker.
 use super::config::Config;
 use super::current::{self, Worker};
 use super::error::PostError;
@@ -443,12 +459,17 @@ impl Shared {
         }
     }
 
+    /// The checks of the module docs, in their order.
     fn looks_quiescent(&self) -> bool {
+        let nudges = self.sleep.nudges();
         let lists_empty = !self.injector.has_tasks()
             && self.mailboxes.iter().all(|m| !m.has_tasks())
             && self.steal.iter().all(|s| !s.has_tasks())
             && !join::any_published(self);
-        lists_empty && self.live_strands.load(SeqCst) == 0 && self.sleep.counters().sleeping() == self.cores
+        lists_empty
+            && self.live_strands.load(SeqCst) == 0
+            && self.sleep.counters().sleeping() == self.cores
+            && self.sleep.nudges() == nudges
     }
 
     /// Waits until no outside post is between its state check and its push.

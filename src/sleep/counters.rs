@@ -37,9 +37,10 @@ impl Counters {
         (self.0 >> 16 & COUNT_MASK) as usize
     }
 
-    /// Cores searching for work, awake. A claimed sleeper is taken off the
-    /// sleeping count just after its claim, and may already be counting its
-    /// next sleep by then, so `sleeping` can briefly exceed `inactive`.
+    /// Cores searching for work, awake. A core is counted as sleeping only
+    /// inside its idle stretch (a claimed core stays `CLAIMED` until its
+    /// waker has taken it off the count, `crate::sleep`), so `sleeping`
+    /// never exceeds `inactive`; the saturation only guards that.
     pub fn idle_awake(self) -> usize {
         self.inactive().saturating_sub(self.sleeping())
     }
