@@ -305,7 +305,7 @@ fn wait_for(shared: &Shared, frame: &Frame) -> u32 {
 
 /// Takes a job from some core's slot, starting after `me`'s.
 pub(crate) fn take_any(shared: &Shared, me: usize) -> Option<NonNull<Frame>> {
-    let cores = shared.cores;
+    let cores = shared.slots;
     (1..=cores).find_map(|offset| shared.join_slots[(me + offset) % cores].take())
 }
 

@@ -21,7 +21,9 @@
 //! - [`Pool`]: cores that share work, with [`post`] (run a closure on a
 //!   given core, through a lock-free mailbox per ordered pair of cores) and
 //!   [`spawn`] (run it on any core); idle cores steal, then sleep under a
-//!   no-lost-wake-up protocol and wake on the platform's doorbell.
+//!   no-lost-wake-up protocol and wake on the platform's doorbell. A
+//!   running pool can be resized ([`Pool::resize`]) from the machine's
+//!   [`free_cores`].
 //! - [`strand`]: threads of execution on static fibre stacks, in a tree
 //!   with join, cancel, scopes and contained failures; [`sync`]: the
 //!   blocking primitives strands use (a mutex whose holder fails is
@@ -59,7 +61,9 @@ pub mod time;
 #[cfg(not(loom))]
 pub use join::join;
 #[cfg(not(loom))]
-pub use pool::{Config, CoreStats, Pool, PoolError, PostError, RunError, post, spawn};
+pub use pool::{
+    Config, CoreStats, Pool, PoolError, PostError, ResizeError, RunError, free_cores, post, spawn,
+};
 
 /// Internals, exposed only to the loom models in `tests/loom_*.rs` so they
 /// check the real code. Not part of the API.

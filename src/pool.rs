@@ -1,9 +1,15 @@
 //! Pools: a set of cores that share work.
 //!
-//! A [`Pool`] owns cores `0..n` of the machine. [`Pool::run`] starts them,
-//! runs `main` on the calling core, and then makes that core a worker too;
-//! it returns when the pool is quiescent (no task pending anywhere and
+//! A [`Pool`] starts with cores `0..n` of the machine. [`Pool::run`] starts
+//! them, runs `main` on the calling core, and then makes that core a worker
+//! too; it returns when the pool is quiescent (no task pending anywhere and
 //! every core asleep) or after [`Pool::shutdown`].
+//!
+//! While it runs, a pool can be resized: [`Pool::add_core`] takes a free
+//! core (one no pool holds: [`free_cores`]), and [`Pool::remove_core`] lets
+//! one go at its next step between tasks, losing nothing and running
+//! nothing twice (`pool/worker.rs`, "Leaving the pool"); [`Pool::resize`]
+//! does either until the pool has the size asked for.
 //!
 //! Work enters in two shapes:
 //!
@@ -38,13 +44,16 @@
 mod config;
 pub(crate) mod current;
 mod error;
+mod owners;
+mod resize;
 pub(crate) mod shared;
 mod stats;
 mod timers;
 mod worker;
 
 pub use config::Config;
-pub use error::{PoolError, PostError, RunError};
+pub use error::{PoolError, PostError, ResizeError, RunError};
+pub use resize::free_cores;
 pub use stats::CoreStats;
 
 use crate::atomics::Ordering::SeqCst;
@@ -93,12 +102,18 @@ impl Pool {
         if cores > available {
             return Err(PoolError::TooManyCores { requested: cores, available });
         }
-        Ok(Self { shared: Arc::new(Shared::new(cores, config)) })
+        Ok(Self { shared: Arc::new(Shared::new(available, |core| core < cores, config)) })
     }
 
-    /// How many cores the pool has: it uses cores `0..core_count()`.
+    /// How many cores the pool has now (it starts with cores
+    /// `0..core_count()`; [resizing](Pool::resize) changes which).
     pub fn core_count(&self) -> usize {
-        self.shared.cores
+        self.shared.member_count()
+    }
+
+    /// The pool's cores now, by index.
+    pub fn cores(&self) -> Vec<usize> {
+        (0..self.shared.slots).filter(|&core| self.shared.is_member(core)).collect()
     }
 
     /// Runs `core`'s share of work: posts `f` to run on that core.
@@ -186,23 +201,27 @@ impl Pool {
     /// the pool was shut down while `main` was blocked.
     pub fn run<R>(&self, main: impl FnOnce() -> R) -> Result<R, RunError> {
         let shared = &*self.shared;
-        let cores = shared.cores;
         let me = match platform::current_core() {
-            Some(core) if core < cores => core,
-            core => return Err(RunError::NotAPoolCore { core, cores }),
+            Some(core) if shared.is_member(core) => core,
+            core => return Err(RunError::NotAPoolCore { core, cores: shared.member_count() }),
         };
         if shared.state.compare_exchange(READY, RUNNING, SeqCst, SeqCst).is_err() {
             return Err(RunError::AlreadyRan);
         }
         shared.runner.store(me, SeqCst);
-        let mut started = 0;
-        for core in (0..cores).filter(|&core| core != me) {
+        let members = self.cores();
+        if let Some(index) = members.iter().position(|&core| !owners::claim(core, shared)) {
+            members[..index].iter().for_each(|&core| owners::release(core, shared));
+            shared.stop();
+            return Err(RunError::CoreTaken { core: members[index] });
+        }
+        for &core in members.iter().filter(|&&core| core != me) {
             if let Err(error) = self.start(core) {
                 shared.stop();
-                self.finish(me, started);
+                self.finish(me);
+                members.iter().for_each(|&core| owners::release(core, shared));
                 return Err(RunError::StartCore(error));
             }
-            started += 1;
         }
         let worker = Worker { shared, core: me };
         // SAFETY: `worker` outlives the guard, dropped before `finish`.
@@ -227,7 +246,8 @@ impl Pool {
             Err(error) => {
                 drop(entered);
                 shared.stop();
-                self.finish(me, started);
+                self.finish(me);
+                owners::release(me, shared);
                 return Err(match error {
                     SpawnError::NoFibre(_) => RunError::NoFibre,
                     _ => RunError::MainDidNotFinish,
@@ -236,7 +256,8 @@ impl Pool {
         };
         worker::work_entered(shared, me);
         drop(entered);
-        self.finish(me, started);
+        self.finish(me);
+        owners::release(me, shared);
         #[cfg(feature = "std")]
         if let Some(payload) = shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
             core::mem::forget(root);
@@ -263,13 +284,17 @@ impl Pool {
         }
     }
 
+    /// Starts `core` (claimed for this pool, a member) on the pool's loop,
+    /// retrying while it finishes an earlier entry.
     fn start(&self, core: usize) -> Result<(), StartCoreError> {
         let deadline = Instant::now() + START_PATIENCE;
         loop {
             let arg = Arc::into_raw(self.shared.clone()) as usize;
+            self.shared.running.fetch_add(1, SeqCst);
             match platform::start_core(core, core_entry, arg) {
                 Ok(()) => return Ok(()),
                 Err(error) => {
+                    self.shared.running.fetch_sub(1, SeqCst);
                     // SAFETY: the core did not start, so the reference we
                     // made for it is still ours.
                     drop(unsafe { Arc::from_raw(arg as *const Shared) });
@@ -283,10 +308,10 @@ impl Pool {
         }
     }
 
-    /// Waits for the `started` cores to leave, then discards what is left.
-    fn finish(&self, me: usize, started: usize) {
+    /// Waits for the started cores to leave, then discards what is left.
+    fn finish(&self, me: usize) {
         let shared = &*self.shared;
-        while shared.exited.load(SeqCst) < started {
+        while shared.running.load(SeqCst) > 0 {
             platform::wait_for_event(Depth::Light, Some(Instant::now() + Duration::from_millis(1)));
         }
         shared.wait_for_outside_posts();
@@ -315,7 +340,10 @@ fn core_entry(arg: usize) {
     let shared = unsafe { Arc::from_raw(arg as *const Shared) };
     let me = platform::current_core().expect("a started core has an index");
     worker::work(&shared, me);
-    shared.exited.fetch_add(1, SeqCst);
+    // A core that left in a resize is free once it is off the loop; at a
+    // stop, each core gives itself back.
+    owners::release(me, &shared);
+    shared.running.fetch_sub(1, SeqCst);
     shared::ring(shared.runner.load(SeqCst));
 }
 

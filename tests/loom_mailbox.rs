@@ -10,6 +10,11 @@
 //! (a lost wake-up leaves it spinning on its wake latch until loom reports
 //! "Model exceeded maximum number of branches"). The wake latch is a count
 //! only senders write, as in `loom_doorbell.rs`.
+//!
+//! A second model closes the list (a core leaving its pool) while two
+//! senders push: every task is either in the chain the close took or
+//! refused back to its sender, never both and never neither, and nothing
+//! is queued on a closed list.
 #![cfg(loom)]
 
 use loom::sync::Arc;
@@ -153,5 +158,37 @@ fn ignoring_the_sentinel_loses_the_wake_up() {
             seen_wakes = mailbox.wakes.load(Acquire);
         }
         sender.join().unwrap();
+    });
+}
+
+/// Two senders push one task each while the receiver drains once and then
+/// closes the list; a refused task stays with its sender.
+#[test]
+fn closing_loses_no_task_and_takes_none_twice() {
+    loom::model(|| {
+        let mailbox = Arc::new(Mailbox { list: AtomicList::new(), wakes: AtomicUsize::new(0) });
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|me| {
+                let mailbox = mailbox.clone();
+                thread::spawn(move || {
+                    let task = item(me, 0);
+                    // SAFETY: the task is new and ours to give.
+                    match unsafe { mailbox.list.push(task) } {
+                        Pushed::Closed => {
+                            // SAFETY: refused, so still ours.
+                            drop(unsafe { Box::from_raw(task.cast::<Item>().as_ptr()) });
+                            1
+                        }
+                        Pushed::Queued | Pushed::WasArmed => 0,
+                    }
+                })
+            })
+            .collect();
+        let mut received = Received::default();
+        received.take(mailbox.list.take_all());
+        received.take(mailbox.list.take_all_and_close());
+        let refused: usize = senders.into_iter().map(|sender| sender.join().unwrap()).sum();
+        assert_eq!(received.total + refused, SENDERS, "a task was lost or taken twice");
+        assert!(!mailbox.list.has_tasks(), "a task was queued on a closed list");
     });
 }

@@ -234,7 +234,7 @@ fn bad_input_gets_typed_errors() {
         let back = Arc::new(AtomicUsize::new(0));
         let b = back.clone();
         let error = pool.post(5, move || _ = b.fetch_add(1, SeqCst)).unwrap_err();
-        assert_eq!(error.to_string(), "no core 5 in this pool: it has cores 0..2");
+        assert_eq!(error.to_string(), "no core 5: core indices run 0..2");
         error.into_inner()();
         assert_eq!(back.load(SeqCst), 1, "the closure came back intact");
         let error = roving::spawn(|| ()).unwrap_err();

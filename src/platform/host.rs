@@ -37,7 +37,7 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
@@ -107,6 +107,8 @@ struct Core {
     running: AtomicBool,
     /// The thread that is this core right now, for `unpark`.
     thread: Mutex<Option<Thread>>,
+    /// Which pool holds the core (`crate::pool::owners`), 0 if none.
+    owner: AtomicUsize,
 }
 
 /// Which machine, and which core of it, the current thread is.
@@ -154,6 +156,7 @@ impl Machine {
                 doorbell: Doorbell::new(),
                 running: AtomicBool::new(false),
                 thread: Mutex::new(None),
+                owner: AtomicUsize::new(0),
             })
             .collect();
         Ok(Self { inner: Arc::new(Inner { cores, started: Mutex::new(Vec::new()), light_spin }) })
@@ -264,6 +267,12 @@ fn core_thread(machine: Arc<Inner>, core: usize, entry: CoreEntry, arg: usize) {
     let _stopped = Stopped(me);
     MEMBERSHIP.set(Some(Membership { machine: machine.clone(), core: Some(core) }));
     entry(arg);
+}
+
+/// Runs `f` with the word that says which pool holds `core` of the calling
+/// thread's machine (`crate::pool::owners`).
+pub(crate) fn with_core_owner<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
+    with_membership("a pool's core table", |machine, _| f(&machine.cores[core].owner))
 }
 
 struct HostPlatform;

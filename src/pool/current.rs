@@ -66,6 +66,9 @@ mod slot {
     }
 }
 
+#[cfg(not(feature = "std"))]
+pub(crate) use slot::SLOTS;
+
 /// The most cores a pool may have on this build, given `available`.
 pub(crate) fn limit(available: usize) -> usize {
     #[cfg(not(feature = "std"))]

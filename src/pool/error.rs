@@ -11,12 +11,20 @@ pub enum PostError<F> {
     /// The pool has stopped (it was shut down, or it ran out of work and
     /// its [`run`](super::Pool::run) returned).
     Stopped(F),
-    /// There is no core with this index in the pool.
+    /// There is no core with this index on the machine.
     NoSuchCore {
         /// The index asked for.
         core: usize,
-        /// The pool's size: valid indices are `0..cores`.
+        /// Core indices run `0..cores`.
         cores: usize,
+        /// The closure.
+        closure: F,
+    },
+    /// The core is not one of the pool's cores now: it never was, or it
+    /// left when the pool was resized.
+    NotAMember {
+        /// The index asked for.
+        core: usize,
         /// The closure.
         closure: F,
     },
@@ -33,7 +41,20 @@ impl<F> PostError<F> {
     pub fn into_inner(self) -> F {
         match self {
             Self::Stopped(f) | Self::OutOfMemory(f) | Self::NotInPool(f) => f,
-            Self::NoSuchCore { closure, .. } => closure,
+            Self::NoSuchCore { closure, .. } | Self::NotAMember { closure, .. } => closure,
+        }
+    }
+}
+
+impl PostError<()> {
+    /// The same error, carrying `f`.
+    pub(crate) fn with_closure<F>(self, f: F) -> PostError<F> {
+        match self {
+            Self::Stopped(()) => PostError::Stopped(f),
+            Self::NoSuchCore { core, cores, .. } => PostError::NoSuchCore { core, cores, closure: f },
+            Self::NotAMember { core, .. } => PostError::NotAMember { core, closure: f },
+            Self::OutOfMemory(()) => PostError::OutOfMemory(f),
+            Self::NotInPool(()) => PostError::NotInPool(f),
         }
     }
 }
@@ -44,6 +65,9 @@ impl<F> fmt::Debug for PostError<F> {
             Self::Stopped(_) => f.write_str("Stopped(..)"),
             Self::NoSuchCore { core, cores, .. } => {
                 f.debug_struct("NoSuchCore").field("core", core).field("cores", cores).finish_non_exhaustive()
+            }
+            Self::NotAMember { core, .. } => {
+                f.debug_struct("NotAMember").field("core", core).finish_non_exhaustive()
             }
             Self::OutOfMemory(_) => f.write_str("OutOfMemory(..)"),
             Self::NotInPool(_) => f.write_str("NotInPool(..)"),
@@ -56,8 +80,9 @@ impl<F> fmt::Display for PostError<F> {
         match self {
             Self::Stopped(_) => write!(f, "the pool has stopped; the closure was not queued"),
             Self::NoSuchCore { core, cores, .. } => {
-                write!(f, "no core {core} in this pool: it has cores 0..{cores}")
+                write!(f, "no core {core}: core indices run 0..{cores}")
             }
+            Self::NotAMember { core, .. } => write!(f, "core {core} is not one of this pool's cores now"),
             Self::OutOfMemory(_) => write!(f, "no memory left for the task"),
             Self::NotInPool(_) => write!(f, "not called on a core of a running pool; use a Pool handle"),
         }
@@ -100,7 +125,7 @@ impl core::error::Error for PoolError {}
 pub enum RunError {
     /// The pool is running, or has run: a pool runs once.
     AlreadyRan,
-    /// `run` must be called on one of the pool's cores (`0..cores`).
+    /// `run` must be called on one of the pool's cores.
     NotAPoolCore {
         /// The calling core, if it is a core at all.
         core: Option<usize>,
@@ -110,6 +135,11 @@ pub enum RunError {
     /// A core of the pool could not be started; the pool was stopped
     /// without running `main`.
     StartCore(StartCoreError),
+    /// Another pool holds one of this pool's cores; nothing was run.
+    CoreTaken {
+        /// The first such core.
+        core: usize,
+    },
     /// No fibre was free for `main`'s strand: other pools hold them all.
     NoFibre,
     /// The pool was shut down while `main` was blocked, so it never
@@ -127,12 +157,13 @@ impl fmt::Display for RunError {
         match self {
             Self::AlreadyRan => write!(f, "this pool is running or has run; build a new one"),
             Self::NotAPoolCore { core: Some(core), cores } => {
-                write!(f, "run was called on core {core}, which is not in this pool (cores 0..{cores})")
+                write!(f, "run was called on core {core}, which is not one of this pool's {cores} cores")
             }
             Self::NotAPoolCore { core: None, .. } => {
                 write!(f, "run was called on a thread that is not a core")
             }
             Self::StartCore(error) => write!(f, "starting the pool's cores: {error}"),
+            Self::CoreTaken { core } => write!(f, "core {core} belongs to another pool"),
             Self::NoFibre => write!(f, "no free fibre for main's strand (build with more ROVING_FIBRES)"),
             Self::MainDidNotFinish => write!(f, "the pool was shut down while main was blocked"),
             Self::Failed(failure) => write!(f, "the pool stopped on a failure: {failure}"),
@@ -141,3 +172,88 @@ impl fmt::Display for RunError {
 }
 
 impl core::error::Error for RunError {}
+
+/// Why a pool's cores could not be changed ([`Pool::add_core`],
+/// [`Pool::remove_core`], [`Pool::resize`]). Nothing was changed.
+///
+/// [`Pool::add_core`]: super::Pool::add_core
+/// [`Pool::remove_core`]: super::Pool::remove_core
+/// [`Pool::resize`]: super::Pool::resize
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResizeError {
+    /// The pool is not running: resize it after `run` or `start`, before it
+    /// stops. (Before it runs, choose its cores with [`Config`](super::Config).)
+    NotRunning,
+    /// There is no core with this index on the machine.
+    NoSuchCore {
+        /// The index given.
+        core: usize,
+        /// Core indices run `0..cores`.
+        cores: usize,
+    },
+    /// The core is not free: another pool holds it, or it is still leaving
+    /// one.
+    CoreNotFree {
+        /// The index given.
+        core: usize,
+    },
+    /// The core is already one of this pool's.
+    AlreadyMember {
+        /// The index given.
+        core: usize,
+    },
+    /// The core is not one of this pool's.
+    NotAMember {
+        /// The index given.
+        core: usize,
+    },
+    /// The core runs the pool's `main` (its root strand is pinned there).
+    RunsMain {
+        /// The index given.
+        core: usize,
+    },
+    /// A pool keeps at least one core; destroy it instead.
+    LastCore,
+    /// The call was made by a task (not a strand) on the core it removes,
+    /// which could then never leave.
+    OnThatCore {
+        /// The index given.
+        core: usize,
+    },
+    /// Fewer cores are free than the new size needs.
+    NotEnoughFreeCores {
+        /// Cores the pool would need to gain.
+        wanted: usize,
+        /// Free cores there are.
+        free: usize,
+    },
+    /// Another resize of this pool is under way.
+    Busy,
+    /// The core could not be started.
+    StartCore(StartCoreError),
+}
+
+impl fmt::Display for ResizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotRunning => write!(f, "the pool is not running"),
+            Self::NoSuchCore { core, cores } => write!(f, "no core {core}: core indices run 0..{cores}"),
+            Self::CoreNotFree { core } => write!(f, "core {core} is not free: another pool holds it"),
+            Self::AlreadyMember { core } => write!(f, "core {core} is already in this pool"),
+            Self::NotAMember { core } => write!(f, "core {core} is not in this pool"),
+            Self::RunsMain { core } => write!(f, "core {core} runs the pool's main and cannot leave"),
+            Self::LastCore => write!(f, "a pool keeps at least one core"),
+            Self::OnThatCore { core } => {
+                write!(f, "a task on core {core} cannot remove it; call from a strand or another core")
+            }
+            Self::NotEnoughFreeCores { wanted, free } => {
+                write!(f, "{wanted} more cores needed, {free} free")
+            }
+            Self::Busy => write!(f, "another resize of this pool is under way"),
+            Self::StartCore(error) => write!(f, "starting the core: {error}"),
+        }
+    }
+}
+
+impl core::error::Error for ResizeError {}

@@ -76,7 +76,7 @@ use crate::platform;
 use crate::sleep::Sleep;
 use crate::strand::Failure;
 use crate::strand::scheduler::StrandCore;
-use crate::task::list::{AtomicList, Pushed};
+use crate::task::list::{AtomicList, Chain, Pushed};
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
 use crate::task::{self, Action, Task, closure};
@@ -108,7 +108,15 @@ pub(crate) struct Local {
 
 /// Everything the cores of one pool share.
 pub(crate) struct Shared {
-    pub(crate) cores: usize,
+    /// Core indices this pool can hold: `0..slots`, every core of the
+    /// machine (up to roving's limit). Every per-core array has this length.
+    pub(crate) slots: usize,
+    /// Which cores are the pool's now; changed by resizing
+    /// (`super::membership`).
+    pub(crate) members: Box<[AtomicBool]>,
+    pub(crate) member_count: AtomicUsize,
+    /// Cores asked to leave: each leaves at its next step between tasks.
+    pub(crate) leaving: Box<[AtomicBool]>,
     pub(crate) config: Config,
     pub(crate) state: AtomicU32,
     in_flight: AtomicUsize,
@@ -128,8 +136,10 @@ pub(crate) struct Shared {
     locals: Box<[CachePadded<UnsafeCell<Local>>]>,
     pub(crate) stats: Box<[CachePadded<Stats>]>,
     pub(crate) polling: AtomicBool,
-    /// Cores that have left their loop in this run.
-    pub(crate) exited: AtomicUsize,
+    /// Cores started for this pool whose entry has not yet returned.
+    pub(crate) running: AtomicUsize,
+    /// A resize is under way (one at a time).
+    pub(crate) resizing: AtomicBool,
     /// The core `run` was called on, to be woken as cores exit.
     pub(crate) runner: AtomicUsize,
     /// Each core's strand state (scheduler context, running strand).
@@ -159,10 +169,17 @@ pub(crate) fn ring(core: usize) {
 }
 
 impl Shared {
-    pub(crate) fn new(cores: usize, config: Config) -> Self {
+    /// A pool of `slots` core indices of which `members` are its cores.
+    pub(crate) fn new(slots: usize, members: impl Fn(usize) -> bool, config: Config) -> Self {
+        let cores = slots;
+        let flags =
+            |f: &dyn Fn(usize) -> bool| (0..slots).map(|core| AtomicBool::new(f(core))).collect::<Box<[_]>>();
         let lists = |n: usize| (0..n).map(|_| CachePadded(AtomicList::new())).collect::<Box<[_]>>();
         let mut shared = Self {
-            cores,
+            slots,
+            members: flags(&members),
+            member_count: AtomicUsize::new((0..slots).filter(|&core| members(core)).count()),
+            leaving: flags(&|_| false),
             config,
             state: AtomicU32::new(READY),
             in_flight: AtomicUsize::new(0),
@@ -176,7 +193,8 @@ impl Shared {
             locals: Box::new([]),
             stats: (0..cores).map(|_| CachePadded(Stats::default())).collect(),
             polling: AtomicBool::new(false),
-            exited: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            resizing: AtomicBool::new(false),
             runner: AtomicUsize::new(0),
             strands: (0..cores).map(|_| CachePadded(StrandCore::new())).collect(),
             live_strands: AtomicUsize::new(0),
@@ -202,16 +220,45 @@ impl Shared {
             })
             .collect();
         shared.locals = locals;
+        for core in (0..slots).filter(|&core| !members(core)) {
+            shared.close_mailboxes(core, |_| {});
+        }
         shared
     }
 
+    /// Whether `core` is one of the pool's cores now.
+    #[inline]
+    pub(crate) fn is_member(&self, core: usize) -> bool {
+        self.members.get(core).is_some_and(|member| member.load(SeqCst))
+    }
+
+    /// How many cores the pool has now.
+    pub(crate) fn member_count(&self) -> usize {
+        self.member_count.load(SeqCst)
+    }
+
+    /// Closes `core`'s inbound mailboxes, handing `keep` what each sender's
+    /// pair held: (closures, fibres).
+    pub(crate) fn close_mailboxes(&self, core: usize, mut keep: impl FnMut([Chain; 2])) {
+        for from in 0..=self.slots {
+            keep(self.inbound(core, from).map(AtomicList::take_all_and_close));
+        }
+    }
+
+    /// Opens `core`'s inbound mailboxes again, before it rejoins.
+    pub(crate) fn reopen_mailboxes(&self, core: usize) {
+        for from in 0..=self.slots {
+            self.inbound(core, from).iter().for_each(|list| list.reopen());
+        }
+    }
+
     pub(crate) fn mailbox(&self, to: usize, from: usize) -> &AtomicList {
-        &self.mailboxes[to * (self.cores + 1) + from]
+        &self.mailboxes[to * (self.slots + 1) + from]
     }
 
     /// The mailbox that carries woken fibres from `from` to `to`.
     pub(crate) fn fibre_mailbox(&self, to: usize, from: usize) -> &AtomicList {
-        &self.mailboxes[(self.cores + to) * (self.cores + 1) + from]
+        &self.mailboxes[(self.slots + to) * (self.slots + 1) + from]
     }
 
     /// Both of `to`'s mailboxes from `from`: closures, then fibres.
@@ -221,7 +268,7 @@ impl Shared {
 
     /// The outside slot of core `to`'s mailboxes.
     fn outside_mailbox(&self, to: usize) -> &AtomicList {
-        self.mailbox(to, self.cores)
+        self.mailbox(to, self.slots)
     }
 
     /// Core `core`'s private state.
@@ -243,15 +290,23 @@ impl Shared {
 
     /// Posts `f` to run on core `to`.
     pub(crate) fn post<F: FnOnce() + Send + 'static>(&self, to: usize, f: F) -> Result<(), PostError<F>> {
-        if to >= self.cores {
-            return Err(PostError::NoSuchCore { core: to, cores: self.cores, closure: f });
+        if to >= self.slots {
+            return Err(PostError::NoSuchCore { core: to, cores: self.slots, closure: f });
+        }
+        if !self.is_member(to) {
+            return Err(PostError::NotAMember { core: to, closure: f });
         }
         match self.worker_core() {
             Some(me) => self.post_from(me, to, f),
             None => self.post_outside(f, |task| {
                 // SAFETY: the task is ours to give.
-                if unsafe { self.outside_mailbox(to).push(task) } == Pushed::WasArmed {
-                    self.sleep.wake(to, ring);
+                match unsafe { self.outside_mailbox(to).push(task) } {
+                    Pushed::Queued => Ok(()),
+                    Pushed::WasArmed => {
+                        self.sleep.wake(to, ring);
+                        Ok(())
+                    }
+                    Pushed::Closed => Err(PostError::NotAMember { core: to, closure: () }),
                 }
             }),
         }
@@ -262,9 +317,8 @@ impl Shared {
         match self.worker_core() {
             Some(me) => self.spawn_from(me, f),
             None => self.post_outside(f, |task| {
-                // SAFETY: the task is ours to give; the injector has no sentinel.
-                let _ = unsafe { self.injector.push(task) };
-                self.sleep.new_jobs(1, true, 0, ring);
+                self.inject(task, None);
+                Ok(())
             }),
         }
     }
@@ -291,15 +345,27 @@ impl Shared {
         let local = unsafe { self.local(me) };
         let task = closure::new(f, Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
         let stats = &self.stats[me];
-        stats::add(&stats.sent, 1);
         if to == me {
             // SAFETY: the task is ours to give.
             unsafe { local.pinned.push_back(task) };
-        // SAFETY: the task is ours to give.
-        } else if unsafe { self.mailbox(to, me).push(task) } == Pushed::WasArmed && self.sleep.wake(to, ring)
-        {
-            stats::add(&stats.wakeups, 1);
+        } else {
+            // SAFETY: the task is ours to give.
+            match unsafe { self.mailbox(to, me).push(task) } {
+                Pushed::Queued => {}
+                Pushed::WasArmed => {
+                    if self.sleep.wake(to, ring) {
+                        stats::add(&stats.wakeups, 1);
+                    }
+                }
+                Pushed::Closed => {
+                    // The core left the pool since `post` looked.
+                    // SAFETY: refused, so still ours; made with our cache.
+                    let f = unsafe { closure::take_back::<F>(task, Some(NonNull::from(&mut local.cache))) };
+                    return Err(PostError::NotAMember { core: to, closure: f });
+                }
+            }
         }
+        stats::add(&stats.sent, 1);
         Ok(())
     }
 
@@ -336,6 +402,11 @@ impl Shared {
     /// Queues a scheduled fibre's task on core `me`, behind its other work;
     /// a pinned fibre's stays on `me`, others may be offered to idle cores.
     pub(crate) fn requeue_local(&self, me: usize, task: NonNull<Task>, pinned: bool) {
+        if self.leaving[me].load(Relaxed) {
+            // Leaving: the pool's other cores run it (pins to `me` lapse).
+            self.inject(task, Some(me));
+            return;
+        }
         // SAFETY: we are core `me`, inside a task (the fibre's); the loop
         // holds no reference to its `Local` across it.
         let local = unsafe { self.local(me) };
@@ -361,8 +432,15 @@ impl Shared {
             Some(me) if me == to => self.place_spawned(me, task),
             Some(me) => {
                 // SAFETY: the task is ours to give.
-                if unsafe { lane(to, me).push(task) } == Pushed::WasArmed && self.sleep.wake(to, ring) {
-                    stats::add(&self.stats[me].wakeups, 1);
+                match unsafe { lane(to, me).push(task) } {
+                    Pushed::Queued => {}
+                    Pushed::WasArmed => {
+                        if self.sleep.wake(to, ring) {
+                            stats::add(&self.stats[me].wakeups, 1);
+                        }
+                    }
+                    // `to` left the pool: any core may run the fibre.
+                    Pushed::Closed => self.inject(task, Some(me)),
                 }
             }
             None => {
@@ -370,26 +448,48 @@ impl Shared {
                 // with the pool (`strand::scheduler::run_fibre`).
                 let _ = self.enter_from_outside(|| {
                     // SAFETY: the task is ours to give.
-                    if unsafe { lane(to, self.cores).push(task) } == Pushed::WasArmed {
-                        self.sleep.wake(to, ring);
+                    match unsafe { lane(to, self.slots).push(task) } {
+                        Pushed::Queued => {}
+                        Pushed::WasArmed => {
+                            self.sleep.wake(to, ring);
+                        }
+                        Pushed::Closed => self.inject(task, None),
                     }
                 });
             }
         }
     }
 
+    /// Puts a task any core may run on the injector and announces it, from
+    /// core `from` or (`None`) from outside the pool.
+    pub(crate) fn inject(&self, task: NonNull<Task>, from: Option<usize>) {
+        // SAFETY: the task is ours to give; the injector is never closed.
+        let _ = unsafe { self.injector.push(task) };
+        let woken = self.sleep.new_jobs(1, from.is_none(), from.map_or(0, |me| me + 1), ring);
+        if let Some(me) = from {
+            stats::add(&self.stats[me].wakeups, woken as u64);
+        }
+    }
+
     /// The outside path: count the post in flight, check the state, make
-    /// the task, `push` it, and uncount it.
+    /// the task, `push` it, and uncount it. A push that refuses the task
+    /// says why with the closure left out; the closure goes back with it.
     fn post_outside<F: FnOnce() + Send + 'static>(
         &self,
         f: F,
-        push: impl FnOnce(NonNull<Task>),
+        push: impl FnOnce(NonNull<Task>) -> Result<(), PostError<()>>,
     ) -> Result<(), PostError<F>> {
         let mut f = Some(f);
         let mut result = Ok(());
         let entered = self.enter_from_outside(|| {
             let f = f.take().expect("entered once");
-            result = closure::new(f, None).map(push).map_err(PostError::OutOfMemory);
+            result = match closure::new(f, None) {
+                Ok(task) => push(task).map_err(|refused| {
+                    // SAFETY: refused, so still ours; made on the heap.
+                    refused.with_closure(unsafe { closure::take_back::<F>(task, None) })
+                }),
+                Err(f) => Err(PostError::OutOfMemory(f)),
+            };
         });
         match (entered, f) {
             (true, _) => result,
@@ -468,7 +568,7 @@ impl Shared {
             && !join::any_published(self);
         lists_empty
             && self.live_strands.load(SeqCst) == 0
-            && self.sleep.counters().sleeping() == self.cores
+            && self.sleep.counters().sleeping() == self.member_count()
             && self.sleep.nudges() == nudges
     }
 
@@ -487,7 +587,7 @@ impl Shared {
     /// No core is running this pool, and no outside post is in flight.
     pub(crate) unsafe fn discard_everything(&self, me: usize) -> u64 {
         let mut leftovers = TaskQueue::new();
-        for core in 0..self.cores {
+        for core in 0..self.slots {
             // SAFETY: no core runs (contract).
             let local = unsafe { self.local(core) };
             if let Some(task) = local.lifo.take() {
@@ -518,7 +618,7 @@ impl Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         // A pool built but never run may still hold tasks posted to it.
-        if self.locals.len() < self.cores {
+        if self.locals.len() < self.slots {
             return; // unwinding out of `new`
         }
         // Nobody can read the counters any more, so the count is not kept.

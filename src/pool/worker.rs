@@ -13,6 +13,22 @@
 //! spawning for itself still serves its mailboxes. After each task, a core
 //! with at least two stealable tasks offers the older half on its steal
 //! list if any core is idle or asleep.
+//!
+//! # Leaving the pool
+//!
+//! A core asked to leave (a resize) does so between tasks, never in the
+//! middle of one, and loses nothing and runs nothing twice ([`leave`]):
+//!
+//! 1. it closes its inbound mailboxes, keeping what they held: from then on
+//!    a post to it is refused, with the closure back to the sender, and a
+//!    woken fibre that preferred it goes to the injector instead;
+//! 2. it runs every task addressed to it (its pinned queue, which includes
+//!    what it posts to itself meanwhile); a strand pinned to it that
+//!    yields or is woken later runs on another core of the pool;
+//! 3. it hands everything any core may run (its LIFO slot, its queue, its
+//!    steal list) to the injector, and announces it;
+//! 4. only then does it stop being a member, so while it still counts as
+//!    one the pool cannot look quiescent (it is not asleep).
 
 use super::current::{self, Worker};
 use super::shared::{STOPPED, Shared, ring};
@@ -23,7 +39,7 @@ use crate::sleep::{Outcome, Sleeper};
 use crate::task::{Action, Task};
 use crate::time::Instant;
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::{Acquire, Release};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// Tasks a core runs from its own queues before it looks at its mailboxes.
 const FAIRNESS: u32 = 61;
@@ -45,13 +61,17 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
         if shared.stopped() {
             return;
         }
+        if shared.leaving[me].load(Relaxed) {
+            leave(shared, me);
+            return;
+        }
         if let Some(task) = find_work(shared, me) {
             run_task(shared, me, task);
             continue;
         }
         let mut idle = shared.sleep.start_looking();
         let found = loop {
-            if shared.stopped() {
+            if shared.stopped() || shared.leaving[me].load(Relaxed) {
                 break None;
             }
             if let Some(task) = find_work(shared, me) {
@@ -63,11 +83,42 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             }
         };
         shared.sleep.work_found();
-        match found {
-            Some(task) => run_task(shared, me, task),
-            None => return,
+        if let Some(task) = found {
+            run_task(shared, me, task);
         }
     }
+}
+
+/// Leaves the pool, between tasks (module docs, "Leaving the pool").
+fn leave(shared: &Shared, me: usize) {
+    {
+        // SAFETY: we are core `me`, between tasks; the reference ends here.
+        let local = unsafe { shared.local(me) };
+        shared.close_mailboxes(me, |[closures, fibres]| {
+            // SAFETY: closing took these chains, so they are ours.
+            unsafe {
+                local.pinned.append_reversed(closures);
+                local.queue.append_reversed(fibres);
+            }
+        });
+    }
+    // SAFETY: as above; the reference ends before the task runs.
+    while let Some(task) = unsafe { shared.local(me) }.pinned.pop_front() {
+        run_task(shared, me, task);
+    }
+    // SAFETY: as above.
+    let local = unsafe { shared.local(me) };
+    // SAFETY: a taken chain is ours.
+    unsafe { local.queue.append_reversed(shared.steal[me].take_all()) };
+    let rest = local.lifo.take().into_iter().chain(core::iter::from_fn(|| local.queue.pop_front()));
+    for task in rest {
+        shared.inject(task, Some(me));
+    }
+    local.since_inbound = 0;
+    local.cache.flush();
+    shared.members[me].store(false, SeqCst);
+    shared.member_count.fetch_sub(1, SeqCst);
+    shared.leaving[me].store(false, SeqCst);
 }
 
 fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
@@ -167,7 +218,7 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
 /// Returns how many tasks came in.
 fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, arm: bool) -> usize {
     let mut received = 0;
-    for from in 0..=shared.cores {
+    for from in 0..=shared.slots {
         let [closures, fibres] = shared.inbound(me, from);
         let take = |list: &crate::task::list::AtomicList| {
             if arm { list.take_all_and_arm() } else { list.take_all() }
@@ -181,7 +232,7 @@ fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, a
 }
 
 fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
-    let cores = shared.cores;
+    let cores = shared.slots;
     for offset in 0..cores {
         let victim = (start + offset) % cores;
         if victim == me || !shared.steal[victim].has_tasks() {
@@ -237,7 +288,8 @@ impl Sleeper for CoreSleeper<'_> {
     fn should_wake(&self) -> bool {
         let shared = self.shared;
         shared.state.load(SeqCst) == STOPPED
-            || (0..=shared.cores)
+            || shared.leaving[self.me].load(SeqCst)
+            || (0..=shared.slots)
                 .any(|from| shared.inbound(self.me, from).iter().any(|list| list.has_tasks()))
             || shared.timers.due()
     }

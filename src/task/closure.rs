@@ -60,8 +60,29 @@ pub(crate) fn new<F: FnOnce() + Send + 'static>(
 unsafe fn call<F: FnOnce() + Send + 'static>(
     task: NonNull<Task>,
     action: Action,
-    mut cache: NonNull<BlockCache>,
+    cache: NonNull<BlockCache>,
 ) {
+    // SAFETY: forwarded contract.
+    let f = unsafe { take_back::<F>(task, Some(cache)) };
+    match action {
+        Action::Run => f(),
+        Action::Discard => drop(f),
+    }
+}
+
+/// Frees a closure task that was never published (or was refused) and
+/// returns its closure, so it can go back to whoever gave it.
+///
+/// # Safety
+///
+/// The caller owns `task`, made by [`new`] with this `F` and not yet run;
+/// `cache` is the calling core's cache of the pool the task was made for
+/// (or `None` if the task was made without one, on the heap), with no
+/// other reference to it live.
+pub(crate) unsafe fn take_back<F: FnOnce() + Send + 'static>(
+    task: NonNull<Task>,
+    cache: Option<NonNull<BlockCache>>,
+) -> F {
     let memory = task.cast::<ClosureTask<F>>();
     // SAFETY: `new` initialised the task; it is read exactly once, here.
     let (home, f) = unsafe { ((*memory.as_ptr()).home, ManuallyDrop::take(&mut (*memory.as_ptr()).f)) };
@@ -69,14 +90,11 @@ unsafe fn call<F: FnOnce() + Send + 'static>(
         // SAFETY: allocated in `new` with this layout; nothing live remains.
         unsafe { dealloc(memory.as_ptr().cast(), Layout::new::<ClosureTask<F>>()) };
     } else {
+        let mut cache = cache.expect("a task in a core's storage is taken back with a core's cache");
         // SAFETY: the cache is the calling core's and no other reference to
-        // it is live during this call (contract of `TaskFn`); the block came
-        // from `home`'s cache of this pool (the only pool whose cores run
-        // this task), and nothing live remains in it.
+        // it is live (contract); the block came from `home`'s cache of this
+        // pool, and nothing live remains in it.
         unsafe { cache.as_mut().release(memory.cast(), home) };
     }
-    match action {
-        Action::Run => f(),
-        Action::Discard => drop(f),
-    }
+    f
 }

@@ -22,6 +22,11 @@
 //! - **Arm** (the receiver, before sleeping): swap the head with the bare
 //!   tag. It returns whatever was pushed meanwhile, so the receiver runs
 //!   that instead of sleeping.
+//! - **Close** (the receiver, when its core leaves the pool): swap the head
+//!   with the *closed* tag, a second low bit, and own what was there. A
+//!   push that finds the closed tag does not link its task: it returns
+//!   [`Pushed::Closed`] and the sender keeps the task. **Reopen** (whoever
+//!   adds the core back, before it starts) swaps the closed tag for null.
 //!
 //! # Why it is correct (sketch)
 //!
@@ -44,6 +49,9 @@
 //!   push in the head's order, that push reads the tag and wakes the
 //!   receiver. If the push comes first, the arm returns its task and the
 //!   receiver does not sleep.
+//! - Nothing is lost at a close: a push ordered before the close is in the
+//!   chain the close returns; one ordered after it reads the closed tag
+//!   (only a reopen removes it) and keeps its task.
 //!
 //! The orderings are `SeqCst` rather than the acquire/release the sketch
 //! needs; the sleep protocol (`crate::sleep`) reads heads in a store-load
@@ -55,6 +63,9 @@ use crate::atomics::{AtomicUsize, Ordering::*};
 use core::ptr::NonNull;
 
 const ARMED: usize = 1;
+const CLOSED: usize = 2;
+/// The tag bits: tasks are at least 8-byte aligned.
+const TAGS: usize = ARMED | CLOSED;
 
 /// The result of a push.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +75,9 @@ pub enum Pushed {
     Queued,
     /// Queued in place of the wake sentinel: the receiver may be asleep.
     WasArmed,
+    /// Not queued: the list is closed (its core left the pool). The sender
+    /// still owns the task.
+    Closed,
 }
 
 /// A chain taken from an [`AtomicList`], newest task first.
@@ -103,14 +117,18 @@ impl AtomicList {
     ///
     /// # Safety
     ///
-    /// The caller owns every task of the chain and gives them up; following
-    /// links from `newest` reaches `oldest`.
+    /// The caller owns every task of the chain and gives them up, unless the
+    /// result is [`Pushed::Closed`]; following links from `newest` reaches
+    /// `oldest`.
     pub unsafe fn push_chain(&self, newest: NonNull<Task>, oldest: NonNull<Task>) -> Pushed {
-        debug_assert_eq!(newest.as_ptr() as usize & ARMED, 0, "tasks are at least 2-byte aligned");
+        debug_assert_eq!(newest.as_ptr() as usize & TAGS, 0, "tasks are at least 4-byte aligned");
         let mut head = self.head.load(Relaxed);
         loop {
+            if head & CLOSED != 0 {
+                return Pushed::Closed;
+            }
             // SAFETY: the caller owns `oldest` until the exchange publishes it.
-            unsafe { Task::set_next(oldest, (head & !ARMED) as *mut Task) };
+            unsafe { Task::set_next(oldest, (head & !TAGS) as *mut Task) };
             match self.head.compare_exchange_weak(head, newest.as_ptr() as usize, SeqCst, Relaxed) {
                 Ok(_) if head & ARMED != 0 => return Pushed::WasArmed,
                 Ok(_) => return Pushed::Queued,
@@ -127,17 +145,27 @@ impl AtomicList {
         if !self.has_tasks() {
             return None;
         }
-        NonNull::new((self.head.swap(0, SeqCst) & !ARMED) as *mut Task)
+        NonNull::new((self.head.swap(0, SeqCst) & !TAGS) as *mut Task)
     }
 
     /// Takes every task and leaves the wake sentinel in their place.
     pub fn take_all_and_arm(&self) -> Chain {
-        NonNull::new((self.head.swap(ARMED, SeqCst) & !ARMED) as *mut Task)
+        NonNull::new((self.head.swap(ARMED, SeqCst) & !TAGS) as *mut Task)
     }
 
-    /// Whether any task is queued (the sentinel alone counts as empty).
+    /// Takes every task and closes the list: later pushes are refused.
+    pub fn take_all_and_close(&self) -> Chain {
+        NonNull::new((self.head.swap(CLOSED, SeqCst) & !TAGS) as *mut Task)
+    }
+
+    /// Opens a closed list again, empty; does nothing to an open one.
+    pub fn reopen(&self) {
+        let _ = self.head.compare_exchange(CLOSED, 0, SeqCst, SeqCst);
+    }
+
+    /// Whether any task is queued (the tags alone count as empty).
     #[inline]
     pub fn has_tasks(&self) -> bool {
-        self.head.load(SeqCst) & !ARMED != 0
+        self.head.load(SeqCst) & !TAGS != 0
     }
 }

@@ -1,0 +1,53 @@
+//! Which pool holds each core of the machine: the free set.
+//!
+//! One word per core: null when the core is free, else the address of the
+//! holding pool's shared state. A pool claims a core with a
+//! compare-exchange from null, so two pools never hold one core; it
+//! releases the core when the core has left its loop (or, for the core
+//! that called `run`, when `run` ends). On bare metal the table is a
+//! static; on the host each `Machine` has its own, since several may run
+//! at once with the same core indices.
+
+use super::shared::Shared;
+use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+#[cfg(feature = "std")]
+fn with_word<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
+    crate::platform::host::with_core_owner(core, f)
+}
+
+#[cfg(not(feature = "std"))]
+fn with_word<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
+    use super::current::SLOTS;
+    static OWNERS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+    f(&OWNERS[core])
+}
+
+fn key(pool: &Shared) -> usize {
+    core::ptr::from_ref(pool) as usize
+}
+
+/// Claims `core` for `pool`; fails if another pool holds it.
+pub(crate) fn claim(core: usize, pool: &Shared) -> bool {
+    with_word(core, |word| {
+        let owner = word.compare_exchange(0, key(pool), SeqCst, SeqCst).unwrap_or_else(|owner| owner);
+        owner == 0 || owner == key(pool)
+    })
+}
+
+/// Gives `core` back, if `pool` holds it.
+pub(crate) fn release(core: usize, pool: &Shared) {
+    with_word(core, |word| {
+        let _ = word.compare_exchange(key(pool), 0, SeqCst, SeqCst);
+    });
+}
+
+/// Whether `pool` holds `core`.
+pub(crate) fn holds(core: usize, pool: &Shared) -> bool {
+    with_word(core, |word| word.load(SeqCst) == key(pool))
+}
+
+/// Whether no pool holds `core`.
+pub(crate) fn is_free(core: usize) -> bool {
+    with_word(core, |word| word.load(SeqCst) == 0)
+}

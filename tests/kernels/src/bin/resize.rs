@@ -1,0 +1,36 @@
+//! Resizing a running pool on bare metal (the case is in
+//! `tests/common/resize_cases.rs`, shared with the host tests): a pool of
+//! every core shrinks to 1 core and grows to 3 while 100,000 tasks and
+//! 1,000 strands flow through it; every one runs exactly once. Cores that
+//! leave go back to the platform (their entry returns) and are started
+//! again when the pool grows.
+#![no_std]
+#![no_main]
+
+#[path = "../../../common/resize_cases.rs"]
+mod resize_cases;
+
+use roving::time::Instant;
+use roving::{Pool, platform};
+use roving_kernel::println;
+use roving_test_kernels::{self as _, expected_cores, pass};
+
+fn main() {
+    let cores = platform::core_count();
+    assert_eq!(cores, expected_cores());
+    let pool = Pool::new().expect("a pool of every core");
+    let started = Instant::now();
+    let outcome = pool.run(|| resize_cases::resize_under_load(&pool)).expect("the pool runs");
+    resize_cases::check(&outcome, cores);
+    println!(
+        "resize: {} tasks and {} strands, pool sizes {:?}, in {} ms; {} posts to cores outside the pool came back and were spawned",
+        resize_cases::TASKS,
+        resize_cases::STRANDS,
+        outcome.sizes,
+        started.elapsed().as_millis(),
+        outcome.refused
+    );
+    pass("resize");
+}
+
+roving_kernel::entry!(main);
