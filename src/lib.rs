@@ -62,7 +62,8 @@ pub mod time;
 pub use join::join;
 #[cfg(not(loom))]
 pub use pool::{
-    Config, CoreStats, Pool, PoolError, PostError, ResizeError, RunError, free_cores, post, spawn,
+    Config, CoreStats, DestroyError, Pool, PoolError, PostError, ResizeError, RunError, free_cores, post,
+    spawn,
 };
 
 /// Internals, exposed only to the loom models in `tests/loom_*.rs` so they

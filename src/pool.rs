@@ -43,7 +43,9 @@
 
 mod config;
 pub(crate) mod current;
+mod entries;
 mod error;
+mod lifetime;
 mod owners;
 mod resize;
 pub(crate) mod shared;
@@ -52,7 +54,7 @@ mod timers;
 mod worker;
 
 pub use config::Config;
-pub use error::{PoolError, PostError, ResizeError, RunError};
+pub use error::{DestroyError, PoolError, PostError, ResizeError, RunError};
 pub use resize::free_cores;
 pub use stats::CoreStats;
 
@@ -103,6 +105,24 @@ impl Pool {
             return Err(PoolError::TooManyCores { requested: cores, available });
         }
         Ok(Self { shared: Arc::new(Shared::new(available, |core| core < cores, config)) })
+    }
+
+    /// A pool of the given cores of the machine, which must be free when it
+    /// starts ([`Pool::start`], or [`Pool::run`] on one of them).
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::NoCores`] for an empty list; [`PoolError::NoSuchCore`]
+    /// for an index the machine (or roving) does not have.
+    pub fn with_cores(cores: &[usize], config: Config) -> Result<Self, PoolError> {
+        let available = current::limit(platform::core_count()).min(crate::sleep::counters::MAX_CORES);
+        if cores.is_empty() {
+            return Err(PoolError::NoCores);
+        }
+        if let Some(&core) = cores.iter().find(|&&core| core >= available) {
+            return Err(PoolError::NoSuchCore { core, available });
+        }
+        Ok(Self { shared: Arc::new(Shared::new(available, |core| cores.contains(&core), config)) })
     }
 
     /// How many cores the pool has now (it starts with cores
@@ -205,18 +225,9 @@ impl Pool {
             Some(core) if shared.is_member(core) => core,
             core => return Err(RunError::NotAPoolCore { core, cores: shared.member_count() }),
         };
-        if shared.state.compare_exchange(READY, RUNNING, SeqCst, SeqCst).is_err() {
-            return Err(RunError::AlreadyRan);
-        }
-        shared.runner.store(me, SeqCst);
-        let members = self.cores();
-        if let Some(index) = members.iter().position(|&core| !owners::claim(core, shared)) {
-            members[..index].iter().for_each(|&core| owners::release(core, shared));
-            shared.stop();
-            return Err(RunError::CoreTaken { core: members[index] });
-        }
+        let members = self.begin_running(me)?;
         for &core in members.iter().filter(|&&core| core != me) {
-            if let Err(error) = self.start(core) {
+            if let Err(error) = self.start_core(core) {
                 shared.stop();
                 self.finish(me);
                 members.iter().for_each(|&core| owners::release(core, shared));
@@ -284,9 +295,27 @@ impl Pool {
         }
     }
 
+    /// Moves the pool from ready to running with `runner` as the core that
+    /// lends itself (none: `usize::MAX`), and claims every member in the
+    /// machine's table. Returns the members.
+    fn begin_running(&self, runner: usize) -> Result<Vec<usize>, RunError> {
+        let shared = &*self.shared;
+        if shared.state.compare_exchange(READY, RUNNING, SeqCst, SeqCst).is_err() {
+            return Err(RunError::AlreadyRan);
+        }
+        shared.runner.store(runner, SeqCst);
+        let members = self.cores();
+        if let Some(index) = members.iter().position(|&core| !owners::claim(core, shared)) {
+            members[..index].iter().for_each(|&core| owners::release(core, shared));
+            shared.stop();
+            return Err(RunError::CoreTaken { core: members[index] });
+        }
+        Ok(members)
+    }
+
     /// Starts `core` (claimed for this pool, a member) on the pool's loop,
     /// retrying while it finishes an earlier entry.
-    fn start(&self, core: usize) -> Result<(), StartCoreError> {
+    fn start_core(&self, core: usize) -> Result<(), StartCoreError> {
         let deadline = Instant::now() + START_PATIENCE;
         loop {
             let arg = Arc::into_raw(self.shared.clone()) as usize;

@@ -153,8 +153,13 @@ where
 {
     #[cfg(feature = "std")]
     failure::install_hook();
-    if shared.stopped() {
+    if shared.stopped() || shared.closing.load(SeqCst) {
         return Err(SpawnError::Stopped(f));
+    }
+    if let Some(core) = placement.pin
+        && !shared.is_member(core)
+    {
+        return Err(SpawnError::NotAMember { core, closure: f });
     }
     let layout = Layout::new::<Block<F, T>>();
     if layout.size() > knobs::STRAND_BYTES {
@@ -225,6 +230,10 @@ where
     shared.live_strands.fetch_add(1, SeqCst);
     // SAFETY: built above with a node naming `parent`; not yet runnable.
     unsafe { tree::adopt(header) };
+    // SAFETY: the parent is live (as above).
+    if parent.is_none_or(|parent| !ptr::eq(unsafe { parent.as_ref() }.fibre.pool(), shared)) {
+        shared.entries.add(header);
+    }
     scheduler::make_runnable(header);
     Ok(RawHandle { header, _result: PhantomData })
 }

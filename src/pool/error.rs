@@ -104,6 +104,13 @@ pub enum PoolError {
         /// The most this pool can have here.
         available: usize,
     },
+    /// A core index the machine (or roving) does not have.
+    NoSuchCore {
+        /// The index given.
+        core: usize,
+        /// Core indices run `0..available`.
+        available: usize,
+    },
 }
 
 impl fmt::Display for PoolError {
@@ -112,6 +119,9 @@ impl fmt::Display for PoolError {
             Self::NoCores => write!(f, "a pool needs at least one core"),
             Self::TooManyCores { requested, available } => {
                 write!(f, "{requested} cores asked for; at most {available} are available")
+            }
+            Self::NoSuchCore { core, available } => {
+                write!(f, "no core {core}: core indices run 0..{available}")
             }
         }
     }
@@ -257,3 +267,30 @@ impl fmt::Display for ResizeError {
 }
 
 impl core::error::Error for ResizeError {}
+
+/// Why [`Pool::destroy`](super::Pool::destroy) did not destroy the pool.
+/// Nothing was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DestroyError {
+    /// The pool is not running: never started, or already stopped.
+    NotRunning,
+    /// The pool's [`run`](super::Pool::run) lends it a core for `main`: it
+    /// ends when `main` returns, and is the last pool of its caller.
+    RunsMain,
+    /// Called from one of the pool's own cores, which would have to leave
+    /// the pool while running the call.
+    FromInside,
+}
+
+impl fmt::Display for DestroyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotRunning => write!(f, "the pool is not running"),
+            Self::RunsMain => write!(f, "the pool runs main; it ends when main returns"),
+            Self::FromInside => write!(f, "a pool cannot be destroyed from one of its own cores"),
+        }
+    }
+}
+
+impl core::error::Error for DestroyError {}

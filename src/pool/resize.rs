@@ -120,7 +120,7 @@ impl Pool {
         shared.reopen_mailboxes(core);
         shared.members[core].store(true, SeqCst);
         shared.member_count.fetch_add(1, SeqCst);
-        if let Err(error) = self.start(core) {
+        if let Err(error) = self.start_core(core) {
             shared.members[core].store(false, SeqCst);
             shared.member_count.fetch_sub(1, SeqCst);
             shared.close_mailboxes(core, |_| {});
@@ -160,8 +160,9 @@ impl Pool {
 /// Blocks until `done`: a strand sleeps in short steps (shielded: the core
 /// it waits for may be its own, so it must not fall back to spinning), and
 /// other callers wait on their core.
-fn wait_until(in_strand: bool, done: impl Fn() -> bool) {
+pub(super) fn wait_until(in_strand: bool, done: impl FnMut() -> bool) {
     let _shield = in_strand.then(strand::shield);
+    let mut done = done;
     while !done() {
         if !in_strand || strand::sleep(POLL).is_err() {
             platform::wait_for_event(Depth::Light, Some(Instant::now() + POLL));

@@ -67,6 +67,7 @@
 //! queued on the waker.
 use super::config::Config;
 use super::current::{self, Worker};
+use super::entries::Entries;
 use super::error::PostError;
 use super::stats::{self, Counters as Stats};
 use super::timers::Timers;
@@ -140,6 +141,13 @@ pub(crate) struct Shared {
     pub(crate) running: AtomicUsize,
     /// A resize is under way (one at a time).
     pub(crate) resizing: AtomicBool,
+    /// Being destroyed: no new strands (`super::lifetime`).
+    pub(crate) closing: AtomicBool,
+    /// Whether quiescence stops the pool: the config's choice for `run`,
+    /// never for a pool that was `start`ed.
+    pub(crate) stops_when_quiescent: AtomicBool,
+    /// Strands that entered the pool from outside its part of the tree.
+    pub(crate) entries: Entries,
     /// The core `run` was called on, to be woken as cores exit.
     pub(crate) runner: AtomicUsize,
     /// Each core's strand state (scheduler context, running strand).
@@ -195,6 +203,9 @@ impl Shared {
             polling: AtomicBool::new(false),
             running: AtomicUsize::new(0),
             resizing: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            stops_when_quiescent: AtomicBool::new(config.stop_when_quiescent),
+            entries: Entries::default(),
             runner: AtomicUsize::new(0),
             strands: (0..cores).map(|_| CachePadded(StrandCore::new())).collect(),
             live_strands: AtomicUsize::new(0),
@@ -544,7 +555,7 @@ impl Shared {
     /// Called by a core that has just committed to sleep: if it is the last
     /// and nothing is queued anywhere, stop the pool (module docs).
     pub(crate) fn check_quiescence(&self) {
-        if !self.config.stop_when_quiescent || !self.looks_quiescent() {
+        if !self.stops_when_quiescent.load(Relaxed) || !self.looks_quiescent() {
             return;
         }
         if self.state.compare_exchange(RUNNING, QUIESCING, SeqCst, SeqCst).is_err() {

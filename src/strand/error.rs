@@ -7,7 +7,7 @@ use core::fmt;
 /// back with the error: [`SpawnError::into_inner`].
 #[non_exhaustive]
 pub enum SpawnError<F> {
-    /// The pool has stopped.
+    /// The pool has stopped, or is being destroyed.
     Stopped(F),
     /// [`spawn`](super::spawn) was called outside any running pool's
     /// cores; use [`Pool::spawn_strand`](crate::Pool::spawn_strand).
@@ -27,6 +27,14 @@ pub enum SpawnError<F> {
     NoFibre(F),
     /// No memory for the control block or the new strand's saved stack.
     OutOfMemory(F),
+    /// The strand was to be pinned to a core that is not one of the
+    /// pool's now.
+    NotAMember {
+        /// The core asked for.
+        core: usize,
+        /// The closure.
+        closure: F,
+    },
 }
 
 impl<F> SpawnError<F> {
@@ -34,7 +42,7 @@ impl<F> SpawnError<F> {
     pub fn into_inner(self) -> F {
         match self {
             Self::Stopped(f) | Self::NotInPool(f) | Self::NoFibre(f) | Self::OutOfMemory(f) => f,
-            Self::TooLarge { closure, .. } => closure,
+            Self::TooLarge { closure, .. } | Self::NotAMember { closure, .. } => closure,
         }
     }
 }
@@ -51,6 +59,9 @@ impl<F> fmt::Debug for SpawnError<F> {
                 .finish_non_exhaustive(),
             Self::NoFibre(_) => f.write_str("NoFibre(..)"),
             Self::OutOfMemory(_) => f.write_str("OutOfMemory(..)"),
+            Self::NotAMember { core, .. } => {
+                f.debug_struct("NotAMember").field("core", core).finish_non_exhaustive()
+            }
         }
     }
 }
@@ -58,7 +69,9 @@ impl<F> fmt::Debug for SpawnError<F> {
 impl<F> fmt::Display for SpawnError<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Stopped(_) => write!(f, "the pool has stopped; the strand was not spawned"),
+            Self::Stopped(_) => {
+                write!(f, "the pool has stopped or is being destroyed; the strand was not spawned")
+            }
             Self::NotInPool(_) => write!(f, "not called on a core of a running pool; use Pool::spawn_strand"),
             Self::TooLarge { bytes, capacity, .. } => write!(
                 f,
@@ -69,6 +82,7 @@ impl<F> fmt::Display for SpawnError<F> {
                 write!(f, "every fibre is held by another pool (build with more ROVING_FIBRES)")
             }
             Self::OutOfMemory(_) => write!(f, "no memory for the strand's control block or saved stack"),
+            Self::NotAMember { core, .. } => write!(f, "core {core} is not one of the pool's cores now"),
         }
     }
 }

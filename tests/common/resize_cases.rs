@@ -146,3 +146,33 @@ pub fn check(outcome: &Outcome, machine_cores: usize) {
         "strands never run, run twice"
     );
 }
+
+/// Run by the root of a pool of core 0 alone: builds a pool of every other
+/// (free) core, starts it, runs strands in it (one pinned to its last
+/// core), leaves 2 strands per core blocked in long sleeps, and destroys
+/// it. Returns the cores the strands ran on, as a bit set, and the free
+/// cores afterwards.
+pub fn start_and_destroy(machine_cores: usize) -> (u64, Vec<usize>) {
+    let others: Vec<usize> = (1..machine_cores).collect();
+    assert_eq!(free_cores(), others, "every core but the root's is free");
+    let extra = Pool::with_cores(&others, roving::Config::new()).expect("a pool of the free cores");
+    extra.start().expect("the free cores start");
+    assert!(free_cores().is_empty());
+    let mut ran_on = 0u64;
+    for _ in 0..4 * others.len() {
+        let core = extra.spawn_strand(|| roving::platform::current_core().unwrap()).unwrap().join().unwrap();
+        ran_on |= 1 << core;
+    }
+    let last = *others.last().unwrap();
+    let pinned = extra.spawn_strand_on(last, || roving::platform::current_core().unwrap()).unwrap();
+    assert_eq!(pinned.join().unwrap(), last, "a pinned strand runs on its core");
+    let sleepers: Vec<_> = (0..2 * others.len())
+        .map(|_| extra.spawn_strand(|| strand::sleep(Duration::from_secs(3600))).unwrap())
+        .collect();
+    strand::sleep(Duration::from_millis(5)).unwrap();
+    extra.destroy().expect("destroy the pool");
+    for sleeper in sleepers {
+        assert_eq!(sleeper.join().unwrap(), Err(strand::WaitError::Interrupted));
+    }
+    (ran_on, free_cores())
+}
