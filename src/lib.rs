@@ -30,6 +30,9 @@
 //!   poisoned and released).
 //! - [`join()`]: fork-join in the style of rayon, with no fibre or
 //!   allocation per job, for data-parallel code.
+//! - [`domain`]: parts of a program that fail separately, each with its
+//!   own root strand, pools and tree; a domain whose root fails is torn
+//!   down while the others run on.
 //! - The seam ([`platform`]) and time ([`time::Instant`]).
 //!
 //! Actors, event loops and futures are built on top in later releases.
@@ -39,6 +42,8 @@ extern crate alloc;
 
 mod atomics;
 pub mod context;
+#[cfg(not(loom))]
+pub mod domain;
 #[cfg(not(loom))]
 mod join;
 // The join protocol alone, for its loom model.

@@ -59,6 +59,7 @@ pub use resize::free_cores;
 pub use stats::CoreStats;
 
 use crate::atomics::Ordering::SeqCst;
+use crate::domain::DomainId;
 use crate::platform::{self, Depth, StartCoreError};
 use crate::strand::{self, JoinHandle, Placement, SpawnError};
 use crate::time::Instant;
@@ -104,7 +105,8 @@ impl Pool {
         if cores > available {
             return Err(PoolError::TooManyCores { requested: cores, available });
         }
-        Ok(Self { shared: Arc::new(Shared::new(available, |core| core < cores, config)) })
+        let domain = DomainId::current();
+        Ok(Self { shared: Arc::new(Shared::new(available, |core| core < cores, config, domain)) })
     }
 
     /// A pool of the given cores of the machine, which must be free when it
@@ -115,6 +117,11 @@ impl Pool {
     /// [`PoolError::NoCores`] for an empty list; [`PoolError::NoSuchCore`]
     /// for an index the machine (or roving) does not have.
     pub fn with_cores(cores: &[usize], config: Config) -> Result<Self, PoolError> {
+        Self::in_domain(cores, config, DomainId::current())
+    }
+
+    /// [`Pool::with_cores`], for `domain`.
+    pub(crate) fn in_domain(cores: &[usize], config: Config, domain: DomainId) -> Result<Self, PoolError> {
         let available = current::limit(platform::core_count()).min(crate::sleep::counters::MAX_CORES);
         if cores.is_empty() {
             return Err(PoolError::NoCores);
@@ -122,7 +129,7 @@ impl Pool {
         if let Some(&core) = cores.iter().find(|&&core| core >= available) {
             return Err(PoolError::NoSuchCore { core, available });
         }
-        Ok(Self { shared: Arc::new(Shared::new(available, |core| cores.contains(&core), config)) })
+        Ok(Self { shared: Arc::new(Shared::new(available, |core| cores.contains(&core), config, domain)) })
     }
 
     /// How many cores the pool has now (it starts with cores

@@ -73,6 +73,7 @@ pub use error::{CancelError, JoinError, SpawnError, WaitError};
 pub use failure::{Failure, FailureKind, Location, fail_running, raise};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
+use crate::domain::DomainId;
 use crate::pool::shared::Shared;
 use crate::time::Instant;
 use alloc::alloc::{Layout, alloc, dealloc};
@@ -156,6 +157,9 @@ where
     if shared.stopped() || shared.closing.load(SeqCst) {
         return Err(SpawnError::Stopped(f));
     }
+    if !placement.root && DomainId::current() != shared.domain {
+        return Err(SpawnError::OtherDomain(f));
+    }
     if let Some(core) = placement.pin
         && !shared.is_member(core)
     {
@@ -235,7 +239,7 @@ where
         shared.entries.add(header);
     }
     scheduler::make_runnable(header);
-    Ok(RawHandle { header, _result: PhantomData })
+    Ok(RawHandle { header, domain: shared.domain, _result: PhantomData })
 }
 
 /// Whether `fibre` runs `parent` or one of its ancestors. A child must not
@@ -356,6 +360,19 @@ impl<T> JoinHandle<T> {
     /// [`JoinError::Running`], or [`JoinError::Failed`] as for
     /// [`join`](JoinHandle::join).
     pub fn try_join(self) -> Result<T, JoinError<Self>> {
+        self.try_join_here()
+    }
+
+    /// The root's outcome for its [`Domain`](crate::domain::Domain)
+    /// handle, from any domain, once it has finished.
+    pub(crate) fn outcome(self) -> Option<Result<T, Failure>> {
+        self.is_finished().then(|| self.raw.into_result())
+    }
+
+    fn try_join_here(self) -> Result<T, JoinError<Self>> {
+        if DomainId::current() != self.raw.domain {
+            return Err(JoinError::OtherDomain(self));
+        }
         if self.is_finished() {
             self.raw.into_result().map_err(JoinError::Failed)
         } else {
@@ -408,6 +425,8 @@ use handle_queries;
 /// strand's control block and the right to its result.
 pub(crate) struct RawHandle<T> {
     header: NonNull<Header>,
+    /// The strand's domain: the handle works only there.
+    domain: DomainId,
     _result: PhantomData<T>,
 }
 
@@ -427,6 +446,9 @@ impl<T> RawHandle<T> {
     }
 
     pub(crate) fn cancel(&self) -> Result<(), CancelError> {
+        if DomainId::current() != self.domain {
+            return Err(CancelError::OtherDomain { strand: self.header().id });
+        }
         // `DONE` is set before the joiner is told (`scheduler::finish`).
         if self.header().flags.load(SeqCst) & flags::DONE != 0 {
             return Err(CancelError::Finished { strand: self.header().id });
@@ -485,6 +507,9 @@ impl<T> RawHandle<T> {
         raw: impl Fn(&H) -> &Self,
         into_raw: impl FnOnce(H) -> Self,
     ) -> Result<T, JoinError<H>> {
+        if DomainId::current() != raw(&handle).domain {
+            return Err(JoinError::OtherDomain(handle));
+        }
         match raw(&handle).wait() {
             Ok(()) => into_raw(handle).into_result().map_err(JoinError::Failed),
             Err(Woken::Interrupted) => Err(JoinError::Interrupted(handle)),

@@ -31,9 +31,20 @@ impl Pool {
     /// holds one of its cores, or [`RunError::StartCore`]; the pool is then
     /// stopped and holds no core.
     pub fn start(&self) -> Result<(), RunError> {
+        self.start_on_own_cores(false)
+    }
+
+    /// Starts a domain's pool: it tears down on an unhandled failure and
+    /// ends once nothing is left running in it (`crate::domain`).
+    pub(crate) fn start_domain(&self) -> Result<(), RunError> {
+        self.start_on_own_cores(true)
+    }
+
+    fn start_on_own_cores(&self, domain: bool) -> Result<(), RunError> {
         let shared = &*self.shared;
         let members = self.begin_running(NO_RUNNER)?;
-        shared.stops_when_quiescent.store(false, SeqCst);
+        shared.stops_when_quiescent.store(domain, SeqCst);
+        shared.tears_down.store(domain, SeqCst);
         for &core in &members {
             if let Err(error) = self.start_core(core) {
                 shared.stop();
@@ -87,6 +98,31 @@ impl Pool {
         stats::add(&shared.stats[first].discarded, discarded);
         debug_assert_eq!(shared.state.load(SeqCst), STOPPED);
         Ok(discarded)
+    }
+
+    /// Spawns a domain's root strand into this (not yet started) pool.
+    pub(crate) fn spawn_root<F, T>(&self, f: F) -> Result<JoinHandle<T>, SpawnError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        strand::spawn_in(&self.shared, f, Placement { root: true, ..Placement::default() })
+            .map(JoinHandle::from_raw)
+    }
+
+    /// Whether the pool has stopped and its cores have all left.
+    pub(crate) fn has_ended(&self) -> bool {
+        self.shared.stopped() && self.shared.running.load(SeqCst) == 0
+    }
+
+    /// Blocks until [`Pool::has_ended`] (a strand sleeps meanwhile).
+    pub(crate) fn wait_until_ended(&self) {
+        wait_until(strand::current().is_some(), || self.has_ended());
+    }
+
+    /// The failure that reached the pool unhandled, if any.
+    pub(crate) fn take_failure(&self) -> Option<strand::Failure> {
+        self.shared.failure.lock().take().map(|failure| *failure)
     }
 
     /// Spawns `f` as a strand of this pool pinned to `core`: it runs only

@@ -72,6 +72,7 @@ use super::error::PostError;
 use super::stats::{self, Counters as Stats};
 use super::timers::Timers;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
+use crate::domain::DomainId;
 use crate::join::{self, JoinStack, Slot};
 use crate::platform;
 use crate::sleep::Sleep;
@@ -148,6 +149,11 @@ pub(crate) struct Shared {
     pub(crate) stops_when_quiescent: AtomicBool,
     /// Strands that entered the pool from outside its part of the tree.
     pub(crate) entries: Entries,
+    /// The domain the pool belongs to (`crate::domain`).
+    pub(crate) domain: DomainId,
+    /// A domain's pool: a failure nobody handles tears it down (cancel
+    /// every strand, stop once they have ended) instead of stopping it.
+    pub(crate) tears_down: AtomicBool,
     /// The core `run` was called on, to be woken as cores exit.
     pub(crate) runner: AtomicUsize,
     /// Each core's strand state (scheduler context, running strand).
@@ -178,7 +184,12 @@ pub(crate) fn ring(core: usize) {
 
 impl Shared {
     /// A pool of `slots` core indices of which `members` are its cores.
-    pub(crate) fn new(slots: usize, members: impl Fn(usize) -> bool, config: Config) -> Self {
+    pub(crate) fn new(
+        slots: usize,
+        members: impl Fn(usize) -> bool,
+        config: Config,
+        domain: DomainId,
+    ) -> Self {
         let cores = slots;
         let flags =
             |f: &dyn Fn(usize) -> bool| (0..slots).map(|core| AtomicBool::new(f(core))).collect::<Box<[_]>>();
@@ -206,6 +217,8 @@ impl Shared {
             closing: AtomicBool::new(false),
             stops_when_quiescent: AtomicBool::new(config.stop_when_quiescent),
             entries: Entries::default(),
+            domain,
+            tears_down: AtomicBool::new(false),
             runner: AtomicUsize::new(0),
             strands: (0..cores).map(|_| CachePadded(StrandCore::new())).collect(),
             live_strands: AtomicUsize::new(0),
@@ -535,12 +548,19 @@ impl Shared {
     }
 
     /// A failure reached the pool with nobody to handle it: keep it (the
-    /// first whole, others counted) for `run`, and stop the pool.
+    /// first whole, others counted) for `run` or the domain's handle, and
+    /// stop the pool, or, for a domain's pool, tear it down.
     pub(crate) fn fail(&self, failure: Option<Box<Failure>>) {
         if let Some(failure) = failure {
             Failure::keep(&mut self.failure.lock(), failure);
         }
-        self.stop();
+        if self.tears_down.load(SeqCst) {
+            // Quiescence stops it once every strand has ended.
+            self.closing.store(true, SeqCst);
+            self.entries.cancel_all();
+        } else {
+            self.stop();
+        }
     }
 
     /// Stops the pool: final. Returns whether this call stopped it.

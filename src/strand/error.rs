@@ -27,6 +27,8 @@ pub enum SpawnError<F> {
     NoFibre(F),
     /// No memory for the control block or the new strand's saved stack.
     OutOfMemory(F),
+    /// The pool belongs to another domain (`crate::domain`).
+    OtherDomain(F),
     /// The strand was to be pinned to a core that is not one of the
     /// pool's now.
     NotAMember {
@@ -41,7 +43,11 @@ impl<F> SpawnError<F> {
     /// The closure that was not spawned.
     pub fn into_inner(self) -> F {
         match self {
-            Self::Stopped(f) | Self::NotInPool(f) | Self::NoFibre(f) | Self::OutOfMemory(f) => f,
+            Self::Stopped(f)
+            | Self::NotInPool(f)
+            | Self::NoFibre(f)
+            | Self::OutOfMemory(f)
+            | Self::OtherDomain(f) => f,
             Self::TooLarge { closure, .. } | Self::NotAMember { closure, .. } => closure,
         }
     }
@@ -59,6 +65,7 @@ impl<F> fmt::Debug for SpawnError<F> {
                 .finish_non_exhaustive(),
             Self::NoFibre(_) => f.write_str("NoFibre(..)"),
             Self::OutOfMemory(_) => f.write_str("OutOfMemory(..)"),
+            Self::OtherDomain(_) => f.write_str("OtherDomain(..)"),
             Self::NotAMember { core, .. } => {
                 f.debug_struct("NotAMember").field("core", core).finish_non_exhaustive()
             }
@@ -83,6 +90,7 @@ impl<F> fmt::Display for SpawnError<F> {
             }
             Self::OutOfMemory(_) => write!(f, "no memory for the strand's control block or saved stack"),
             Self::NotAMember { core, .. } => write!(f, "core {core} is not one of the pool's cores now"),
+            Self::OtherDomain(_) => write!(f, "the pool belongs to another domain"),
         }
     }
 }
@@ -136,13 +144,19 @@ pub enum JoinError<H> {
     Running(H),
     /// The strand failed: it panicked, or returned with live children.
     Failed(Failure),
+    /// The strand belongs to another domain (`crate::domain`): its handle
+    /// cannot be used here.
+    OtherDomain(H),
 }
 
 impl<H> JoinError<H> {
     /// The handle, to join again, if the strand may still be joined.
     pub fn into_handle(self) -> Option<H> {
         match self {
-            Self::NotAStrand(handle) | Self::Interrupted(handle) | Self::Running(handle) => Some(handle),
+            Self::NotAStrand(handle)
+            | Self::Interrupted(handle)
+            | Self::Running(handle)
+            | Self::OtherDomain(handle) => Some(handle),
             Self::Failed(_) => None,
         }
     }
@@ -163,6 +177,7 @@ impl<H> fmt::Debug for JoinError<H> {
             Self::Interrupted(_) => f.write_str("Interrupted(..)"),
             Self::Running(_) => f.write_str("Running(..)"),
             Self::Failed(failure) => f.debug_tuple("Failed").field(failure).finish(),
+            Self::OtherDomain(_) => f.write_str("OtherDomain(..)"),
         }
     }
 }
@@ -174,6 +189,9 @@ impl<H> fmt::Display for JoinError<H> {
             Self::Interrupted(_) => write!(f, "the joining strand was cancelled while it waited"),
             Self::Running(_) => write!(f, "the strand has not finished"),
             Self::Failed(failure) => write!(f, "{failure}"),
+            Self::OtherDomain(_) => {
+                write!(f, "the strand belongs to another domain; its handle cannot be used here")
+            }
         }
     }
 }
@@ -189,12 +207,18 @@ pub enum CancelError {
         /// The strand.
         strand: StrandId,
     },
+    /// The strand belongs to another domain (`crate::domain`).
+    OtherDomain {
+        /// The strand.
+        strand: StrandId,
+    },
 }
 
 impl fmt::Display for CancelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Finished { strand } => write!(f, "strand {strand} has already finished; nothing to cancel"),
+            Self::OtherDomain { strand } => write!(f, "strand {strand} belongs to another domain"),
         }
     }
 }
