@@ -140,3 +140,23 @@ fn the_shared_start_and_destroy_case_passes_on_the_host() {
     assert_eq!(ran_on & 1, 0);
     assert_eq!(free, vec![1, 2, 3]);
 }
+
+#[test]
+fn a_core_moves_from_one_running_pool_to_another() {
+    with_two_free_cores(|home| {
+        let extra = Pool::with_cores(&[2], Config::new()).unwrap();
+        extra.start().unwrap();
+        // Core 3 is free: the home pool takes it, then lets it go to the other.
+        home.add_core(3).unwrap();
+        assert_eq!(extra.add_core(3), Err(roving::ResizeError::CoreNotFree { core: 3 }));
+        let busy = home.spawn_strand_on(3, || platform::current_core().unwrap()).unwrap();
+        assert_eq!(busy.join().unwrap(), 3);
+        home.remove_core(3).unwrap();
+        extra.add_core(3).unwrap();
+        assert_eq!(extra.cores(), vec![2, 3]);
+        assert_eq!(home.cores(), vec![0, 1]);
+        let ran_on = extra.spawn_strand_on(3, || platform::current_core().unwrap()).unwrap().join().unwrap();
+        assert_eq!(ran_on, 3);
+        extra.destroy().unwrap();
+    });
+}
