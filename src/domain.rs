@@ -9,8 +9,8 @@
 //! # Isolation
 //!
 //! - A strand handle or a pool of one domain cannot be used from another:
-//!   joining or cancelling the strand, or spawning into the pool, is a
-//!   typed error (`OtherDomain`). A handle sent to another domain is only
+//!   joining or cancelling the strand, or spawning strands or tasks into
+//!   the pool or posting to it, is a typed error (`OtherDomain`). A handle sent to another domain is only
 //!   inert data there.
 //! - Domains talk through a channel that moves owned data
 //!   ([`sync::channel::bounded`](crate::sync::channel::bounded), whose items are `Send` and,

@@ -150,9 +150,13 @@ impl Pool {
     ///
     /// # Errors
     ///
-    /// [`PostError::NoSuchCore`], [`PostError::Stopped`] or
-    /// [`PostError::OutOfMemory`], each carrying `f` back.
+    /// [`PostError::NoSuchCore`], [`PostError::NotAMember`],
+    /// [`PostError::Stopped`], [`PostError::OutOfMemory`] or
+    /// [`PostError::OtherDomain`], each carrying `f` back.
     pub fn post<F: FnOnce() + Send + 'static>(&self, core: usize, f: F) -> Result<(), PostError<F>> {
+        if DomainId::current() != self.shared.domain {
+            return Err(PostError::OtherDomain(f));
+        }
         self.shared.post(core, f)
     }
 
@@ -160,8 +164,12 @@ impl Pool {
     ///
     /// # Errors
     ///
-    /// [`PostError::Stopped`] or [`PostError::OutOfMemory`], carrying `f`.
+    /// [`PostError::Stopped`], [`PostError::OutOfMemory`] or
+    /// [`PostError::OtherDomain`], carrying `f`.
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
+        if DomainId::current() != self.shared.domain {
+            return Err(PostError::OtherDomain(f));
+        }
         self.shared.spawn(f)
     }
 

@@ -9,7 +9,7 @@ use roving::domain::{Domain, DomainError, DomainId};
 use roving::platform::host::Machine;
 use roving::strand::{self, CancelError, JoinError, SpawnError, WaitError};
 use roving::sync::channel::bounded;
-use roving::{Config, Pool, free_cores, join};
+use roving::{Config, Pool, PostError, free_cores, join};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
@@ -89,6 +89,8 @@ fn handles_do_not_work_across_domains_and_owned_data_crosses_by_channel() {
             };
             assert!(matches!(strand.try_join(), Err(JoinError::OtherDomain(_))));
             assert!(matches!(pool.spawn_strand(|| ()), Err(SpawnError::OtherDomain(_))));
+            assert!(matches!(pool.spawn(|| ()), Err(PostError::OtherDomain(_))));
+            assert!(matches!(pool.post(3, || ()), Err(PostError::OtherDomain(_))));
             to_domain.send(21).unwrap();
             assert_eq!(domain.join().unwrap(), 42);
         })

@@ -34,13 +34,15 @@ pub enum PostError<F> {
     /// called outside any running pool's cores; use a [`Pool`](super::Pool)
     /// handle there instead.
     NotInPool(F),
+    /// The pool belongs to another domain (`crate::domain`).
+    OtherDomain(F),
 }
 
 impl<F> PostError<F> {
     /// The closure that was not accepted.
     pub fn into_inner(self) -> F {
         match self {
-            Self::Stopped(f) | Self::OutOfMemory(f) | Self::NotInPool(f) => f,
+            Self::Stopped(f) | Self::OutOfMemory(f) | Self::NotInPool(f) | Self::OtherDomain(f) => f,
             Self::NoSuchCore { closure, .. } | Self::NotAMember { closure, .. } => closure,
         }
     }
@@ -55,6 +57,7 @@ impl PostError<()> {
             Self::NotAMember { core, .. } => PostError::NotAMember { core, closure: f },
             Self::OutOfMemory(()) => PostError::OutOfMemory(f),
             Self::NotInPool(()) => PostError::NotInPool(f),
+            Self::OtherDomain(()) => PostError::OtherDomain(f),
         }
     }
 }
@@ -71,6 +74,7 @@ impl<F> fmt::Debug for PostError<F> {
             }
             Self::OutOfMemory(_) => f.write_str("OutOfMemory(..)"),
             Self::NotInPool(_) => f.write_str("NotInPool(..)"),
+            Self::OtherDomain(_) => f.write_str("OtherDomain(..)"),
         }
     }
 }
@@ -85,6 +89,7 @@ impl<F> fmt::Display for PostError<F> {
             Self::NotAMember { core, .. } => write!(f, "core {core} is not one of this pool's cores now"),
             Self::OutOfMemory(_) => write!(f, "no memory left for the task"),
             Self::NotInPool(_) => write!(f, "not called on a core of a running pool; use a Pool handle"),
+            Self::OtherDomain(_) => write!(f, "the pool belongs to another domain"),
         }
     }
 }
