@@ -2,6 +2,8 @@
 //! Semaphore, Event, and a token ring of strands over bounded channels.
 #![cfg(feature = "std")]
 
+#[path = "common/ring_cases.rs"]
+mod ring_cases;
 mod support;
 
 use roving::strand;
@@ -170,42 +172,12 @@ fn channels_report_full_empty_timeouts_and_disconnection_with_the_value() {
     });
 }
 
-/// `strands` strands in a ring, each holding one token: every round each
-/// sends the token it holds to the next strand's channel and takes one from
-/// its own. The token a strand gets in round `r` must be the one that
-/// started `r + 1` places before it, having made `r` hops before: every token
-/// arrives, in order per channel. Returns the tokens received.
+/// The shared ring on a pool of 4 cores: the tokens received, and how long
+/// it took.
 fn token_ring(strands: usize, rounds: usize) -> (u64, Duration) {
     on_pool(4, move || {
         let start = Instant::now();
-        let channels: Vec<_> = (0..strands).map(|_| channel::bounded::<(usize, usize)>(2).unwrap()).collect();
-        let (senders, receivers): (Vec<_>, Vec<_>) = channels.into_iter().unzip();
-        let members: Vec<_> = receivers
-            .into_iter()
-            .enumerate()
-            .map(|(i, rx)| {
-                let tx = senders[(i + 1) % strands].clone();
-                strand::spawn(move || {
-                    let mut held = (i, 0);
-                    for round in 0..rounds {
-                        tx.send(held).unwrap();
-                        let (origin, hops) = rx.recv().unwrap();
-                        let expected = ((i + strands * rounds) - (round + 1)) % strands;
-                        assert_eq!(
-                            (origin, hops),
-                            (expected, round),
-                            "strand {i}, round {round}: wrong token"
-                        );
-                        held = (origin, hops + 1);
-                    }
-                    rounds as u64
-                })
-                .unwrap()
-            })
-            .collect();
-        drop(senders);
-        let total: u64 = members.into_iter().map(|m| m.join().unwrap()).sum();
-        (total, start.elapsed())
+        (ring_cases::token_ring(strands, rounds), start.elapsed())
     })
 }
 

@@ -11,44 +11,17 @@
 
 extern crate alloc;
 
+#[path = "../../../common/ring_cases.rs"]
+mod ring_cases;
+
 use alloc::vec::Vec;
 use core::time::Duration;
-use roving::sync::channel;
 use roving::time::Instant;
 use roving::{Pool, platform, strand};
 use roving_kernel::println;
 use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass};
 
 const SLEEPERS: usize = 1_000;
-
-/// Every strand holds one token; each round it sends the token on and
-/// takes one from its own channel, which must be the token that started
-/// `round + 1` places back, after `round` hops.
-fn token_ring(strands: usize, rounds: usize) -> u64 {
-    let (senders, receivers): (Vec<_>, Vec<_>) =
-        (0..strands).map(|_| channel::bounded::<(usize, usize)>(2).expect("memory for a channel")).unzip();
-    let members: Vec<_> = receivers
-        .into_iter()
-        .enumerate()
-        .map(|(i, rx)| {
-            let tx = senders[(i + 1) % strands].clone();
-            strand::spawn(move || {
-                let mut held = (i, 0);
-                for round in 0..rounds {
-                    tx.send(held).expect("the next strand is alive");
-                    let (origin, hops) = rx.recv().expect("the previous strand is alive");
-                    let expected = (i + strands * rounds - (round + 1)) % strands;
-                    assert_eq!((origin, hops), (expected, round), "strand {i}, round {round}: wrong token");
-                    held = (origin, hops + 1);
-                }
-                rounds as u64
-            })
-            .expect("spawning a ring member")
-        })
-        .collect();
-    drop(senders);
-    members.into_iter().map(|m| m.join().expect("main is a strand")).sum()
-}
 
 /// `SLEEPERS` strands sleep `duration` at once; returns the earliest and
 /// latest wake-up relative to the asked time.
@@ -79,7 +52,7 @@ fn main() {
     let pool = Pool::new().expect("a pool of every core");
     pool.run(|| {
         let started = Instant::now();
-        let tokens = token_ring(strands, rounds);
+        let tokens = ring_cases::token_ring(strands, rounds);
         assert_eq!(tokens, (strands * rounds) as u64, "a token went missing");
         println!("ring: {strands} strands x {rounds} rounds in {} ms", started.elapsed().as_millis());
         if idle >= Duration::from_millis(100) {
