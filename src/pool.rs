@@ -154,9 +154,6 @@ impl Pool {
     /// [`PostError::Stopped`], [`PostError::OutOfMemory`] or
     /// [`PostError::OtherDomain`], each carrying `f` back.
     pub fn post<F: FnOnce() + Send + 'static>(&self, core: usize, f: F) -> Result<(), PostError<F>> {
-        if DomainId::current() != self.shared.domain {
-            return Err(PostError::OtherDomain(f));
-        }
         self.shared.post(core, f)
     }
 
@@ -167,9 +164,6 @@ impl Pool {
     /// [`PostError::Stopped`], [`PostError::OutOfMemory`] or
     /// [`PostError::OtherDomain`], carrying `f`.
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
-        if DomainId::current() != self.shared.domain {
-            return Err(PostError::OtherDomain(f));
-        }
         self.shared.spawn(f)
     }
 
@@ -244,7 +238,7 @@ impl Pool {
         for &core in members.iter().filter(|&&core| core != me) {
             if let Err(error) = self.start_core(core) {
                 shared.stop();
-                self.finish(me);
+                self.finish(me, false);
                 members.iter().for_each(|&core| owners::release(core, shared));
                 return Err(RunError::StartCore(error));
             }
@@ -272,7 +266,7 @@ impl Pool {
             Err(error) => {
                 drop(entered);
                 shared.stop();
-                self.finish(me);
+                self.finish(me, false);
                 owners::release(me, shared);
                 return Err(match error {
                     SpawnError::NoFibre(_) => RunError::NoFibre,
@@ -282,7 +276,7 @@ impl Pool {
         };
         worker::work_entered(shared, me);
         drop(entered);
-        self.finish(me);
+        self.finish(me, false);
         owners::release(me, shared);
         #[cfg(feature = "std")]
         if let Some(payload) = shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
@@ -353,15 +347,16 @@ impl Pool {
     }
 
     /// Waits for the started cores to leave, then discards what is left.
-    fn finish(&self, me: usize) {
+    /// (`in_strand`: the caller is a strand, which sleeps meanwhile.)
+    /// Returns how many tasks were discarded, counted in `me`'s stats.
+    fn finish(&self, me: usize, in_strand: bool) -> u64 {
         let shared = &*self.shared;
-        while shared.running.load(SeqCst) > 0 {
-            platform::wait_for_event(Depth::Light, Some(Instant::now() + Duration::from_millis(1)));
-        }
+        resize::wait_until(in_strand, || shared.running.load(SeqCst) == 0);
         shared.wait_for_outside_posts();
         // SAFETY: every core has left and no outside post is in flight.
         let discarded = unsafe { shared.discard_everything(me) };
         stats::add(&shared.stats[me].discarded, discarded);
+        discarded
     }
 }
 

@@ -30,12 +30,17 @@ fn finished(header: NonNull<Header>) -> bool {
 }
 
 impl Entries {
-    /// Registers `header`, a strand entering the pool, and forgets entries
-    /// that finished.
+    /// Registers `header`, a strand entering the pool. Entries that
+    /// finished are forgotten when the list is full, so the sweeps cost
+    /// O(1) per entry over time.
     pub(crate) fn add(&self, header: NonNull<Header>) {
         // SAFETY: the caller's reference keeps the header alive meanwhile.
         unsafe { header.as_ref() }.acquire();
         let mut entries = self.0.lock();
+        if entries.len() < entries.capacity() {
+            entries.push(header);
+            return;
+        }
         entries.retain(|&entry| {
             if !finished(entry) {
                 return true;

@@ -11,8 +11,8 @@
 
 use super::error::{DestroyError, RunError};
 use super::resize::wait_until;
-use super::shared::{RUNNING, STOPPED};
-use super::{Pool, current, owners, stats};
+use super::shared::RUNNING;
+use super::{Pool, current, owners};
 use crate::atomics::Ordering::SeqCst;
 use crate::strand::{self, JoinHandle, Placement, SpawnError};
 
@@ -90,14 +90,8 @@ impl Pool {
             shared.live_strands.load(SeqCst) == 0
         });
         shared.stop();
-        wait_until(in_strand, || shared.running.load(SeqCst) == 0);
-        shared.wait_for_outside_posts();
         let first = self.cores().first().copied().unwrap_or(0);
-        // SAFETY: every core has left and no outside post is in flight.
-        let discarded = unsafe { shared.discard_everything(first) };
-        stats::add(&shared.stats[first].discarded, discarded);
-        debug_assert_eq!(shared.state.load(SeqCst), STOPPED);
-        Ok(discarded)
+        Ok(self.finish(first, in_strand))
     }
 
     /// Spawns a domain's root strand into this (not yet started) pool.

@@ -322,6 +322,7 @@ impl Shared {
         }
         match self.worker_core() {
             Some(me) => self.post_from(me, to, f),
+            None if DomainId::current() != self.domain => Err(PostError::OtherDomain(f)),
             None => self.post_outside(f, |task| {
                 // SAFETY: the task is ours to give.
                 match unsafe { self.outside_mailbox(to).push(task) } {
@@ -340,6 +341,7 @@ impl Shared {
     pub(crate) fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
         match self.worker_core() {
             Some(me) => self.spawn_from(me, f),
+            None if DomainId::current() != self.domain => Err(PostError::OtherDomain(f)),
             None => self.post_outside(f, |task| {
                 self.inject(task, None);
                 Ok(())
