@@ -35,11 +35,18 @@
 //!   down while the others run on.
 //! - The seam ([`platform`]) and time ([`time::Instant`]).
 //!
-//! Actors, event loops and futures are built on top in later releases.
+//! - [`actor`]: actors with one-word dormant state, scheduled as tasks on a
+//!   pool.
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;
 
+#[cfg(not(loom))]
+pub mod actor;
+// The actor schedule word alone, for its loom model.
+#[cfg(loom)]
+#[path = "actor/schedule.rs"]
+mod actor_schedule;
 mod atomics;
 pub mod context;
 #[cfg(not(loom))]
@@ -76,6 +83,7 @@ pub use pool::{
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api {
+    pub use crate::actor_schedule::{Closing, Finished, Link, Pushed as ActorPushed, Schedule, reverse};
     pub use crate::join_frame::{DONE as JOB_DONE, Frame as JoinFrame, Ring, Slot as JoinSlot};
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};

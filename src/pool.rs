@@ -62,6 +62,7 @@ use crate::atomics::Ordering::SeqCst;
 use crate::domain::DomainId;
 use crate::platform::{self, Depth, StartCoreError};
 use crate::strand::{self, JoinHandle, Placement, SpawnError};
+use crate::task::closure::Closure;
 use crate::time::Instant;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -132,6 +133,37 @@ impl Pool {
         Ok(Self { shared: Arc::new(Shared::new(available, |core| cores.contains(&core), config, domain)) })
     }
 
+    /// The pool the calling core works for, if it is a core of a running
+    /// pool (from a task, a strand, an actor's turn or `main`).
+    pub fn current() -> Option<Pool> {
+        current::with(|worker| {
+            worker.map(|worker| {
+                // SAFETY: the calling core's worker, working now.
+                unsafe { Pool::from_worker(worker.shared) }
+            })
+        })
+    }
+
+    /// The pool whose shared state a worker points at.
+    ///
+    /// # Safety
+    ///
+    /// `shared` is a worker's pointer, taken while that worker works.
+    pub(crate) unsafe fn from_worker(shared: *const Shared) -> Pool {
+        // SAFETY: a worker's `shared` is the pointer of the `Arc` held by
+        // the pool that runs it, alive while it works (contract); one more
+        // strong count is taken before the new `Arc` is made.
+        unsafe {
+            Arc::increment_strong_count(shared);
+            Pool { shared: Arc::from_raw(shared) }
+        }
+    }
+
+    /// The pool's shared state, for the models built on it.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// How many cores the pool has now (it starts with cores
     /// `0..core_count()`; [resizing](Pool::resize) changes which).
     pub fn core_count(&self) -> usize {
@@ -154,7 +186,7 @@ impl Pool {
     /// [`PostError::Stopped`], [`PostError::OutOfMemory`] or
     /// [`PostError::OtherDomain`], each carrying `f` back.
     pub fn post<F: FnOnce() + Send + 'static>(&self, core: usize, f: F) -> Result<(), PostError<F>> {
-        self.shared.post(core, f)
+        self.shared.post(core, Closure(f)).map_err(unclosure)
     }
 
     /// Spawns `f` to run on whichever core of the pool gets to it first.
@@ -164,7 +196,7 @@ impl Pool {
     /// [`PostError::Stopped`], [`PostError::OutOfMemory`] or
     /// [`PostError::OtherDomain`], carrying `f`.
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
-        self.shared.spawn(f)
+        self.shared.spawn(Closure(f)).map_err(unclosure)
     }
 
     /// Stops the pool: every core leaves its loop at its next step, and
@@ -386,6 +418,11 @@ fn core_entry(arg: usize) {
     shared::ring(shared.runner.load(SeqCst));
 }
 
+/// The error of a closure's post, carrying the bare closure.
+fn unclosure<F>(error: PostError<Closure<F>>) -> PostError<F> {
+    error.map(|Closure(f)| f)
+}
+
 /// Posts `f` to run on core `core` of the pool the calling core works for.
 ///
 /// # Errors
@@ -395,9 +432,10 @@ fn core_entry(arg: usize) {
 pub fn post<F: FnOnce() + Send + 'static>(core: usize, f: F) -> Result<(), PostError<F>> {
     current::with(|worker| match worker {
         // SAFETY: a worker's pool outlives its time as the current worker.
-        Some(worker) => unsafe { &*worker.shared }.post(core, f),
-        None => Err(PostError::NotInPool(f)),
+        Some(worker) => unsafe { &*worker.shared }.post(core, Closure(f)),
+        None => Err(PostError::NotInPool(Closure(f))),
     })
+    .map_err(unclosure)
 }
 
 /// Spawns `f` on any core of the pool the calling core works for.
@@ -409,7 +447,8 @@ pub fn post<F: FnOnce() + Send + 'static>(core: usize, f: F) -> Result<(), PostE
 pub fn spawn<F: FnOnce() + Send + 'static>(f: F) -> Result<(), PostError<F>> {
     current::with(|worker| match worker {
         // SAFETY: a worker's pool outlives its time as the current worker.
-        Some(worker) => unsafe { &*worker.shared }.spawn(f),
-        None => Err(PostError::NotInPool(f)),
+        Some(worker) => unsafe { &*worker.shared }.spawn(Closure(f)),
+        None => Err(PostError::NotInPool(Closure(f))),
     })
+    .map_err(unclosure)
 }

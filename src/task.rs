@@ -7,6 +7,10 @@
 //! list at a time without any allocation: a mailbox, the injector, a core's
 //! local queue, or (as freed storage) a free list.
 
+// Storage for work, used by the pool (not built under loom).
+#[cfg(not(loom))]
+pub mod boxed;
+#[cfg(not(loom))]
 pub mod closure;
 pub mod inbox;
 pub mod list;
@@ -16,6 +20,24 @@ pub mod storage;
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
 use storage::BlockCache;
+
+/// Work that travels as a task and, if a queue refuses it, comes back
+/// whole, so it can be returned to whoever gave it.
+#[cfg(not(loom))]
+pub(crate) trait IntoTask: Sized {
+    /// Makes the task, in `cache`'s storage where it fits. Gives the work
+    /// back if memory is exhausted.
+    fn into_task(self, cache: Option<&mut BlockCache>) -> Result<NonNull<Task>, Self>;
+
+    /// Takes back a task that was refused, freeing its storage.
+    ///
+    /// # Safety
+    ///
+    /// `task` was made by [`IntoTask::into_task`] of this type, was never
+    /// run, and is owned by the caller, who never touches it again;
+    /// `cache` is as for [`boxed::take`].
+    unsafe fn from_task(task: NonNull<Task>, cache: Option<NonNull<BlockCache>>) -> Self;
+}
 
 /// What the core wants done with a task it hands to [`Task::call`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

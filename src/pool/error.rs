@@ -48,16 +48,18 @@ impl<F> PostError<F> {
     }
 }
 
-impl PostError<()> {
-    /// The same error, carrying `f`.
-    pub(crate) fn with_closure<F>(self, f: F) -> PostError<F> {
+impl<F> PostError<F> {
+    /// The same error, carrying `g(f)` instead of `f`.
+    pub(crate) fn map<G>(self, g: impl FnOnce(F) -> G) -> PostError<G> {
         match self {
-            Self::Stopped(()) => PostError::Stopped(f),
-            Self::NoSuchCore { core, cores, .. } => PostError::NoSuchCore { core, cores, closure: f },
-            Self::NotAMember { core, .. } => PostError::NotAMember { core, closure: f },
-            Self::OutOfMemory(()) => PostError::OutOfMemory(f),
-            Self::NotInPool(()) => PostError::NotInPool(f),
-            Self::OtherDomain(()) => PostError::OtherDomain(f),
+            Self::Stopped(f) => PostError::Stopped(g(f)),
+            Self::NoSuchCore { core, cores, closure } => {
+                PostError::NoSuchCore { core, cores, closure: g(closure) }
+            }
+            Self::NotAMember { core, closure } => PostError::NotAMember { core, closure: g(closure) },
+            Self::OutOfMemory(f) => PostError::OutOfMemory(g(f)),
+            Self::NotInPool(f) => PostError::NotInPool(g(f)),
+            Self::OtherDomain(f) => PostError::OtherDomain(g(f)),
         }
     }
 }

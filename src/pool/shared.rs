@@ -81,7 +81,7 @@ use crate::strand::scheduler::StrandCore;
 use crate::task::list::{AtomicList, Chain, Pushed};
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
-use crate::task::{self, Action, Task, closure};
+use crate::task::{self, Action, IntoTask, Task};
 use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
@@ -312,18 +312,18 @@ impl Shared {
         self.state.load(Relaxed) == STOPPED
     }
 
-    /// Posts `f` to run on core `to`.
-    pub(crate) fn post<F: FnOnce() + Send + 'static>(&self, to: usize, f: F) -> Result<(), PostError<F>> {
+    /// Posts `work` to run on core `to`.
+    pub(crate) fn post<W: IntoTask>(&self, to: usize, work: W) -> Result<(), PostError<W>> {
         if to >= self.slots {
-            return Err(PostError::NoSuchCore { core: to, cores: self.slots, closure: f });
+            return Err(PostError::NoSuchCore { core: to, cores: self.slots, closure: work });
         }
         if !self.is_member(to) {
-            return Err(PostError::NotAMember { core: to, closure: f });
+            return Err(PostError::NotAMember { core: to, closure: work });
         }
         match self.worker_core() {
-            Some(me) => self.post_from(me, to, f),
-            None if DomainId::current() != self.domain => Err(PostError::OtherDomain(f)),
-            None => self.post_outside(f, |task| {
+            Some(me) => self.post_from(me, to, work),
+            None if DomainId::current() != self.domain => Err(PostError::OtherDomain(work)),
+            None => self.post_outside(work, |task| {
                 // SAFETY: the task is ours to give.
                 match unsafe { self.outside_mailbox(to).push(task) } {
                     Pushed::Queued => Ok(()),
@@ -337,39 +337,62 @@ impl Shared {
         }
     }
 
-    /// Spawns `f` to run on any core.
-    pub(crate) fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
+    /// Spawns `work` to run on any core.
+    pub(crate) fn spawn<W: IntoTask>(&self, work: W) -> Result<(), PostError<W>> {
         match self.worker_core() {
-            Some(me) => self.spawn_from(me, f),
-            None if DomainId::current() != self.domain => Err(PostError::OtherDomain(f)),
-            None => self.post_outside(f, |task| {
+            Some(me) => self.spawn_from(me, work),
+            None if DomainId::current() != self.domain => Err(PostError::OtherDomain(work)),
+            None => self.post_outside(work, |task| {
                 self.inject(task, None);
                 Ok(())
             }),
         }
     }
 
+    /// Calls `f` with the calling core's block cache if it is a worker of
+    /// this pool (storage made there may be freed on any core of the pool).
+    pub(crate) fn with_cache<R>(&self, f: impl FnOnce(Option<&mut BlockCache>) -> R) -> R {
+        match self.worker_core() {
+            // SAFETY: we are core `me` of this pool, inside a task or a
+            // strand; the loop holds no reference to its `Local` across
+            // those, and `f` does not call back into the pool.
+            Some(me) => f(Some(unsafe { &mut self.local(me).cache })),
+            None => f(None),
+        }
+    }
+
+    /// Counts `n` things dropped unrun because the pool stopped, on the
+    /// calling core's counters (core 0's from outside the pool).
+    pub(crate) fn count_discarded(&self, n: u64) {
+        stats::add(&self.stats[self.worker_core().unwrap_or(0)].discarded, n);
+    }
+
+    /// Queues `work` at the back of core `me`'s own queue (the pinned one
+    /// if `pinned`), behind the work already there: a task yielding its
+    /// core. Gives `work` back if memory ran out.
+    pub(crate) fn requeue<W: IntoTask>(&self, me: usize, work: W, pinned: bool) -> Result<(), W> {
+        // SAFETY: as in `post_from`.
+        let task = work.into_task(Some(unsafe { &mut self.local(me).cache }))?;
+        self.requeue_local(me, task, pinned);
+        Ok(())
+    }
+
     /// The calling core's index if it is a worker of this pool.
-    fn worker_core(&self) -> Option<usize> {
+    pub(crate) fn worker_core(&self) -> Option<usize> {
         current::with(|worker| match worker {
             Some(Worker { shared, core }) if core::ptr::eq(*shared, self) => Some(*core),
             _ => None,
         })
     }
 
-    fn post_from<F: FnOnce() + Send + 'static>(
-        &self,
-        me: usize,
-        to: usize,
-        f: F,
-    ) -> Result<(), PostError<F>> {
+    fn post_from<W: IntoTask>(&self, me: usize, to: usize, work: W) -> Result<(), PostError<W>> {
         if self.stopped() {
-            return Err(PostError::Stopped(f));
+            return Err(PostError::Stopped(work));
         }
         // SAFETY: we are core `me`, inside a task or `main`; the loop holds
         // no reference to its `Local` across those.
         let local = unsafe { self.local(me) };
-        let task = closure::new(f, Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
+        let task = work.into_task(Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
         let stats = &self.stats[me];
         if to == me {
             // SAFETY: the task is ours to give.
@@ -386,8 +409,8 @@ impl Shared {
                 Pushed::Closed => {
                     // The core left the pool since `post` looked.
                     // SAFETY: refused, so still ours; made with our cache.
-                    let f = unsafe { closure::take_back::<F>(task, Some(NonNull::from(&mut local.cache))) };
-                    return Err(PostError::NotAMember { core: to, closure: f });
+                    let work = unsafe { W::from_task(task, Some(NonNull::from(&mut local.cache))) };
+                    return Err(PostError::NotAMember { core: to, closure: work });
                 }
             }
         }
@@ -395,13 +418,13 @@ impl Shared {
         Ok(())
     }
 
-    fn spawn_from<F: FnOnce() + Send + 'static>(&self, me: usize, f: F) -> Result<(), PostError<F>> {
+    fn spawn_from<W: IntoTask>(&self, me: usize, work: W) -> Result<(), PostError<W>> {
         if self.stopped() {
-            return Err(PostError::Stopped(f));
+            return Err(PostError::Stopped(work));
         }
         // SAFETY: as in `post_from`.
         let local = unsafe { self.local(me) };
-        let task = closure::new(f, Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
+        let task = work.into_task(Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
         stats::add(&self.stats[me].spawned, 1);
         self.place_spawned(me, task);
         Ok(())
@@ -499,27 +522,27 @@ impl Shared {
 
     /// The outside path: count the post in flight, check the state, make
     /// the task, `push` it, and uncount it. A push that refuses the task
-    /// says why with the closure left out; the closure goes back with it.
-    fn post_outside<F: FnOnce() + Send + 'static>(
+    /// says why with the work left out; the work goes back with it.
+    fn post_outside<W: IntoTask>(
         &self,
-        f: F,
+        work: W,
         push: impl FnOnce(NonNull<Task>) -> Result<(), PostError<()>>,
-    ) -> Result<(), PostError<F>> {
-        let mut f = Some(f);
+    ) -> Result<(), PostError<W>> {
+        let mut work = Some(work);
         let mut result = Ok(());
         let entered = self.enter_from_outside(|| {
-            let f = f.take().expect("entered once");
-            result = match closure::new(f, None) {
+            let work = work.take().expect("entered once");
+            result = match work.into_task(None) {
                 Ok(task) => push(task).map_err(|refused| {
                     // SAFETY: refused, so still ours; made on the heap.
-                    refused.with_closure(unsafe { closure::take_back::<F>(task, None) })
+                    refused.map(|()| unsafe { W::from_task(task, None) })
                 }),
-                Err(f) => Err(PostError::OutOfMemory(f)),
+                Err(work) => Err(PostError::OutOfMemory(work)),
             };
         });
-        match (entered, f) {
+        match (entered, work) {
             (true, _) => result,
-            (false, Some(f)) => Err(PostError::Stopped(f)),
+            (false, Some(work)) => Err(PostError::Stopped(work)),
             (false, None) => unreachable!("a refused entry does not run the push"),
         }
     }

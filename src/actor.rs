@@ -1,0 +1,167 @@
+//! Actors: state that handles messages one at a time, scheduled on a pool.
+//!
+//! An [`Actor`] owns its state and handles one [`Message`](Actor::Message)
+//! at a time. [`Pool::spawn_actor`] returns its [`Addr`], which can be
+//! cloned and sent to any core; [`Addr::send`] queues a message.
+//!
+//! # Guarantees
+//!
+//! - **Never on two cores at once.** An actor's messages are handled by
+//!   its *turns*, and at most one turn exists per actor (the proof is in
+//!   `actor/schedule.rs`, checked by `tests/loom_actor.rs`). Its state
+//!   needs no lock.
+//! - **In order per sender.** Messages from one sender are handled in the
+//!   order it sent them. Messages from different senders interleave.
+//! - **A dormant actor costs one word.** An actor with no message pending
+//!   holds no task and no queue: the scheduler's whole state for it is one
+//!   word (the head of its message list and its schedule flags). A message
+//!   to a dormant actor wakes it: its turn, the task that holds the queue
+//!   of taken messages, is made from the sending core's block cache and
+//!   goes back there when the queue drains. With the [`Addr`] handle's
+//!   allocation, an actor whose state is `S` takes
+//!   `2 * size_of::<usize>() + size_of::<usize>() + size_of::<S>()` bytes
+//!   (rounded up to its alignment) while dormant, 24 + `size_of::<S>()` on
+//!   64-bit machines, plus each clone of its [`Addr`] (two words).
+//! - **Fair turns.** A turn handles at most [`Actor::MESSAGES_PER_TURN`]
+//!   messages, then goes to the back of its core's queue, so a busy actor
+//!   does not starve the other work of its core.
+//! - **Pinned actors** ([`Pool::spawn_actor_on`]) run only on their core:
+//!   for state tied to one core, such as a device driver that must be
+//!   driven from the core that took its interrupts. If the core leaves the
+//!   pool, the pin lapses until it comes back, as for pinned strands.
+//! - **Nothing is dropped silently.** A message to a stopped actor comes
+//!   back in [`SendError`]. Messages accepted before [`Addr::stop`] are
+//!   handled before the actor's [`Actor::stopped`] hook runs. If the pool
+//!   shuts down with turns pending, their messages are dropped unhandled
+//!   and counted in [`CoreStats::discarded`](crate::CoreStats::discarded).
+//!
+//! # Shutting down
+//!
+//! Two ways, as for all work on roving: an explicit [`Addr::stop`] (or
+//! [`Context::stop`] from the actor itself), or quiescence: a dormant actor
+//! holds no task, so once no message, task, strand or timer is pending
+//! and every core is idle, [`Pool::run`](crate::Pool::run) returns.
+//!
+//! A closure with no actor behind it (the seed's *naked procedure*) is a
+//! plain task: [`Pool::spawn`](crate::Pool::spawn) or
+//! [`Pool::post`](crate::Pool::post).
+//!
+//! A panic in [`Actor::handle`] is a panic in a task: on the host it stops
+//! the pool and is raised again from `run`.
+//!
+//! ```
+//! use roving::actor::{Actor, Context};
+//! use roving::{Pool, platform::host::Machine};
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//!
+//! struct Adder { total: u64, out: Arc<AtomicU64> }
+//!
+//! impl Actor for Adder {
+//!     type Message = u64;
+//!     fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+//!         self.total += n;
+//!     }
+//!     fn stopped(&mut self) {
+//!         self.out.store(self.total, Ordering::Relaxed);
+//!     }
+//! }
+//!
+//! Machine::new(2).unwrap().run(|| {
+//!     let pool = Pool::new().unwrap();
+//!     let out = Arc::new(AtomicU64::new(0));
+//!     let adder = pool.spawn_actor(Adder { total: 0, out: out.clone() });
+//!     pool.run(|| {
+//!         for n in 1..=100 {
+//!             adder.send(n).unwrap();
+//!         }
+//!         adder.stop();
+//!     }).unwrap();
+//!     assert_eq!(out.load(Ordering::Relaxed), 5050);
+//! }).unwrap();
+//! ```
+
+mod address;
+mod error;
+pub(crate) mod schedule;
+mod turn;
+
+pub use address::Addr;
+pub use error::{PinError, SendError};
+
+use crate::pool::Pool;
+use crate::pool::shared::Shared;
+use address::Cell;
+use alloc::sync::Arc;
+
+/// State that handles messages one at a time.
+pub trait Actor: Send + Sized + 'static {
+    /// What the actor is sent.
+    type Message: Send + 'static;
+
+    /// The most messages one turn handles before the actor yields its core
+    /// to other work. A larger number amortises scheduling over more
+    /// messages; a smaller one shares the core more finely.
+    const MESSAGES_PER_TURN: usize = 64;
+
+    /// Handles one message. `context` can stop the actor or name it.
+    fn handle(&mut self, message: Self::Message, context: &mut Context<'_, Self>);
+
+    /// Runs once, after the actor was stopped and every message accepted
+    /// before that was handled.
+    fn stopped(&mut self) {}
+}
+
+/// What an actor can do about itself while it handles a message.
+pub struct Context<'a, A: Actor> {
+    cell: &'a Arc<Cell<A>>,
+    /// The pool of the core running the turn (a worker's pointer).
+    shared: *const Shared,
+    core: usize,
+    stop: bool,
+}
+
+impl<A: Actor> Context<'_, A> {
+    /// Stops the actor once this message is handled: later sends are
+    /// refused, messages already queued are still handled, then
+    /// [`Actor::stopped`] runs.
+    pub fn stop(&mut self) {
+        self.stop = true;
+    }
+
+    /// The actor's own address, to hand to others.
+    pub fn address(&self) -> Addr<A> {
+        // SAFETY: the turn runs on a worker of this pool, working now.
+        Addr::new(self.cell.clone(), unsafe { Pool::from_worker(self.shared) })
+    }
+
+    /// The core this turn runs on.
+    pub fn core(&self) -> usize {
+        self.core
+    }
+}
+
+impl Pool {
+    /// Spawns `actor` on this pool, dormant until its first message; it
+    /// runs on whichever core its sender is on (and is offered to idle
+    /// cores).
+    pub fn spawn_actor<A: Actor>(&self, actor: A) -> Addr<A> {
+        Addr::new(Arc::new(Cell::new(actor, None)), self.clone())
+    }
+
+    /// Spawns `actor` pinned to `core` of this pool: every turn runs there.
+    ///
+    /// # Errors
+    ///
+    /// [`PinError::NoSuchCore`] or [`PinError::NotAMember`], with `actor`.
+    pub fn spawn_actor_on<A: Actor>(&self, core: usize, actor: A) -> Result<Addr<A>, PinError<A>> {
+        let cores = self.shared().slots;
+        if core >= cores {
+            return Err(PinError::NoSuchCore { core, cores, actor });
+        }
+        if !self.shared().is_member(core) {
+            return Err(PinError::NotAMember { core, actor });
+        }
+        Ok(Addr::new(Arc::new(Cell::new(actor, Some(core))), self.clone()))
+    }
+}

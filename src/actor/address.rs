@@ -1,0 +1,185 @@
+//! An actor's cell (its state and schedule word) and its address.
+
+use super::Actor;
+use super::error::SendError;
+use super::schedule::{Closing, Link, Pushed, Schedule};
+use super::turn::{self, Turn};
+use crate::domain::DomainId;
+use crate::pool::Pool;
+use crate::task::boxed::{self, Boxed};
+use alloc::sync::Arc;
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::ptr::NonNull;
+
+/// A queued message: its link, then the message.
+pub(super) type Envelope<M> = Boxed<Link, M>;
+
+/// What every handle to one actor shares: the schedule word and the state.
+pub(crate) struct Cell<A: Actor> {
+    pub(super) schedule: Schedule,
+    pub(super) actor: UnsafeCell<A>,
+}
+
+// SAFETY: the state is touched only by the actor's one turn at a time (the
+// schedule word's guarantee), which hands it between cores with release and
+// acquire; messages are `Send`.
+unsafe impl<A: Actor> Sync for Cell<A> {}
+
+impl<A: Actor> Cell<A> {
+    pub(super) fn new(actor: A, pin: Option<usize>) -> Self {
+        Self { schedule: Schedule::new(pin), actor: UnsafeCell::new(actor) }
+    }
+}
+
+impl<A: Actor> Drop for Cell<A> {
+    fn drop(&mut self) {
+        // Messages of a turn that never ran (its pool stopped). No cache is
+        // at hand here; blocks stay with their pool, which frees them.
+        // SAFETY: the last reference is going, so no turn exists and the
+        // chain is ours.
+        unsafe { turn::drop_chain::<A::Message>(self.schedule.abandon(), None) };
+    }
+}
+
+/// The address of an actor: send it messages, or stop it. Clone it freely
+/// and send it to any core; every clone names the same actor.
+pub struct Addr<A: Actor> {
+    // Declared before `pool`, so a cell's last messages are dropped while
+    // their pool (which may hold their storage) is still alive.
+    cell: Arc<Cell<A>>,
+    pool: Pool,
+}
+
+impl<A: Actor> Addr<A> {
+    pub(super) fn new(cell: Arc<Cell<A>>, pool: Pool) -> Self {
+        Self { cell, pool }
+    }
+
+    /// Queues `message` for the actor, waking it if it was dormant.
+    ///
+    /// From a core of the actor's pool this costs a storage block from the
+    /// core's cache and one compare-exchange; waking a dormant actor costs
+    /// a task, made the same way, queued like a [spawn](Pool::spawn) (or a
+    /// [post](Pool::post) to the core of a pinned actor).
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Stopped`] if the actor was stopped;
+    /// [`SendError::PoolStopped`] if its pool has stopped;
+    /// [`SendError::OtherDomain`] from another domain;
+    /// [`SendError::OutOfMemory`]. Each carries `message` back.
+    pub fn send(&self, message: A::Message) -> Result<(), SendError<A::Message>> {
+        let shared = &**self.pool.shared();
+        if shared.worker_core().is_none() && DomainId::current() != shared.domain {
+            return Err(SendError::OtherDomain(message));
+        }
+        let envelope = shared
+            .with_cache(|cache| boxed::new(Link::new(), message, cache))
+            .map_err(SendError::OutOfMemory)?;
+        // SAFETY: the envelope is new, ours, and in no chain.
+        match unsafe { self.cell.schedule.push(envelope.cast()) } {
+            Pushed::Queued => Ok(()),
+            Pushed::Woke(pin) => self.schedule(pin, Some(envelope)),
+            // SAFETY: refused, so still ours; made with this pool's cache
+            // where the calling core has one.
+            Pushed::Closed => Err(SendError::Stopped(unsafe { self.take_back(envelope) })),
+        }
+    }
+
+    /// Stops the actor. Later sends are refused; messages already queued
+    /// are handled, then [`Actor::stopped`] runs. Returns whether this call
+    /// stopped it (`false` if it was already stopped).
+    pub fn stop(&self) -> bool {
+        match self.cell.schedule.close() {
+            Closing::AlreadyClosed => false,
+            Closing::Closed => true,
+            Closing::Woke(pin) => {
+                // A pool that stopped leaves nothing to stop: the turn is
+                // abandoned, which is all a stop asks.
+                let _ = self.schedule(pin, None);
+                true
+            }
+        }
+    }
+
+    /// Whether the actor has been stopped (it may still be handling the
+    /// messages queued before).
+    pub fn is_stopped(&self) -> bool {
+        self.cell.schedule.is_closed()
+    }
+
+    /// Whether the actor is dormant: no message pending, no turn.
+    pub fn is_dormant(&self) -> bool {
+        self.cell.schedule.is_dormant()
+    }
+
+    /// The pool the actor runs on.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Schedules a turn for the actor, whose wake this caller won. If the
+    /// pool refuses it, the actor is abandoned: `own`, the caller's
+    /// message, comes back in the error, and the others queued since are
+    /// dropped and counted as discarded.
+    fn schedule(
+        &self,
+        pin: Option<usize>,
+        own: Option<NonNull<Envelope<A::Message>>>,
+    ) -> Result<(), SendError<A::Message>> {
+        let shared = &**self.pool.shared();
+        let turn = Turn::new(self.cell.clone(), shared, pin);
+        let refused = match pin {
+            Some(core) => match shared.post(core, turn) {
+                // The core left the pool: the pin lapses while it is away.
+                Err(crate::PostError::NotAMember { closure, .. }) => shared.spawn(closure),
+                result => result,
+            },
+            None => shared.spawn(turn),
+        };
+        let Err(error) = refused else {
+            return Ok(());
+        };
+        let out_of_memory = matches!(error, crate::PostError::OutOfMemory(_));
+        let own = error.into_inner().abandon(own);
+        match own {
+            Some(message) if out_of_memory => Err(SendError::OutOfMemory(message)),
+            Some(message) => Err(SendError::PoolStopped(message)),
+            None => Ok(()),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `envelope` was made by `send` on this thread and refused.
+    unsafe fn take_back(&self, envelope: NonNull<Envelope<A::Message>>) -> A::Message {
+        self.pool.shared().with_cache(|cache| {
+            // SAFETY: ours (contract); the cache, if any, is this pool's.
+            unsafe { boxed::take(envelope, cache.map(NonNull::from)) }
+        })
+    }
+}
+
+impl<A: Actor> Clone for Addr<A> {
+    fn clone(&self) -> Self {
+        Self { cell: self.cell.clone(), pool: self.pool.clone() }
+    }
+}
+
+impl<A: Actor> PartialEq for Addr<A> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.cell, &other.cell)
+    }
+}
+
+impl<A: Actor> Eq for Addr<A> {}
+
+impl<A: Actor> fmt::Debug for Addr<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Addr")
+            .field("actor", &Arc::as_ptr(&self.cell))
+            .field("stopped", &self.is_stopped())
+            .finish_non_exhaustive()
+    }
+}

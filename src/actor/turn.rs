@@ -1,0 +1,177 @@
+//! An actor's turn: the task that holds its taken messages and handles
+//! them, made when a message wakes the actor and freed when it goes
+//! dormant again.
+
+use super::address::{Cell, Envelope};
+use super::schedule::{self, Finished, Link};
+use super::{Actor, Context};
+use crate::pool::current;
+use crate::pool::shared::Shared;
+use crate::task::boxed;
+use crate::task::closure::RunOnce;
+use crate::task::storage::BlockCache;
+use alloc::sync::Arc;
+use core::ptr::{self, NonNull};
+
+/// `pin` of an actor that is not pinned.
+const UNPINNED: usize = usize::MAX;
+
+/// One turn of an actor. With its task header it fills one storage block.
+pub(super) struct Turn<A: Actor> {
+    cell: Arc<Cell<A>>,
+    /// Messages taken from the schedule word and not yet handled, oldest
+    /// first.
+    batch: *mut Link,
+    pin: usize,
+    /// The actor's pool, alive while the turn is (the turn is in the
+    /// pool's queues, or held by a sender holding an address).
+    shared: *const Shared,
+    /// The turn ended properly; dropping it does nothing more.
+    over: bool,
+}
+
+// SAFETY: the batch's messages are `Send`, and the turn owns them; the
+// pool pointer is to a `Sync` value.
+unsafe impl<A: Actor> Send for Turn<A> {}
+
+impl<A: Actor> Turn<A> {
+    /// The turn of `cell`'s actor, in the pool of `shared`, whose wake the
+    /// caller won.
+    pub(super) fn new(cell: Arc<Cell<A>>, shared: &Shared, pin: Option<usize>) -> Self {
+        Self { cell, batch: ptr::null_mut(), pin: pin.unwrap_or(UNPINNED), shared, over: false }
+    }
+
+    fn pin(&self) -> Option<usize> {
+        (self.pin != UNPINNED).then_some(self.pin)
+    }
+
+    /// The turn will never run (its pool refused it): closes the actor and
+    /// drops what was queued, except `own` (the message of the caller, who
+    /// won the wake), which it returns.
+    pub(super) fn abandon(mut self, own: Option<NonNull<Envelope<A::Message>>>) -> Option<A::Message> {
+        self.over = true;
+        // SAFETY: the pool outlives the turn (field contract).
+        let shared = unsafe { &*self.shared };
+        let mut chain = self.cell.schedule.abandon();
+        let mut mine = None;
+        let mut dropped = 0;
+        shared.with_cache(|cache| {
+            let cache = cache.map(NonNull::from);
+            while let Some(link) = NonNull::new(chain) {
+                // SAFETY: we hold the turn, so the chain taken is ours.
+                chain = unsafe { Link::next(link) };
+                let envelope = link.cast::<Envelope<A::Message>>();
+                // SAFETY: every message in the chain is an envelope of this
+                // actor's message type, made with this pool's cache or the
+                // heap; each is taken exactly once.
+                let message = unsafe { boxed::take(envelope, cache) };
+                if Some(envelope) == own {
+                    mine = Some(message);
+                } else {
+                    drop(message);
+                    dropped += 1;
+                }
+            }
+        });
+        shared.count_discarded(dropped);
+        mine
+    }
+}
+
+impl<A: Actor> RunOnce for Turn<A> {
+    fn run_once(mut self) {
+        let (shared, me) = current::with(|worker| {
+            let worker = worker.expect("an actor's turn runs on a core of its pool");
+            (worker.shared, worker.core)
+        });
+        // SAFETY: the calling core's pool, alive while it works.
+        let pool = unsafe { &*shared };
+        let mut handled = 0;
+        loop {
+            if self.batch.is_null() {
+                let taken = self.cell.schedule.take();
+                if taken.is_null() {
+                    match self.cell.schedule.finish(self.pin()) {
+                        Finished::Dormant => break,
+                        Finished::More => continue,
+                        Finished::Stopping => {
+                            // SAFETY: the one turn of the actor has its state.
+                            unsafe { &mut *self.cell.actor.get() }.stopped();
+                            self.cell.schedule.end();
+                            break;
+                        }
+                    }
+                }
+                // SAFETY: taken by this turn, so ours.
+                self.batch = unsafe { schedule::reverse(taken) };
+            }
+            if handled == A::MESSAGES_PER_TURN {
+                // Yield the core: to the back of its queue, batch and all.
+                handled = 0;
+                let pinned = self.pin().is_some();
+                match pool.requeue(me, self, pinned) {
+                    Ok(()) => return,
+                    // Out of memory for the task: keep the core instead.
+                    Err(turn) => self = turn,
+                }
+            }
+            let envelope =
+                NonNull::new(self.batch).expect("the batch is not empty").cast::<Envelope<A::Message>>();
+            // SAFETY: the batch is ours; its messages are envelopes of this
+            // actor's message type, made with this pool's cache or the heap.
+            let message = unsafe {
+                self.batch = Link::next(envelope.cast());
+                pool.with_cache(|cache| boxed::take(envelope, cache.map(NonNull::from)))
+            };
+            let mut context = Context { cell: &self.cell, shared, core: me, stop: false };
+            // SAFETY: the one turn of the actor has its state.
+            unsafe { &mut *self.cell.actor.get() }.handle(message, &mut context);
+            if context.stop {
+                // We hold the turn: this only refuses later messages.
+                let _ = self.cell.schedule.close();
+            }
+            handled += 1;
+        }
+        self.over = true;
+    }
+}
+
+impl<A: Actor> Drop for Turn<A> {
+    /// A turn dropped before it ended (its pool discarded it at a
+    /// shutdown, or `handle` panicked): the actor is stopped and what it
+    /// still had queued is dropped and counted.
+    fn drop(&mut self) {
+        if self.over {
+            return;
+        }
+        // SAFETY: the pool outlives the turn (field contract).
+        let shared = unsafe { &*self.shared };
+        let batch = core::mem::replace(&mut self.batch, ptr::null_mut());
+        let queued = self.cell.schedule.abandon();
+        let dropped = shared.with_cache(|cache| {
+            let cache = cache.map(NonNull::from);
+            // SAFETY: this turn's own messages, each dropped once.
+            unsafe { drop_chain::<A::Message>(batch, cache) + drop_chain::<A::Message>(queued, cache) }
+        });
+        shared.count_discarded(dropped as u64);
+    }
+}
+
+/// Drops every message of a chain; returns how many.
+///
+/// # Safety
+///
+/// The caller owns the chain, whose messages are envelopes of `M`; `cache`
+/// is as for [`boxed::take`].
+pub(super) unsafe fn drop_chain<M>(mut chain: *mut Link, cache: Option<NonNull<BlockCache>>) -> usize {
+    let mut count = 0;
+    while let Some(link) = NonNull::new(chain) {
+        // SAFETY: owned (contract), taken exactly once.
+        unsafe {
+            chain = Link::next(link);
+            drop(boxed::take(link.cast::<Envelope<M>>(), cache));
+        }
+        count += 1;
+    }
+    count
+}
