@@ -175,12 +175,15 @@ pub struct Producer {
     last: u64,
 }
 
-/// Messages the producer sends per message to itself, so the counter's
-/// backlog stays bounded (a turn of the producer is 64 of these).
-const PRODUCER_BATCH: u64 = 1_000;
+/// Messages the producer sends per message to itself: the counter's quota
+/// per turn, so that on one core, where the two take turns, the counter's
+/// backlog stays bounded (Savina's producer sends all at once; here a
+/// backlog of 10^6 would hold 64 MB of message blocks).
+const PRODUCER_BATCH: u64 = 64;
 
 impl Actor for Producer {
     type Message = ();
+    const MESSAGES_PER_TURN: usize = 1;
     fn handle(&mut self, (): (), context: &mut Context<'_, Self>) {
         let end = (self.next + PRODUCER_BATCH).min(self.last + 1);
         for n in self.next..end {
