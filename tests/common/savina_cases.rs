@@ -88,9 +88,22 @@ impl Actor for Pong {
 /// `round_trips` balls from ping to pong and back, each one higher than the
 /// last: returns the sum ping saw, `round_trips * (round_trips + 1) / 2`.
 pub fn ping_pong(pool: &Pool, round_trips: u64) -> u64 {
+    ping_pong_pinned(pool, round_trips, None)
+}
+
+/// [`ping_pong`], with ping and pong pinned to the two cores given.
+pub fn ping_pong_pinned(pool: &Pool, round_trips: u64, pins: Option<(usize, usize)>) -> u64 {
     let latch = Latch::new(1);
-    let pong = pool.spawn_actor(Pong { ping: None });
-    let ping = pool.spawn_actor(Ping { pong: pong.clone(), left: round_trips, sum: 0, latch: latch.clone() });
+    let pong = Pong { ping: None };
+    let pong = match pins {
+        Some((_, core)) => pool.spawn_actor_on(core, pong).expect("pong's core is in the pool"),
+        None => pool.spawn_actor(pong),
+    };
+    let ping = Ping { pong: pong.clone(), left: round_trips, sum: 0, latch: latch.clone() };
+    let ping = match pins {
+        Some((core, _)) => pool.spawn_actor_on(core, ping).expect("ping's core is in the pool"),
+        None => pool.spawn_actor(ping),
+    };
     pong.send(PongMessage::Hello(ping.clone())).expect("pong is alive");
     // Ball 1 goes out; ping then counts 1, 2, ..., round_trips back.
     ping.send(0).expect("ping is alive");

@@ -1,0 +1,60 @@
+//! `make bench`: Savina ping-pong, thread-ring and counting on roving's
+//! actors, against a raw SPSC ring between two threads (the floor) and an
+//! actor loop built on crossbeam-channel, in one run. Results go in
+//! BENCHMARKS.md.
+//!
+//! `cargo bench -p roving-bench --target host-tuple --bench actors -- [quick]`
+
+mod harness;
+mod savina;
+
+use harness::{compare, ratios};
+
+fn main() {
+    let quick = std::env::args().any(|arg| arg == "quick");
+    let (trips, hops, counted, samples) =
+        if quick { (10_000, 10_000, 100_000, 3) } else { (100_000, 100_000, 1_000_000, 11) };
+    println!(
+        "roving-bench actors: {} hardware threads; median of {samples} rounds after a warm-up round",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let floor = "SPSC ring, two threads (floor)";
+    let crossbeam = "crossbeam-channel actor loop";
+
+    println!("\nping-pong: ns per round trip ({trips} round trips per sample)");
+    let rows = compare(
+        samples,
+        trips,
+        &[
+            (floor, &|| savina::ring_ping_pong(trips)),
+            ("roving actors, pinned to two cores", &|| savina::roving_ping_pong(trips, true)),
+            ("roving actors, unpinned", &|| savina::roving_ping_pong(trips, false)),
+            (crossbeam, &|| savina::crossbeam_ping_pong(trips)),
+        ],
+    );
+    ratios(&rows, &[floor, crossbeam]);
+
+    println!("\nthread-ring: ns per hop, 100 actors ({hops} hops per sample)");
+    let rows = compare(
+        samples,
+        hops,
+        &[
+            (floor, &|| savina::ring_thread_ring(hops)),
+            ("roving actors", &|| savina::roving_thread_ring(100, hops)),
+            (crossbeam, &|| savina::crossbeam_thread_ring(100, hops)),
+        ],
+    );
+    ratios(&rows, &[floor, crossbeam]);
+
+    println!("\ncounting: ns per message, one producer to one counter ({counted} messages per sample)");
+    let rows = compare(
+        samples,
+        counted,
+        &[
+            (floor, &|| savina::ring_counting(counted)),
+            ("roving actors", &|| savina::roving_counting(counted)),
+            (crossbeam, &|| savina::crossbeam_counting(counted)),
+        ],
+    );
+    ratios(&rows, &[floor, crossbeam]);
+}
