@@ -1,14 +1,22 @@
 //! `make bench`: Savina ping-pong, thread-ring and counting on roving's
-//! actors, against a raw SPSC ring between two threads (the floor) and an
+//! actors, and the `.then` hop of futures against a mailbox message, against a raw SPSC ring between two threads (the floor) and an
 //! actor loop built on crossbeam-channel, in one run. Results go in
 //! BENCHMARKS.md.
 //!
 //! `cargo bench -p roving-bench --target host-tuple --bench actors -- [quick]`
 
 mod harness;
+#[allow(dead_code, reason = "only the roving rally is used here")]
+mod pingpong;
 mod savina;
+mod then_hop;
 
 use harness::{compare, ratios};
+
+/// Runs `main` on a fresh two-core roving pool (for `pingpong`).
+fn on_roving<R: Send + 'static>(main: impl FnOnce() -> R + Send) -> R {
+    harness::on_roving(2, main)
+}
 
 fn main() {
     let quick = std::env::args().any(|arg| arg == "quick");
@@ -57,4 +65,16 @@ fn main() {
         ],
     );
     ratios(&rows, &[floor, crossbeam]);
+
+    let mailbox = "roving mailbox, one way (half a round trip)";
+    println!("\nfutures: ns per `.then` hop between two cores ({hops} hops per sample)");
+    let rows = compare(
+        samples,
+        hops,
+        &[
+            (mailbox, &|| pingpong::roving(hops / 2)),
+            ("roving future, .then to the other core", &|| then_hop::roving_then(hops)),
+        ],
+    );
+    ratios(&rows, &[mailbox]);
 }

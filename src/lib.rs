@@ -36,7 +36,8 @@
 //! - The seam ([`platform`]) and time ([`time::Instant`]).
 //!
 //! - [`actor`]: actors with one-word dormant state, scheduled as tasks on a
-//!   pool.
+//!   pool; [`future`]: closures sent to a core, with continuations on
+//!   chosen cores, that strands and async code can wait for.
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;
@@ -51,6 +52,8 @@ mod atomics;
 pub mod context;
 #[cfg(not(loom))]
 pub mod domain;
+#[cfg(not(loom))]
+pub mod future;
 #[cfg(not(loom))]
 mod join;
 // The join protocol alone, for its loom model.

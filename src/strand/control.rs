@@ -87,11 +87,13 @@ pub enum BlockReason {
     Join,
     /// At the end of a scope, waiting for its children to finish.
     Scope,
+    /// Waiting for a [`Future`](crate::future::Future)'s result.
+    Future,
 }
 
 impl BlockReason {
     fn from_raw(raw: u8) -> Self {
-        const ALL: [BlockReason; 10] = [
+        const ALL: [BlockReason; 11] = [
             BlockReason::None,
             BlockReason::Sleeping,
             BlockReason::Mutex,
@@ -102,6 +104,7 @@ impl BlockReason {
             BlockReason::ChannelReceive,
             BlockReason::Join,
             BlockReason::Scope,
+            BlockReason::Future,
         ];
         ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
     }

@@ -1,0 +1,273 @@
+//! A future's one allocation: the task that computes the result, the
+//! result itself, and whoever waits for it.
+//!
+//! The cell *is* the message sent to the core: its first field is the
+//! task header, so posting it queues the cell itself, with no second
+//! block. The work runs there and leaves its result in the same cell,
+//! where every handle reads it.
+//!
+//! # Completing and waiting
+//!
+//! The task writes the result, then, under the waiters' lock, raises
+//! `ready` and takes every waiter: strands blocked in `wait`, async
+//! wakers, and continuations (`then`). A waiter registers under the same
+//! lock unless it finds `ready` raised, so no waiter is missed. Readers
+//! that see `ready` (with acquire) see the result.
+
+use super::FutureError;
+use crate::pool::shared::Shared;
+use crate::strand::BlockReason;
+use crate::strand::wait::{self, WaitQueue};
+use crate::sync::WaitError;
+use crate::task::storage::BlockCache;
+use crate::task::{Action, IntoTask, Task};
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
+use core::mem::{self, ManuallyDrop};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering::*};
+use core::task::Waker;
+
+/// The work a future's task does once.
+pub(crate) trait Work<T>: Send + 'static {
+    fn run(self) -> Result<T, FutureError>;
+}
+
+/// Who waits, guarded by the header's lock.
+struct Waiters {
+    ready: bool,
+    strands: WaitQueue,
+    wakers: Vec<Waker>,
+    /// Continuations to start once the result is there.
+    then: Vec<Box<dyn FnOnce() + Send>>,
+}
+
+/// What every handle of one future reads: the result and its waiters.
+pub(crate) struct Header<T> {
+    ready: AtomicBool,
+    waiters: spin::Mutex<Waiters>,
+    /// Written once by the task before `ready`; then read by handles.
+    result: UnsafeCell<Option<Result<T, FutureError>>>,
+}
+
+// SAFETY: the result is written once before `ready` is published (release)
+// and read after it is seen (acquire); `T: Send` lets it be taken on
+// another core, and shared handles only hand out `&T` when `T: Sync`.
+unsafe impl<T: Send> Send for Header<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Header<T> {}
+
+impl<T> Header<T> {
+    fn new() -> Self {
+        Self {
+            ready: AtomicBool::new(false),
+            waiters: spin::Mutex::new(Waiters {
+                ready: false,
+                strands: WaitQueue::new(),
+                wakers: Vec::new(),
+                then: Vec::new(),
+            }),
+            result: UnsafeCell::new(None),
+        }
+    }
+
+    pub(crate) fn is_ready(&self) -> bool {
+        self.ready.load(Acquire)
+    }
+
+    /// Stores the result and wakes every waiter. Called once, by the task
+    /// (or by its drop if it never runs).
+    fn complete(&self, result: Result<T, FutureError>) {
+        // SAFETY: only the one task writes, and nobody reads before `ready`.
+        unsafe { *self.result.get() = Some(result) };
+        let (wakers, then) = {
+            let mut waiters = self.waiters.lock();
+            waiters.ready = true;
+            self.ready.store(true, Release);
+            waiters.strands.wake_all();
+            (mem::take(&mut waiters.wakers), mem::take(&mut waiters.then))
+        };
+        wakers.into_iter().for_each(Waker::wake);
+        then.into_iter().for_each(|start| start());
+    }
+
+    /// Registers `waker` to be woken when ready; `false` if it is ready.
+    pub(crate) fn register(&self, waker: &Waker) -> bool {
+        let mut waiters = self.waiters.lock();
+        if waiters.ready {
+            return false;
+        }
+        if !waiters.wakers.iter().any(|w| w.will_wake(waker)) {
+            waiters.wakers.push(waker.clone());
+        }
+        true
+    }
+
+    /// Runs `start` once the result is there: now, or from the task that
+    /// completes it.
+    pub(crate) fn on_ready(&self, start: Box<dyn FnOnce() + Send>) {
+        let mut waiters = self.waiters.lock();
+        if waiters.ready {
+            drop(waiters);
+            start();
+        } else {
+            waiters.then.push(start);
+        }
+    }
+
+    /// Blocks the calling strand until the result is there.
+    pub(crate) fn wait(&self) -> Result<(), WaitError> {
+        if self.is_ready() {
+            return Ok(());
+        }
+        wait::wait_in(&self.waiters, BlockReason::Future, None, |w| &mut w.strands, |w| w.ready)
+    }
+
+    /// The result, once ready.
+    pub(crate) fn get(&self) -> Option<&Result<T, FutureError>> {
+        // SAFETY: seen ready (acquire), so written once and never again.
+        self.is_ready().then(|| unsafe { (*self.result.get()).as_ref() }).flatten()
+    }
+
+    /// Moves the result out, once ready.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the only handle that reads the result.
+    pub(crate) unsafe fn take(&self) -> Option<Result<T, FutureError>> {
+        // SAFETY: ready, so the task is done with it; exclusive (contract).
+        self.is_ready().then(|| unsafe { (*self.result.get()).take() }).flatten()
+    }
+}
+
+/// A handle's view of a cell, whatever its work.
+pub(crate) trait Slot<T>: Send + Sync {
+    fn header(&self) -> &Header<T>;
+}
+
+/// The cell: the task header first, so the cell is the task.
+#[repr(C)]
+pub(crate) struct Cell<W, T> {
+    task: Task,
+    header: Header<T>,
+    work: UnsafeCell<Option<W>>,
+}
+
+// SAFETY: the task header's link is written only by whoever holds the
+// task in a list; the work is touched only by whoever owns the task (the
+// core that runs it, or the sender it was refused to); the header is
+// `Sync`.
+unsafe impl<W: Send, T: Send> Sync for Cell<W, T> {}
+// SAFETY: as above; the work and the result are `Send`.
+unsafe impl<W: Send, T: Send> Send for Cell<W, T> {}
+
+impl<W: Work<T>, T: Send + 'static> Slot<T> for Cell<W, T> {
+    fn header(&self) -> &Header<T> {
+        &self.header
+    }
+}
+
+impl<W: Work<T>, T: Send + 'static> Cell<W, T> {
+    pub(crate) fn new(work: W) -> Arc<Self> {
+        Arc::new(Self {
+            task: Task::new(call::<W, T>),
+            header: Header::new(),
+            work: UnsafeCell::new(Some(work)),
+        })
+    }
+}
+
+/// The cell, travelling as its task. Dropped without running (refused, or
+/// discarded at a shutdown), it breaks the future.
+pub(crate) struct Run<W: Work<T>, T: Send + 'static>(pub(crate) Arc<Cell<W, T>>);
+
+impl<W: Work<T>, T: Send + 'static> Run<W, T> {
+    /// Takes the work back out of a task that was refused.
+    pub(crate) fn into_work(self) -> W {
+        // SAFETY: a refused task is owned by the caller; nothing else
+        // touches the work.
+        let work = unsafe { (*self.0.work.get()).take() };
+        work.expect("the work is taken once")
+    }
+
+    fn run(self) {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: moved out of the `ManuallyDrop` once; it is not used again.
+        let cell = unsafe { core::ptr::read(&this.0) };
+        // SAFETY: the running task owns the work.
+        let work = unsafe { (*cell.work.get()).take() };
+        let Some(work) = work else { return };
+        // If the work panics (on the host), the guard breaks the future.
+        let guard = Broken(&cell.header);
+        let result = work.run();
+        mem::forget(guard);
+        cell.header.complete(result);
+    }
+}
+
+/// Breaks a future whose work did not finish.
+struct Broken<'a, T>(&'a Header<T>);
+
+impl<T> Drop for Broken<'_, T> {
+    fn drop(&mut self) {
+        self.0.complete(Err(FutureError::Broken));
+    }
+}
+
+impl<W: Work<T>, T: Send + 'static> Drop for Run<W, T> {
+    fn drop(&mut self) {
+        // Never run. A work taken back by `into_work` belongs to a future
+        // nobody holds; breaking it is harmless.
+        // SAFETY: the owner of the task owns the work.
+        drop(unsafe { (*self.0.work.get()).take() });
+        self.0.header.complete(Err(FutureError::Broken));
+    }
+}
+
+impl<W: Work<T>, T: Send + 'static> IntoTask for Run<W, T> {
+    fn into_task(self, _: Option<&mut BlockCache>) -> Result<NonNull<Task>, Self> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: moved out of the `ManuallyDrop` once.
+        let cell = unsafe { core::ptr::read(&this.0) };
+        // The cell's first field is its task header (`repr(C)`).
+        Ok(NonNull::new(Arc::into_raw(cell).cast_mut()).expect("an Arc is never null").cast())
+    }
+
+    unsafe fn from_task(task: NonNull<Task>, _: Option<NonNull<BlockCache>>) -> Self {
+        // SAFETY: made by `into_task` from an `Arc` of this cell type.
+        Run(unsafe { Arc::from_raw(task.cast::<Cell<W, T>>().as_ptr()) })
+    }
+}
+
+/// The `TaskFn` of a future's cell.
+///
+/// # Safety
+///
+/// As for [`TaskFn`](crate::task::TaskFn); `task` was made by
+/// [`Run::into_task`] with these types.
+unsafe fn call<W: Work<T>, T: Send + 'static>(
+    task: NonNull<Task>,
+    action: Action,
+    cache: NonNull<BlockCache>,
+) {
+    // SAFETY: forwarded contract.
+    let run = unsafe { Run::<W, T>::from_task(task, Some(cache)) };
+    match action {
+        Action::Run => run.run(),
+        Action::Discard => drop(run),
+    }
+}
+
+/// Posts `cell`'s task to `core` of `shared`'s pool (anywhere if `None`).
+pub(crate) fn post<W: Work<T>, T: Send + 'static>(
+    shared: &Shared,
+    core: Option<usize>,
+    run: Run<W, T>,
+) -> Result<(), crate::PostError<Run<W, T>>> {
+    match core {
+        Some(core) => shared.post(core, run),
+        None => shared.spawn(run),
+    }
+}
