@@ -135,6 +135,13 @@ pub fn cancel_a_tree(pool: &Pool) -> Duration {
     top.join().expect("a cancelled strand that returns has not failed");
     let elapsed = started.elapsed();
     assert_eq!(ENDED.load(SeqCst), TREE, "every strand of the tree ended because of the cancel");
+    // The top's joiner can wake before the top's core has put its fibre
+    // back and uncounted it (that happens just after the strand switches
+    // out), so give the last strands a moment to be tidied away.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while (strand::usage(), pool.live_strands()) != before && Instant::now() < deadline {
+        strand::sleep(Duration::from_millis(1)).expect("main sleeps");
+    }
     assert_eq!((strand::usage(), pool.live_strands()), before, "everything the tree held is back");
     elapsed
 }
