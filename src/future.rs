@@ -95,20 +95,21 @@ impl<T: Send + 'static, F: FnOnce() -> T + Send + 'static> Work<T> for Sent<F> {
     }
 }
 
-/// A continuation of a [`Future`]: the previous result, moved in.
-struct Then<T, G>(Future<T>, G);
+/// A continuation of a [`Future`]: the previous cell, whose result it
+/// moves in (it holds the only handle that reads it).
+struct Then<T, G>(Arc<dyn Slot<T>>, G);
 
 impl<T: Send + 'static, U: Send + 'static, G: FnOnce(T) -> U + Send + 'static> Work<U> for Then<T, G> {
     fn run(self) -> Result<U, FutureError> {
-        // SAFETY: the continuation owns the previous future, the only
+        // SAFETY: the continuation took over the previous future, the only
         // handle that reads its result.
-        let previous = unsafe { self.0.slot.header().take() };
+        let previous = unsafe { self.0.header().take() };
         previous.expect("a continuation runs once the result is there").map(self.1)
     }
 }
 
 /// A continuation of a [`SharedFuture`]: a reference to the result.
-struct ThenShared<T, G>(SharedFuture<T>, G);
+struct ThenShared<T, G>(Arc<dyn Slot<T>>, G);
 
 impl<T, U, G> Work<U> for ThenShared<T, G>
 where
@@ -117,7 +118,7 @@ where
     G: FnOnce(&T) -> U + Send + 'static,
 {
     fn run(self) -> Result<U, FutureError> {
-        match self.0.slot.header().get().expect("a continuation runs once the result is there") {
+        match self.0.header().get().expect("a continuation runs once the result is there") {
             Ok(value) => Ok((self.1)(value)),
             Err(error) => Err(*error),
         }
@@ -136,12 +137,21 @@ impl Pool {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let cell = Cell::new(Sent(f));
-        let slot: Arc<dyn Slot<T>> = cell.clone();
-        match cell::post(self.shared(), Some(core), Run(cell)) {
-            Ok(()) => Ok(Future { slot, pool: self.clone() }),
-            Err(refused) => Err(refused.map(|run| run.into_work().0)),
-        }
+        send_on(self.clone(), core, f)
+    }
+}
+
+/// [`Pool::send`], keeping `pool` in the future.
+fn send_on<T, F>(pool: Pool, core: usize, f: F) -> Result<Future<T>, PostError<F>>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let cell = Cell::new(Sent(f));
+    let slot: Arc<dyn Slot<T>> = cell.clone();
+    match pool.shared().post(core, Run(cell)) {
+        Ok(()) => Ok(Future { slot, pool }),
+        Err(refused) => Err(refused.map(|run| run.into_work().0)),
     }
 }
 
@@ -157,14 +167,14 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     match Pool::current() {
-        Some(pool) => pool.send(core, f),
+        Some(pool) => send_on(pool, core, f),
         None => Err(PostError::NotInPool(f)),
     }
 }
 
-/// Starts `run` on `core` of `pool` once `slot` is ready; if the pool
+/// Starts `work` on `core` of `pool` once `after` is ready; if the pool
 /// refuses it, dropping it breaks the continuation's future.
-fn chain<W, U, T>(pool: &Pool, slot: &Arc<dyn Slot<T>>, core: usize, work: W) -> Future<U>
+fn chain<W, U, T>(pool: Pool, after: &dyn Slot<T>, core: usize, work: W) -> Future<U>
 where
     W: Work<U>,
     U: Send + 'static,
@@ -173,8 +183,8 @@ where
     let cell = Cell::new(work);
     let next: Arc<dyn Slot<U>> = cell.clone();
     let shared = pool.shared().clone();
-    slot.header().on_ready(Box::new(move || drop(cell::post(&shared, Some(core), Run(cell)))));
-    Future { slot: next, pool: pool.clone() }
+    after.header().on_ready(Box::new(move || drop(shared.post(core, Run(cell)))));
+    Future { slot: next, pool }
 }
 
 impl<T: Send + 'static> Future<T> {
@@ -186,8 +196,8 @@ impl<T: Send + 'static> Future<T> {
         U: Send + 'static,
         G: FnOnce(T) -> U + Send + 'static,
     {
-        let (pool, slot) = (self.pool.clone(), self.slot.clone());
-        chain(&pool, &slot, core, Then(self, g))
+        let Future { slot, pool } = self;
+        chain(pool, &*slot, core, Then(slot.clone(), g))
     }
 
     /// Blocks the calling strand until the result is there, and returns
@@ -239,7 +249,7 @@ impl<T: Send + Sync + 'static> SharedFuture<T> {
         U: Send + 'static,
         G: FnOnce(&T) -> U + Send + 'static,
     {
-        chain(&self.pool, &self.slot, core, ThenShared(self.clone(), g))
+        chain(self.pool.clone(), &*self.slot, core, ThenShared(self.slot.clone(), g))
     }
 
     /// Blocks the calling strand until the result is there; returns a

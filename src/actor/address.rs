@@ -38,7 +38,7 @@ impl<A: Actor> Drop for Cell<A> {
         // at hand here; blocks stay with their pool, which frees them.
         // SAFETY: the last reference is going, so no turn exists and the
         // chain is ours.
-        unsafe { turn::drop_chain::<A::Message>(self.schedule.abandon(), None) };
+        unsafe { turn::drain_chain::<A::Message>(self.schedule.abandon(), None, None) };
     }
 }
 
@@ -71,11 +71,12 @@ impl<A: Actor> Addr<A> {
     /// [`SendError::OutOfMemory`]. Each carries `message` back.
     pub fn send(&self, message: A::Message) -> Result<(), SendError<A::Message>> {
         let shared = &**self.pool.shared();
-        if shared.worker_core().is_none() && DomainId::current() != shared.domain {
+        let me = shared.worker_core();
+        if me.is_none() && DomainId::current() != shared.domain {
             return Err(SendError::OtherDomain(message));
         }
-        let envelope = shared
-            .with_cache(|cache| boxed::new(Link::new(), message, cache))
+        // SAFETY: `me` is what `worker_core` said, just now, on this core.
+        let envelope = unsafe { shared.with_cache_at(me, |cache| boxed::new(Link::new(), message, cache)) }
             .map_err(SendError::OutOfMemory)?;
         // SAFETY: the envelope is new, ours, and in no chain.
         match unsafe { self.cell.schedule.push(envelope.cast()) } {

@@ -5,7 +5,6 @@
 use super::address::{Cell, Envelope};
 use super::schedule::{self, Finished, Link};
 use super::{Actor, Context};
-use crate::pool::current;
 use crate::pool::shared::Shared;
 use crate::task::boxed;
 use crate::task::closure::RunOnce;
@@ -52,40 +51,22 @@ impl<A: Actor> Turn<A> {
         self.over = true;
         // SAFETY: the pool outlives the turn (field contract).
         let shared = unsafe { &*self.shared };
-        let mut chain = self.cell.schedule.abandon();
-        let mut mine = None;
-        let mut dropped = 0;
-        shared.with_cache(|cache| {
-            let cache = cache.map(NonNull::from);
-            while let Some(link) = NonNull::new(chain) {
-                // SAFETY: we hold the turn, so the chain taken is ours.
-                chain = unsafe { Link::next(link) };
-                let envelope = link.cast::<Envelope<A::Message>>();
-                // SAFETY: every message in the chain is an envelope of this
-                // actor's message type, made with this pool's cache or the
-                // heap; each is taken exactly once.
-                let message = unsafe { boxed::take(envelope, cache) };
-                if Some(envelope) == own {
-                    mine = Some(message);
-                } else {
-                    drop(message);
-                    dropped += 1;
-                }
-            }
+        let queued = self.cell.schedule.abandon();
+        let (mine, dropped) = shared.with_cache(|cache| {
+            // SAFETY: we hold the turn, so the chain taken is ours.
+            unsafe { drain_chain::<A::Message>(queued, cache.map(NonNull::from), own) }
         });
-        shared.count_discarded(dropped);
+        shared.count_discarded(dropped as u64);
         mine
     }
 }
 
 impl<A: Actor> RunOnce for Turn<A> {
     fn run_once(mut self) {
-        let (shared, me) = current::with(|worker| {
-            let worker = worker.expect("an actor's turn runs on a core of its pool");
-            (worker.shared, worker.core)
-        });
-        // SAFETY: the calling core's pool, alive while it works.
+        let shared = self.shared;
+        // SAFETY: the pool outlives the turn (field contract).
         let pool = unsafe { &*shared };
+        let me = pool.worker_core().expect("an actor's turn runs on a core of its pool");
         let mut handled = 0;
         loop {
             if self.batch.is_null() {
@@ -118,10 +99,11 @@ impl<A: Actor> RunOnce for Turn<A> {
             let envelope =
                 NonNull::new(self.batch).expect("the batch is not empty").cast::<Envelope<A::Message>>();
             // SAFETY: the batch is ours; its messages are envelopes of this
-            // actor's message type, made with this pool's cache or the heap.
+            // actor's message type, made with this pool's cache or the heap;
+            // `me` is this core, as `worker_core` said.
             let message = unsafe {
                 self.batch = Link::next(envelope.cast());
-                pool.with_cache(|cache| boxed::take(envelope, cache.map(NonNull::from)))
+                pool.with_cache_at(Some(me), |cache| boxed::take(envelope, cache.map(NonNull::from)))
             };
             let mut context = Context { cell: &self.cell, shared, core: me, stop: false };
             // SAFETY: the one turn of the actor has its state.
@@ -151,27 +133,41 @@ impl<A: Actor> Drop for Turn<A> {
         let dropped = shared.with_cache(|cache| {
             let cache = cache.map(NonNull::from);
             // SAFETY: this turn's own messages, each dropped once.
-            unsafe { drop_chain::<A::Message>(batch, cache) + drop_chain::<A::Message>(queued, cache) }
+            unsafe {
+                drain_chain::<A::Message>(batch, cache, None).1
+                    + drain_chain::<A::Message>(queued, cache, None).1
+            }
         });
         shared.count_discarded(dropped as u64);
     }
 }
 
-/// Drops every message of a chain; returns how many.
+/// Drops every message of a chain except `keep`, which it returns; also
+/// returns how many it dropped.
 ///
 /// # Safety
 ///
 /// The caller owns the chain, whose messages are envelopes of `M`; `cache`
 /// is as for [`boxed::take`].
-pub(super) unsafe fn drop_chain<M>(mut chain: *mut Link, cache: Option<NonNull<BlockCache>>) -> usize {
-    let mut count = 0;
+pub(super) unsafe fn drain_chain<M>(
+    mut chain: *mut Link,
+    cache: Option<NonNull<BlockCache>>,
+    keep: Option<NonNull<Envelope<M>>>,
+) -> (Option<M>, usize) {
+    let (mut kept, mut dropped) = (None, 0);
     while let Some(link) = NonNull::new(chain) {
+        let envelope = link.cast::<Envelope<M>>();
         // SAFETY: owned (contract), taken exactly once.
-        unsafe {
+        let message = unsafe {
             chain = Link::next(link);
-            drop(boxed::take(link.cast::<Envelope<M>>(), cache));
+            boxed::take(envelope, cache)
+        };
+        if Some(envelope) == keep {
+            kept = Some(message);
+        } else {
+            drop(message);
+            dropped += 1;
         }
-        count += 1;
     }
-    count
+    (kept, dropped)
 }

@@ -15,7 +15,6 @@
 //! that see `ready` (with acquire) see the result.
 
 use super::FutureError;
-use crate::pool::shared::Shared;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
 use crate::sync::WaitError;
@@ -257,17 +256,5 @@ unsafe fn call<W: Work<T>, T: Send + 'static>(
     match action {
         Action::Run => run.run(),
         Action::Discard => drop(run),
-    }
-}
-
-/// Posts `cell`'s task to `core` of `shared`'s pool (anywhere if `None`).
-pub(crate) fn post<W: Work<T>, T: Send + 'static>(
-    shared: &Shared,
-    core: Option<usize>,
-    run: Run<W, T>,
-) -> Result<(), crate::PostError<Run<W, T>>> {
-    match core {
-        Some(core) => shared.post(core, run),
-        None => shared.spawn(run),
     }
 }

@@ -352,10 +352,26 @@ impl Shared {
     /// Calls `f` with the calling core's block cache if it is a worker of
     /// this pool (storage made there may be freed on any core of the pool).
     pub(crate) fn with_cache<R>(&self, f: impl FnOnce(Option<&mut BlockCache>) -> R) -> R {
-        match self.worker_core() {
-            // SAFETY: we are core `me` of this pool, inside a task or a
-            // strand; the loop holds no reference to its `Local` across
-            // those, and `f` does not call back into the pool.
+        // SAFETY: `me` is what `worker_core` says for the calling core.
+        unsafe { self.with_cache_at(self.worker_core(), f) }
+    }
+
+    /// [`Shared::with_cache`] for a caller that already knows its core,
+    /// sparing the lookup on hot paths.
+    ///
+    /// # Safety
+    ///
+    /// `me` is what [`Shared::worker_core`] returns on the calling core.
+    pub(crate) unsafe fn with_cache_at<R>(
+        &self,
+        me: Option<usize>,
+        f: impl FnOnce(Option<&mut BlockCache>) -> R,
+    ) -> R {
+        debug_assert_eq!(me, self.worker_core());
+        match me {
+            // SAFETY: we are core `me` of this pool (contract), inside a
+            // task or a strand; the loop holds no reference to its `Local`
+            // across those, and `f` does not call back into the pool.
             Some(me) => f(Some(unsafe { &mut self.local(me).cache })),
             None => f(None),
         }
