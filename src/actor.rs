@@ -82,12 +82,11 @@
 //! ```
 
 mod address;
-mod error;
 pub(crate) mod schedule;
 mod turn;
 
+pub use crate::pool::{PinError, SendError};
 pub use address::Addr;
-pub use error::{PinError, SendError};
 
 use crate::pool::Pool;
 use crate::pool::shared::Shared;
@@ -155,12 +154,8 @@ impl Pool {
     ///
     /// [`PinError::NoSuchCore`] or [`PinError::NotAMember`], with `actor`.
     pub fn spawn_actor_on<A: Actor>(&self, core: usize, actor: A) -> Result<Addr<A>, PinError<A>> {
-        let cores = self.shared().slots;
-        if core >= cores {
-            return Err(PinError::NoSuchCore { core, cores, actor });
-        }
-        if !self.shared().is_member(core) {
-            return Err(PinError::NotAMember { core, actor });
+        if let Err(error) = self.shared().check_pin(core) {
+            return Err(error.carrying(actor));
         }
         Ok(Addr::new(Arc::new(Cell::new(actor, Some(core))), self.clone()))
     }

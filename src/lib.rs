@@ -36,8 +36,11 @@
 //! - The seam ([`platform`]) and time ([`time::Instant`]).
 //!
 //! - [`actor`]: actors with one-word dormant state, scheduled as tasks on a
-//!   pool; [`future`]: closures sent to a core, with continuations on
-//!   chosen cores, that strands and async code can wait for.
+//!   pool; [`event_loop`]: objects whose operations are deferred closures
+//!   run one at a time, on a core of their own or on the caller that finds
+//!   them idle, with one-shot callbacks; [`future`]: closures sent to a
+//!   core, with continuations on chosen cores, that strands and async code
+//!   can wait for.
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;
@@ -52,6 +55,12 @@ mod atomics;
 pub mod context;
 #[cfg(not(loom))]
 pub mod domain;
+#[cfg(not(loom))]
+pub mod event_loop;
+// An event loop's hand-off alone, for its loom model.
+#[cfg(loom)]
+#[path = "event_loop/handoff.rs"]
+mod event_loop_handoff;
 #[cfg(not(loom))]
 pub mod future;
 #[cfg(not(loom))]
@@ -77,8 +86,8 @@ pub mod time;
 pub use join::join;
 #[cfg(not(loom))]
 pub use pool::{
-    Config, CoreStats, DestroyError, Pool, PoolError, PostError, ResizeError, RunError, free_cores, post,
-    spawn,
+    Config, CoreStats, DestroyError, PinError, Pool, PoolError, PostError, ResizeError, RunError, free_cores,
+    post, spawn,
 };
 
 /// Internals, exposed only to the loom models in `tests/loom_*.rs` so they
@@ -87,6 +96,7 @@ pub use pool::{
 #[doc(hidden)]
 pub mod loom_api {
     pub use crate::actor_schedule::{Closing, Finished, Link, Pushed as ActorPushed, Schedule, reverse};
+    pub use crate::event_loop_handoff::{Deferred, Drained, Handoff};
     pub use crate::join_frame::{DONE as JOB_DONE, Frame as JoinFrame, Ring, Slot as JoinSlot};
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};

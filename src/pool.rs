@@ -54,7 +54,7 @@ mod timers;
 mod worker;
 
 pub use config::Config;
-pub use error::{DestroyError, PoolError, PostError, ResizeError, RunError};
+pub use error::{DestroyError, PinError, PoolError, PostError, ResizeError, RunError, SendError};
 pub use resize::free_cores;
 pub use stats::CoreStats;
 

@@ -140,7 +140,7 @@ fn pinning_to_a_core_the_pool_lacks_gives_the_actor_back() {
         let pool = Pool::current().unwrap();
         let cores = Arc::new(Mutex::new(Vec::new()));
         match pool.spawn_actor_on(7, Recorder { cores }) {
-            Err(PinError::NoSuchCore { core: 7, cores: 2, actor }) => drop(actor),
+            Err(PinError::NoSuchCore { core: 7, cores: 2, value }) => drop(value),
             other => panic!("expected NoSuchCore, got {:?}", other.map(|_| ())),
         }
     });

@@ -1,11 +1,11 @@
 //! An actor's cell (its state and schedule word) and its address.
 
 use super::Actor;
-use super::error::SendError;
 use super::schedule::{Closing, Link, Pushed, Schedule};
 use super::turn::{self, Turn};
 use crate::domain::DomainId;
 use crate::pool::Pool;
+use crate::pool::SendError;
 use crate::task::boxed::{self, Boxed};
 use alloc::sync::Arc;
 use core::cell::UnsafeCell;

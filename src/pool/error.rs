@@ -301,3 +301,132 @@ impl fmt::Display for DestroyError {
 }
 
 impl core::error::Error for DestroyError {}
+
+/// Why something could not be pinned to a core of a pool: an actor
+/// ([`Pool::spawn_actor_on`](crate::Pool::spawn_actor_on)) or an event
+/// loop ([`Loop::on_core`](crate::event_loop::Loop::on_core)). Each
+/// variant carries it back: [`PinError::into_inner`].
+#[non_exhaustive]
+pub enum PinError<T> {
+    /// The machine (or roving) has no core `core`; it has `cores`.
+    NoSuchCore {
+        /// The core asked for.
+        core: usize,
+        /// How many cores there are.
+        cores: usize,
+        /// What was to be pinned.
+        value: T,
+    },
+    /// Core `core` is not one of the pool's now.
+    NotAMember {
+        /// The core asked for.
+        core: usize,
+        /// What was to be pinned.
+        value: T,
+    },
+}
+
+impl<T> PinError<T> {
+    /// What was to be pinned.
+    pub fn into_inner(self) -> T {
+        match self {
+            Self::NoSuchCore { value, .. } | Self::NotAMember { value, .. } => value,
+        }
+    }
+
+    /// The same error, carrying `value` instead.
+    pub(crate) fn carrying<U>(self, value: U) -> PinError<U> {
+        match self {
+            Self::NoSuchCore { core, cores, .. } => PinError::NoSuchCore { core, cores, value },
+            Self::NotAMember { core, .. } => PinError::NotAMember { core, value },
+        }
+    }
+}
+
+impl<T> fmt::Debug for PinError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSuchCore { core, cores, .. } => {
+                f.debug_struct("NoSuchCore").field("core", core).field("cores", cores).finish_non_exhaustive()
+            }
+            Self::NotAMember { core, .. } => {
+                f.debug_struct("NotAMember").field("core", core).finish_non_exhaustive()
+            }
+        }
+    }
+}
+
+impl<T> fmt::Display for PinError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSuchCore { core, cores, .. } => write!(f, "no core {core}: there are {cores}"),
+            Self::NotAMember { core, .. } => write!(f, "core {core} is not in the pool"),
+        }
+    }
+}
+
+impl<T> core::error::Error for PinError<T> {}
+
+/// Why a message to an [actor](crate::actor) or an operation onto an
+/// [event loop](crate::event_loop) was not queued. Each variant carries it
+/// back: [`SendError::into_inner`].
+#[non_exhaustive]
+pub enum SendError<M> {
+    /// The receiver is stopped: an actor that was stopped (or stopped
+    /// itself), or an event loop whose operation panicked or whose pool
+    /// stopped with its drain pending.
+    Stopped(M),
+    /// The receiver's pool has stopped, so nothing of it can run. The
+    /// receiver is stopped with it.
+    PoolStopped(M),
+    /// Sent from a strand or core of another domain.
+    OtherDomain(M),
+    /// Memory for it (or for the task it would have started, which stops
+    /// the receiver) could not be had.
+    OutOfMemory(M),
+}
+
+impl<M> SendError<M> {
+    /// What was not queued.
+    pub fn into_inner(self) -> M {
+        match self {
+            Self::Stopped(m) | Self::PoolStopped(m) | Self::OtherDomain(m) | Self::OutOfMemory(m) => m,
+        }
+    }
+
+    /// The same error about something else.
+    pub fn map<N>(self, f: impl FnOnce(M) -> N) -> SendError<N> {
+        match self {
+            Self::Stopped(m) => SendError::Stopped(f(m)),
+            Self::PoolStopped(m) => SendError::PoolStopped(f(m)),
+            Self::OtherDomain(m) => SendError::OtherDomain(f(m)),
+            Self::OutOfMemory(m) => SendError::OutOfMemory(f(m)),
+        }
+    }
+}
+
+impl<M> fmt::Debug for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Stopped(_) => "Stopped(..)",
+            Self::PoolStopped(_) => "PoolStopped(..)",
+            Self::OtherDomain(_) => "OtherDomain(..)",
+            Self::OutOfMemory(_) => "OutOfMemory(..)",
+        })
+    }
+}
+
+impl<M> fmt::Display for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Stopped(_) => "the receiver is stopped; what was sent comes back",
+            Self::PoolStopped(_) => "the receiver's pool has stopped; what was sent comes back",
+            Self::OtherDomain(_) => {
+                "the receiver belongs to another domain; send owned data through a channel"
+            }
+            Self::OutOfMemory(_) => "out of memory; what was sent comes back",
+        })
+    }
+}
+
+impl<M> core::error::Error for SendError<M> {}

@@ -252,6 +252,17 @@ impl Shared {
 
     /// Whether `core` is one of the pool's cores now.
     #[inline]
+    /// Whether work can be pinned to `core` now.
+    pub(crate) fn check_pin(&self, core: usize) -> Result<(), super::PinError<()>> {
+        if core >= self.slots {
+            return Err(super::PinError::NoSuchCore { core, cores: self.slots, value: () });
+        }
+        if !self.is_member(core) {
+            return Err(super::PinError::NotAMember { core, value: () });
+        }
+        Ok(())
+    }
+
     pub(crate) fn is_member(&self, core: usize) -> bool {
         self.members.get(core).is_some_and(|member| member.load(SeqCst))
     }

@@ -89,11 +89,14 @@ pub enum BlockReason {
     Scope,
     /// Waiting for a [`Future`](crate::future::Future)'s result.
     Future,
+    /// In [`Context::join`](crate::event_loop::Context::join), waiting for
+    /// event-loop objects to finish.
+    ContextJoin,
 }
 
 impl BlockReason {
     fn from_raw(raw: u8) -> Self {
-        const ALL: [BlockReason; 11] = [
+        const ALL: [BlockReason; 12] = [
             BlockReason::None,
             BlockReason::Sleeping,
             BlockReason::Mutex,
@@ -105,6 +108,7 @@ impl BlockReason {
             BlockReason::Join,
             BlockReason::Scope,
             BlockReason::Future,
+            BlockReason::ContextJoin,
         ];
         ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
     }

@@ -1,0 +1,409 @@
+//! Event loops: objects whose every operation is a deferred closure, run
+//! one at a time.
+//!
+//! A [`Loop<T>`] owns a state `T`. Nothing touches the state except the
+//! operations given to [`Loop::defer`], and the loop runs those one after
+//! another, so the state needs no lock and its code never races itself.
+//!
+//! # Where operations run
+//!
+//! - **A borrowed-caller loop** ([`Loop::new`], [`Context::object`]) has
+//!   no core of its own. The caller that defers onto an idle loop becomes
+//!   its *drainer*: it runs operations on its own stack (a strand's, a
+//!   task's, or a thread's) until the queue is empty, then returns. A
+//!   caller that defers while a drainer exists only queues its operation
+//!   and returns at once; the drainer runs it.
+//! - **A loop with a core of its own** ([`Loop::on_core`],
+//!   [`Context::object_on`]) drains on that core: a defer onto the idle
+//!   loop posts its drain there as a task, which runs at most
+//!   [`OPS_PER_DRAIN`] operations before going to the back of the core's
+//!   queue. If the core leaves the pool, the drain runs on another core
+//!   until it comes back, as for pinned strands.
+//!
+//! # Guarantees
+//!
+//! - **One at a time, in order.** At most one drainer exists per loop, and
+//!   it runs operations in the order their defers reached the loop, so
+//!   operations deferred by one caller run in its order. The protocol and
+//!   its proof sketch are in `event_loop/handoff.rs`, checked by
+//!   `tests/loom_event_loop.rs`.
+//! - **Nothing left behind.** When the last drainer leaves, the queue is
+//!   empty: an operation deferred while it was leaving is either taken by
+//!   it or makes its deferrer the next drainer.
+//! - **Re-entry is deferred, never a deadlock.** An operation, or a
+//!   callback it fires, that defers onto its own loop queues behind the
+//!   operation running now and returns; it runs after that operation.
+//! - **One-shot callbacks** ([`Callback`]). A [`Loop::callback`] keeps its
+//!   object alive until it fires; a [`Loop::weak_callback`] holds a weak
+//!   reference, upgraded just before it runs, and is skipped if the object
+//!   is gone.
+//! - **Objects outlive their handles until their callbacks have fired.** A
+//!   public [`Handle`] wraps the object's shared implementation (its
+//!   `Loop`). Dropping the last handle closes the object ([`Object::close`]
+//!   runs on the loop), but pending [`Loop::callback`]s keep the
+//!   implementation alive until each has fired exactly once.
+//!   [`Context::join`] waits for every object of its context to get there.
+//! - **Nothing accepted is lost silently.** A refused defer returns the
+//!   operation in [`SendError`]. An operation that panics stops its loop:
+//!   later defers are refused, and what was queued is dropped (its
+//!   callbacks released unfired); for a loop with a core, the dropped
+//!   operations are counted in [`CoreStats::discarded`](crate::CoreStats).
+//!
+//! Operations should not block: a blocked drainer holds up every operation
+//! behind it (a borrowed-caller drainer that blocks its strand keeps the
+//! loop until the strand resumes).
+//!
+//! ```
+//! use roving::event_loop::{Callback, Context, Loop, Object};
+//! use std::sync::mpsc;
+//!
+//! #[derive(Default)]
+//! struct Counter { total: u64 }
+//! impl Object for Counter {}
+//!
+//! let context = Context::new();
+//! let counter = context.object(Counter::default());
+//! let (tx, rx) = mpsc::channel();
+//! let done = Callback::new(move |total: u64| tx.send(total).unwrap());
+//! // No drainer exists, so this caller runs both operations itself.
+//! counter.defer(|c: &mut Counter, _: &Loop<Counter>| c.total += 41).unwrap();
+//! counter
+//!     .defer(move |c: &mut Counter, _: &Loop<Counter>| {
+//!         c.total += 1;
+//!         done.fire(c.total).unwrap();
+//!     })
+//!     .unwrap();
+//! assert_eq!(rx.recv().unwrap(), 42);
+//! drop(counter);
+//! assert_eq!(context.unfinished(), 0);
+//! ```
+
+mod callback;
+pub(crate) mod handoff;
+mod object;
+mod op;
+
+pub use crate::pool::{PinError, SendError};
+pub use callback::{Callback, Fired};
+
+pub use object::{Context, Handle, Object};
+
+use crate::actor::schedule::Link;
+use crate::domain::DomainId;
+use crate::pool::{Pool, PostError};
+use crate::task::closure::RunOnce;
+use alloc::sync::{Arc, Weak};
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::ptr::NonNull;
+use handoff::{Deferred, Drained, Handoff};
+use object::Lifecycle;
+use op::Operation;
+
+/// The most operations a loop with a core of its own runs before letting
+/// the core's other work go first.
+pub const OPS_PER_DRAIN: usize = 64;
+
+/// The core a loop drains on.
+struct Home {
+    pool: Pool,
+    core: usize,
+}
+
+impl Home {
+    fn new(pool: &Pool, core: usize) -> Result<Self, PinError<()>> {
+        pool.shared().check_pin(core)?;
+        Ok(Self { pool: pool.clone(), core })
+    }
+}
+
+/// A loop's shared implementation.
+struct Inner<T> {
+    handoff: Handoff,
+    state: UnsafeCell<T>,
+    home: Option<Home>,
+    life: Lifecycle<T>,
+}
+
+// SAFETY: the state is touched only by the loop's one drainer at a time,
+// handed between drainers with release and acquire by the hand-off word;
+// operations are `Send`.
+unsafe impl<T: Send> Sync for Inner<T> {}
+
+impl<T> Drop for Inner<T> {
+    fn drop(&mut self) {
+        // Only a stopped loop can hold operations with no drainer left.
+        // SAFETY: the last reference is going, so no drainer exists.
+        for chain in unsafe { self.handoff.abandon() } {
+            // SAFETY: the chains are ours now, made for this loop.
+            unsafe { op::drop_chain::<T>(chain, None) };
+        }
+    }
+}
+
+/// An event loop and its state: a counted reference to its shared
+/// implementation. Clones name the same loop; operations capture one to
+/// keep the loop alive while they are in flight.
+pub struct Loop<T> {
+    inner: Arc<Inner<T>>,
+}
+
+/// A reference to a loop that does not keep it alive.
+pub struct WeakLoop<T> {
+    inner: Weak<Inner<T>>,
+}
+
+impl<T: Send + 'static> Loop<T> {
+    /// A borrowed-caller loop over `state`, with no context.
+    pub fn new(state: T) -> Self {
+        Self::build(state, None, Lifecycle::standalone())
+    }
+
+    /// A loop over `state` that drains on `core` of `pool`, with no context.
+    ///
+    /// # Errors
+    ///
+    /// [`PinError`], with `state`, if `core` is not a core of `pool`.
+    pub fn on_core(pool: &Pool, core: usize, state: T) -> Result<Self, PinError<T>> {
+        let home = match Home::new(pool, core) {
+            Ok(home) => home,
+            Err(error) => return Err(error.carrying(state)),
+        };
+        Ok(Self::build(state, Some(home), Lifecycle::standalone()))
+    }
+
+    fn build(state: T, home: Option<Home>, life: Lifecycle<T>) -> Self {
+        let inner = Inner { handoff: Handoff::new(), state: UnsafeCell::new(state), home, life };
+        Self { inner: Arc::new(inner) }
+    }
+
+    fn from_inner(inner: Arc<Inner<T>>) -> Self {
+        Self { inner }
+    }
+
+    fn inner(&self) -> &Arc<Inner<T>> {
+        &self.inner
+    }
+
+    fn lifecycle(&self) -> &Lifecycle<T> {
+        &self.inner.life
+    }
+
+    /// The state, for the drainer.
+    fn state_ptr(&self) -> *mut T {
+        self.inner.state.get()
+    }
+
+    /// Defers `op`: it runs on the loop, after every operation deferred
+    /// before it, with the loop's state and the loop itself (to defer more,
+    /// or make callbacks).
+    ///
+    /// On a borrowed-caller loop with no drainer, the caller becomes the
+    /// drainer and returns once the queue is empty (having run `op`);
+    /// otherwise this only queues `op`. From inside an operation of the
+    /// same loop, it always only queues.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`], carrying `op` back: the loop is stopped, its pool
+    /// has stopped, it has a core and is deferred onto from another domain,
+    /// or memory ran out.
+    pub fn defer<F>(&self, op: F) -> Result<(), SendError<F>>
+    where
+        F: FnOnce(&mut T, &Loop<T>) + Send + 'static,
+    {
+        self.defer_op(op)
+    }
+
+    fn defer_op<O: Operation<T>>(&self, op: O) -> Result<(), SendError<O>> {
+        if let Some(home) = &self.inner.home {
+            let shared = home.pool.shared();
+            if shared.worker_core().is_none() && DomainId::current() != shared.domain {
+                return Err(SendError::OtherDomain(op));
+            }
+        }
+        let node = op::new::<T, O>(op).map_err(SendError::OutOfMemory)?;
+        // SAFETY: the node is new, ours, and in no chain.
+        match unsafe { self.inner.handoff.defer(node) } {
+            Deferred::Queued => Ok(()),
+            Deferred::Drain => match &self.inner.home {
+                None => {
+                    self.drain(usize::MAX);
+                    Ok(())
+                }
+                Some(home) => self.start_drain(home, node),
+            },
+            // SAFETY: refused, so still ours; made above as an `O`.
+            Deferred::Refused => Err(SendError::Stopped(unsafe { op::take_back::<T, O>(node) })),
+        }
+    }
+
+    /// Runs operations as the drainer, until the queue is empty or `budget`
+    /// have run. If an operation panics, the loop is stopped.
+    fn drain(&self, budget: usize) -> Drained {
+        struct StopOnUnwind<'a, T: Send + 'static>(&'a Loop<T>);
+        impl<T: Send + 'static> Drop for StopOnUnwind<'_, T> {
+            fn drop(&mut self) {
+                // SAFETY: still the drainer: the drain unwound.
+                unsafe { self.0.abandon(None) };
+            }
+        }
+        let guard = StopOnUnwind(self);
+        // SAFETY: the caller is the drainer (it won the drain, or holds the
+        // drain task); each operation is run once, by `op::run`, with this
+        // loop, which made it.
+        let drained = unsafe { self.inner.handoff.drain(budget, |node| op::run(node, Some(self))) };
+        core::mem::forget(guard);
+        drained
+    }
+
+    /// Posts the drain to the loop's core, for a defer that won it. If the
+    /// pool refuses, the loop stops and `own` (that defer's operation)
+    /// comes back.
+    fn start_drain<O: Operation<T>>(&self, home: &Home, own: NonNull<Link>) -> Result<(), SendError<O>> {
+        let shared = home.pool.shared();
+        let task = DrainTask { of: self.clone(), over: false };
+        let refused = match shared.post(home.core, task) {
+            // The core left the pool: the drain runs elsewhere meanwhile.
+            Err(PostError::NotAMember { closure, .. }) => shared.spawn(closure),
+            result => result,
+        };
+        let Err(error) = refused else {
+            return Ok(());
+        };
+        let out_of_memory = matches!(error, PostError::OutOfMemory(_));
+        let mut task = error.into_inner();
+        task.over = true;
+        // SAFETY: we won the drain and its task never ran, so we are the
+        // drainer; `own` is in the queue, made as an `O`.
+        let op = unsafe {
+            self.abandon(Some(own));
+            op::take_back::<T, O>(own)
+        };
+        Err(if out_of_memory { SendError::OutOfMemory(op) } else { SendError::PoolStopped(op) })
+    }
+
+    /// Stops the loop and drops every operation not run, except `keep`,
+    /// which stays the caller's. A loop with a core counts them as
+    /// discarded.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the drainer.
+    unsafe fn abandon(&self, keep: Option<NonNull<Link>>) {
+        // SAFETY: forwarded contract.
+        let chains = unsafe { self.inner.handoff.abandon() };
+        let mut dropped = 0;
+        for chain in chains {
+            // SAFETY: the chains are ours now, made for this loop.
+            dropped += unsafe { op::drop_chain::<T>(chain, keep) };
+        }
+        if let Some(home) = &self.inner.home {
+            home.pool.shared().count_discarded(dropped as u64);
+        }
+    }
+
+    /// A reference that does not keep the loop alive.
+    pub fn downgrade(&self) -> WeakLoop<T> {
+        WeakLoop { inner: Arc::downgrade(&self.inner) }
+    }
+
+    /// Whether the loop is stopped (an operation panicked, or its pool
+    /// stopped with its drain pending): it refuses operations.
+    pub fn is_stopped(&self) -> bool {
+        self.inner.handoff.is_stopped()
+    }
+
+    /// Whether the loop is idle: nothing queued and no drainer.
+    pub fn is_idle(&self) -> bool {
+        self.inner.handoff.is_dormant()
+    }
+
+    /// The core the loop drains on, if it has one.
+    pub fn core(&self) -> Option<usize> {
+        self.inner.home.as_ref().map(|home| home.core)
+    }
+}
+
+impl<T: Send + 'static> WeakLoop<T> {
+    /// The loop, if it is still alive.
+    pub fn upgrade(&self) -> Option<Loop<T>> {
+        self.inner.upgrade().map(Loop::from_inner)
+    }
+}
+
+impl<T: Send + 'static> Clone for Loop<T> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone() }
+    }
+}
+
+impl<T: Send + 'static> Clone for WeakLoop<T> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone() }
+    }
+}
+
+impl<T: Send + 'static> PartialEq for Loop<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl<T: Send + 'static> Eq for Loop<T> {}
+
+impl<T: Send + 'static> fmt::Debug for Loop<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Loop")
+            .field("at", &Arc::as_ptr(&self.inner))
+            .field("core", &self.core())
+            .field("idle", &self.is_idle())
+            .field("stopped", &self.is_stopped())
+            .finish()
+    }
+}
+
+impl<T: Send + 'static> fmt::Debug for WeakLoop<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakLoop").field("at", &self.inner.as_ptr()).finish()
+    }
+}
+
+/// A loop's drain, as a task on its core.
+struct DrainTask<T: Send + 'static> {
+    of: Loop<T>,
+    /// The drain ended properly; dropping the task does nothing more.
+    over: bool,
+}
+
+impl<T: Send + 'static> RunOnce for DrainTask<T> {
+    fn run_once(mut self) {
+        loop {
+            if self.of.drain(OPS_PER_DRAIN) != Drained::Budget {
+                self.over = true;
+                return;
+            }
+            // Let the core's other work go first; the batch stays with the
+            // drain, which this task still holds.
+            let shared =
+                self.of.inner.home.as_ref().expect("a drain task's loop has a core").pool.shared().clone();
+            let me = shared.worker_core().expect("a drain task runs on a core of its pool");
+            match shared.requeue(me, self, true) {
+                Ok(()) => return,
+                // Out of memory for the task: keep the core instead.
+                Err(task) => self = task,
+            }
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for DrainTask<T> {
+    /// A drain dropped unrun (its pool discarded it at a shutdown): the
+    /// loop stops, and what it had queued is dropped and counted.
+    fn drop(&mut self) {
+        if !self.over {
+            // SAFETY: the task holds the drain.
+            unsafe { self.of.abandon(None) };
+        }
+    }
+}
