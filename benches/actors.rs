@@ -1,10 +1,12 @@
-//! `make bench`: Savina ping-pong, thread-ring and counting on roving's
-//! actors, and the `.then` hop of futures against a mailbox message, against a raw SPSC ring between two threads (the floor) and an
-//! actor loop built on crossbeam-channel, in one run. Results go in
-//! BENCHMARKS.md.
+//! `make bench`: the programming models. Savina ping-pong, thread-ring and
+//! counting on roving's actors against a raw SPSC ring between two threads
+//! (the floor) and an actor loop built on crossbeam-channel; the `.then`
+//! hop of futures against a mailbox message; and an event-loop operation
+//! against a mutex per object. One run; results go in BENCHMARKS.md.
 //!
 //! `cargo bench -p roving-bench --target host-tuple --bench actors -- [quick]`
 
+mod event_loop;
 mod harness;
 #[allow(dead_code, reason = "only the roving rally is used here")]
 mod pingpong;
@@ -77,4 +79,21 @@ fn main() {
         ],
     );
     ratios(&rows, &[mailbox]);
+
+    let locked = "std Mutex per object, lock per operation";
+    for threads in [1, 2] {
+        println!(
+            "\nevent loops: ns per operation, {threads} thread(s) on one object ({counted} operations per sample)"
+        );
+        let ops = counted / threads as u64;
+        let rows = compare(
+            samples,
+            counted,
+            &[
+                (locked, &|| event_loop::mutex(threads, ops)),
+                ("roving borrowed-caller loop, defer", &|| event_loop::roving_loop(threads, ops)),
+            ],
+        );
+        ratios(&rows, &[locked]);
+    }
 }

@@ -222,6 +222,19 @@ impl<T: Send + 'static> Loop<T> {
                 return Err(SendError::OtherDomain(op));
             }
         }
+        if self.inner.home.is_none() && self.inner.handoff.claim() {
+            // Idle: this caller is the drainer, and its operation runs here
+            // without going through the queue.
+            self.drain_after(
+                || {
+                    // SAFETY: the claim made us the drainer, the only one
+                    // touching the state now.
+                    op.run(unsafe { &mut *self.state_ptr() }, self)
+                },
+                usize::MAX,
+            );
+            return Ok(());
+        }
         let node = op::new::<T, O>(op).map_err(SendError::OutOfMemory)?;
         // SAFETY: the node is new, ours, and in no chain.
         match unsafe { self.inner.handoff.defer(node) } {
@@ -241,6 +254,11 @@ impl<T: Send + 'static> Loop<T> {
     /// Runs operations as the drainer, until the queue is empty or `budget`
     /// have run. If an operation panics, the loop is stopped.
     fn drain(&self, budget: usize) -> Drained {
+        self.drain_after(|| {}, budget)
+    }
+
+    /// As [`Loop::drain`], running `first` before the queued operations.
+    fn drain_after(&self, first: impl FnOnce(), budget: usize) -> Drained {
         struct StopOnUnwind<'a, T: Send + 'static>(&'a Loop<T>);
         impl<T: Send + 'static> Drop for StopOnUnwind<'_, T> {
             fn drop(&mut self) {
@@ -249,6 +267,7 @@ impl<T: Send + 'static> Loop<T> {
             }
         }
         let guard = StopOnUnwind(self);
+        first();
         // SAFETY: the caller is the drainer (it won the drain, or holds the
         // drain task); each operation is run once, by `op::run`, with this
         // loop, which made it.

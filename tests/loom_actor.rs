@@ -64,26 +64,40 @@ impl Actor {
         self.in_turn.swap(false, SeqCst);
     }
 
-    /// One turn, as `actor/turn.rs` runs it (without the quota).
+    /// Tries to end the turn; false if more messages came.
+    fn finish(&self) -> bool {
+        self.leave();
+        match self.schedule.finish(None) {
+            Finished::Dormant => true,
+            Finished::More => {
+                self.enter();
+                false
+            }
+            Finished::Stopping => {
+                self.log.lock().unwrap().push(Event::Stopped);
+                self.schedule.end();
+                true
+            }
+        }
+    }
+
+    /// One turn, as `actor/turn.rs` runs it (without the quota): it takes
+    /// first, and after a batch tries to leave before taking again.
     fn turn(&self) {
         self.enter();
+        let mut handled = false;
         loop {
+            if handled && self.finish() {
+                return;
+            }
             let taken = self.schedule.take();
             if taken.is_null() {
-                self.leave();
-                match self.schedule.finish(None) {
-                    Finished::Dormant => return,
-                    Finished::More => {
-                        self.enter();
-                        continue;
-                    }
-                    Finished::Stopping => {
-                        self.log.lock().unwrap().push(Event::Stopped);
-                        self.schedule.end();
-                        return;
-                    }
+                if self.finish() {
+                    return;
                 }
+                continue;
             }
+            handled = true;
             // SAFETY: taken by this turn, so ours.
             let mut next = unsafe { reverse(taken) };
             while let Some(link) = NonNull::new(next) {

@@ -1,7 +1,8 @@
 //! loom model of an event loop's hand-off (src/event_loop/handoff.rs), with
 //! its real `drain`: callers defer operations; whoever finds the loop idle
-//! drains it on its own thread (the borrowed-caller loop); an operation may
-//! defer another onto its own loop; a drainer with a budget passes on.
+//! claims it and runs its operation at once, or queues it and drains, on
+//! its own thread (the borrowed-caller loop); an operation may defer
+//! another onto its own loop; a drainer with a budget passes on.
 //!
 //! Run with `make loom`, or:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p roving --release --target host-tuple --test loom_event_loop`
@@ -51,21 +52,35 @@ impl Loop {
         })
     }
 
-    /// Runs one operation, which the drainer owns.
+    /// Runs one queued operation, which the drainer owns.
     fn run(&self, link: NonNull<Link>) {
-        assert!(!self.running.swap(true, SeqCst), "two operations of one loop ran at once");
         // SAFETY: ours; made by `op` and leaked.
         let op = unsafe { Box::from_raw(link.cast::<Op>().as_ptr()) };
-        self.log.lock().unwrap().push(op.id);
-        if let Some(id) = op.defers {
+        self.run_op(op.id, op.defers);
+    }
+
+    /// Runs an operation as the drainer.
+    fn run_op(&self, id: usize, defers: Option<usize>) {
+        assert!(!self.running.swap(true, SeqCst), "two operations of one loop ran at once");
+        self.log.lock().unwrap().push(id);
+        if let Some(id) = defers {
             // Re-entry: the drainer is us, so this must only queue.
             assert_eq!(self.defer(id, None, true), Deferred::Queued, "a re-entrant defer did not just queue");
         }
         self.running.swap(false, SeqCst);
     }
 
-    /// Defers an operation; drains if it wins the drain and `drains`.
+    /// Defers an operation as `Loop::defer` does: an idle loop is claimed
+    /// and the operation run on the spot, then the queue drained;
+    /// otherwise it is queued, and drained if that wins the drain (and
+    /// `drains`).
     fn defer(&self, id: usize, defers: Option<usize>, drains: bool) -> Deferred {
+        // Caller 1 always queues, so both ways onto an idle loop race.
+        if drains && id != 1 && self.handoff.claim() {
+            self.run_op(id, defers);
+            self.drain();
+            return Deferred::Drain;
+        }
         // SAFETY: new and ours to give.
         let deferred = unsafe { self.handoff.defer(op(id, defers)) };
         if deferred == Deferred::Drain && drains {

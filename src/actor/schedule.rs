@@ -212,6 +212,13 @@ impl Schedule {
         }
     }
 
+    /// Moves a dormant, unpinned word to scheduled with no message: the
+    /// caller holds the turn (or drain) with nothing queued. Fails if a
+    /// turn exists, the word is pinned, or it is closed.
+    pub fn claim(&self) -> bool {
+        self.word.compare_exchange(0, SCHEDULED, Acquire, Relaxed).is_ok()
+    }
+
     /// Takes every queued message, newest first (null if none). Only the
     /// turn calls it.
     pub fn take(&self) -> *mut Link {

@@ -61,6 +61,24 @@ impl<A: Actor> Turn<A> {
     }
 }
 
+impl<A: Actor> Turn<A> {
+    /// Tries to end the turn, having handled everything taken: the actor
+    /// goes dormant, or, if it was stopped, runs its `stopped` hook. False
+    /// if more messages came.
+    fn leave(&self) -> bool {
+        match self.cell.schedule.finish(self.pin()) {
+            Finished::Dormant => true,
+            Finished::More => false,
+            Finished::Stopping => {
+                // SAFETY: the one turn of the actor has its state.
+                unsafe { &mut *self.cell.actor.get() }.stopped();
+                self.cell.schedule.end();
+                true
+            }
+        }
+    }
+}
+
 impl<A: Actor> RunOnce for Turn<A> {
     fn run_once(mut self) {
         let shared = self.shared;
@@ -70,18 +88,19 @@ impl<A: Actor> RunOnce for Turn<A> {
         let mut handled = 0;
         loop {
             if self.batch.is_null() {
+                // Having handled something, try to leave first: most often
+                // nothing came meanwhile, and one compare-exchange ends
+                // the turn. A turn just started was woken by a message, so
+                // it takes first.
+                if handled > 0 && self.leave() {
+                    break;
+                }
                 let taken = self.cell.schedule.take();
                 if taken.is_null() {
-                    match self.cell.schedule.finish(self.pin()) {
-                        Finished::Dormant => break,
-                        Finished::More => continue,
-                        Finished::Stopping => {
-                            // SAFETY: the one turn of the actor has its state.
-                            unsafe { &mut *self.cell.actor.get() }.stopped();
-                            self.cell.schedule.end();
-                            break;
-                        }
+                    if self.leave() {
+                        break;
                     }
+                    continue;
                 }
                 // SAFETY: taken by this turn, so ours.
                 self.batch = unsafe { schedule::reverse(taken) };

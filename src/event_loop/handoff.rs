@@ -15,12 +15,17 @@
 //!   If a drainer exists, the push is all ([`Deferred::Queued`]). A stopped
 //!   loop refuses the operation ([`Deferred::Refused`]), which stays the
 //!   pusher's.
+//! - **Claim** (a caller with an operation in hand): move an idle loop's
+//!   word straight to "scheduled, empty". The caller is the drainer
+//!   without queuing anything: it runs its operation on the spot (no
+//!   allocation), then drains what was deferred meanwhile. This is a
+//!   defer and its drain with the operation kept out of the queue; its
+//!   place in the total order is the claim.
 //! - **Drain** (the drainer only): run the operations of its batch one at a
-//!   time, oldest first. When the batch is empty, take whatever was pushed
-//!   since (one `fetch_and`), reversed into push order. When nothing was
-//!   pushed, *leave*: a compare-exchange from "scheduled, empty" to
-//!   "dormant", which fails if a push slipped in, and then the drainer
-//!   takes again instead of leaving.
+//!   time, oldest first. When the batch is empty, try to *leave*: a
+//!   compare-exchange from "scheduled, empty" to "dormant", which fails if
+//!   a push slipped in; then take whatever was pushed (one `fetch_and`),
+//!   reversed into push order, and go on.
 //! - **Pass on** (the drainer only): a drainer with a budget
 //!   ([`Drained::Budget`]) stops running operations without leaving. It
 //!   still owns the drain and its batch, and must call
@@ -118,6 +123,14 @@ impl Handoff {
         }
     }
 
+    /// Becomes the drainer of an idle loop without queuing anything: the
+    /// caller may run its own operation at once, then must
+    /// [`Handoff::drain`] what others queued meanwhile. Fails if the loop
+    /// has a drainer or is stopped.
+    pub fn claim(&self) -> bool {
+        self.schedule.claim()
+    }
+
     /// Runs queued operations with `run`, one at a time, until the queue is
     /// empty (and the drainer has left) or `budget` of them have run.
     ///
@@ -134,20 +147,20 @@ impl Handoff {
             // SAFETY: only the drainer (the caller) touches the batch.
             let next = unsafe { *batch };
             let Some(op) = NonNull::new(next) else {
-                let taken = self.schedule.take();
-                if taken.is_null() {
-                    match self.schedule.finish(None) {
-                        Finished::Dormant => return Drained::Empty,
-                        Finished::More => continue,
-                        Finished::Stopping => {
-                            self.schedule.end();
-                            return Drained::Stopped;
-                        }
+                // Leave first: most often nothing was queued meanwhile, and
+                // then one compare-exchange ends the drain.
+                match self.schedule.finish(None) {
+                    Finished::Dormant => return Drained::Empty,
+                    Finished::More => {}
+                    Finished::Stopping => {
+                        self.schedule.end();
+                        return Drained::Stopped;
                     }
                 }
-                // SAFETY: the chain was taken by the drainer, so it is ours;
-                // only the drainer touches the batch.
-                unsafe { *batch = reverse(taken) };
+                // SAFETY: the chain was taken by the drainer, so it is ours
+                // (not null: `finish` saw operations, and only the drainer
+                // takes); only the drainer touches the batch.
+                unsafe { *batch = reverse(self.schedule.take()) };
                 continue;
             };
             if ran == budget {
