@@ -90,7 +90,7 @@ pub use object::{Context, Handle, Object};
 
 use crate::actor::schedule::Link;
 use crate::domain::DomainId;
-use crate::pool::{Pool, PostError};
+use crate::pool::Pool;
 use crate::task::closure::RunOnce;
 use alloc::sync::{Arc, Weak};
 use core::cell::UnsafeCell;
@@ -216,24 +216,27 @@ impl<T: Send + 'static> Loop<T> {
     }
 
     fn defer_op<O: Operation<T>>(&self, op: O) -> Result<(), SendError<O>> {
-        if let Some(home) = &self.inner.home {
-            let shared = home.pool.shared();
-            if shared.worker_core().is_none() && DomainId::current() != shared.domain {
-                return Err(SendError::OtherDomain(op));
+        match &self.inner.home {
+            Some(home) => {
+                let shared = home.pool.shared();
+                if shared.worker_core().is_none() && DomainId::current() != shared.domain {
+                    return Err(SendError::OtherDomain(op));
+                }
             }
-        }
-        if self.inner.home.is_none() && self.inner.handoff.claim() {
-            // Idle: this caller is the drainer, and its operation runs here
-            // without going through the queue.
-            self.drain_after(
-                || {
-                    // SAFETY: the claim made us the drainer, the only one
-                    // touching the state now.
-                    op.run(unsafe { &mut *self.state_ptr() }, self)
-                },
-                usize::MAX,
-            );
-            return Ok(());
+            None if self.inner.handoff.claim() => {
+                // Idle: this caller is the drainer, and its operation runs
+                // here without going through the queue.
+                self.drain_after(
+                    || {
+                        // SAFETY: the claim made us the drainer, the only
+                        // one touching the state now.
+                        op.run(unsafe { &mut *self.state_ptr() }, self)
+                    },
+                    usize::MAX,
+                );
+                return Ok(());
+            }
+            None => {}
         }
         let node = op::new::<T, O>(op).map_err(SendError::OutOfMemory)?;
         // SAFETY: the node is new, ours, and in no chain.
@@ -280,18 +283,11 @@ impl<T: Send + 'static> Loop<T> {
     /// pool refuses, the loop stops and `own` (that defer's operation)
     /// comes back.
     fn start_drain<O: Operation<T>>(&self, home: &Home, own: NonNull<Link>) -> Result<(), SendError<O>> {
-        let shared = home.pool.shared();
         let task = DrainTask { of: self.clone(), over: false };
-        let refused = match shared.post(home.core, task) {
-            // The core left the pool: the drain runs elsewhere meanwhile.
-            Err(PostError::NotAMember { closure, .. }) => shared.spawn(closure),
-            result => result,
-        };
-        let Err(error) = refused else {
+        let Err(error) = home.pool.shared().post_pinned(home.core, task) else {
             return Ok(());
         };
-        let out_of_memory = matches!(error, PostError::OutOfMemory(_));
-        let mut task = error.into_inner();
+        let (mut task, refusal) = error.into_refusal();
         task.over = true;
         // SAFETY: we won the drain and its task never ran, so we are the
         // drainer; `own` is in the queue, made as an `O`.
@@ -299,7 +295,7 @@ impl<T: Send + 'static> Loop<T> {
             self.abandon(Some(own));
             op::take_back::<T, O>(own)
         };
-        Err(if out_of_memory { SendError::OutOfMemory(op) } else { SendError::PoolStopped(op) })
+        Err(refusal.map(|()| op))
     }
 
     /// Stops the loop and drops every operation not run, except `keep`,

@@ -132,23 +132,14 @@ impl<A: Actor> Addr<A> {
         let shared = &**self.pool.shared();
         let turn = Turn::new(self.cell.clone(), shared, pin);
         let refused = match pin {
-            Some(core) => match shared.post(core, turn) {
-                // The core left the pool: the pin lapses while it is away.
-                Err(crate::PostError::NotAMember { closure, .. }) => shared.spawn(closure),
-                result => result,
-            },
+            Some(core) => shared.post_pinned(core, turn),
             None => shared.spawn(turn),
         };
         let Err(error) = refused else {
             return Ok(());
         };
-        let out_of_memory = matches!(error, crate::PostError::OutOfMemory(_));
-        let own = error.into_inner().abandon(own);
-        match own {
-            Some(message) if out_of_memory => Err(SendError::OutOfMemory(message)),
-            Some(message) => Err(SendError::PoolStopped(message)),
-            None => Ok(()),
-        }
+        let (turn, refusal) = error.into_refusal();
+        turn.abandon(own).map_or(Ok(()), |message| Err(refusal.map(|()| message)))
     }
 
     /// # Safety

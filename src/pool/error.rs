@@ -49,6 +49,17 @@ impl<F> PostError<F> {
 }
 
 impl<F> PostError<F> {
+    /// The work that was not accepted, and what refusing it means for the
+    /// actor or event loop it would have run: out of memory, or its pool
+    /// gone.
+    pub(crate) fn into_refusal(self) -> (F, SendError<()>) {
+        let refusal = match self {
+            Self::OutOfMemory(_) => SendError::OutOfMemory(()),
+            _ => SendError::PoolStopped(()),
+        };
+        (self.into_inner(), refusal)
+    }
+
     /// The same error, carrying `g(f)` instead of `f`.
     pub(crate) fn map<G>(self, g: impl FnOnce(F) -> G) -> PostError<G> {
         match self {

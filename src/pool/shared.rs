@@ -349,6 +349,15 @@ impl Shared {
     }
 
     /// Spawns `work` to run on any core.
+    /// Posts `work` to `core`, the core it is pinned to; if that core has
+    /// left the pool, the pin lapses while it is away and `work` is spawned.
+    pub(crate) fn post_pinned<W: IntoTask>(&self, core: usize, work: W) -> Result<(), PostError<W>> {
+        match self.post(core, work) {
+            Err(PostError::NotAMember { closure, .. }) => self.spawn(closure),
+            result => result,
+        }
+    }
+
     pub(crate) fn spawn<W: IntoTask>(&self, work: W) -> Result<(), PostError<W>> {
         match self.worker_core() {
             Some(me) => self.spawn_from(me, work),
