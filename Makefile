@@ -2,20 +2,31 @@
 #   make run     boot the demo on QEMU virt (CORES=1..16, default 4)
 #   make test    everything CI checks
 # Both first install what is missing (tools/setup; run as root on Debian 12).
+# Other boards: make run BOARD=raspi3b (or raspi4b); make image BOARD=...
+# writes what the board boots from (a Raspberry Pi's kernel8.img).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := run
 
 CORES ?= 4
+BOARD ?= virt
+BOARDS := virt raspi3b raspi4b
+board_flags_virt :=
+board_flags_raspi3b := --no-default-features --features raspi3b
+board_flags_raspi4b := --no-default-features --features raspi4b
 HOST := --target host-tuple
 LOOM_PREEMPTIONS ?= 3
 
-.PHONY: run test setup check-cores lint setup-check host-test loom no-std custom-platform qemu-test idle-check bench clean
+.PHONY: run image test setup check-board check-cores lint setup-check host-test loom no-std custom-platform qemu-test idle-check bench clean
 
-## run: boot the demo on QEMU virt with $(CORES) cores
-run: check-cores setup
-	ROVING_CORES=$(CORES) cargo run --quiet
+## run: boot the demo on QEMU (BOARD=virt by default) with $(CORES) cores
+run: check-board check-cores setup
+	ROVING_CORES=$(CORES) cargo run --quiet $(board_flags_$(BOARD))
+
+## image: what BOARD boots from, in target/image/$(BOARD)/
+image: check-board setup
+	tools/image $(BOARD)
 
 ## test: lint, host tests, loom models, no_std builds, the custom-platform
 ## check, the QEMU suite at 1/2/4/8 cores, and the idle-CPU check
@@ -25,6 +36,9 @@ test: setup lint setup-check host-test loom no-std custom-platform qemu-test idl
 setup:
 	@tools/setup
 
+check-board:
+	@case " $(BOARDS) " in *" $(BOARD) "*) ;; *) echo "BOARD must be one of: $(BOARDS) (not '$(BOARD)')" >&2; exit 2 ;; esac
+
 check-cores:
 	@tools/qemu-run --check-cores "$(CORES)"
 
@@ -32,10 +46,11 @@ lint:
 	cargo fmt --all --check
 	cargo clippy --quiet -p roving --features std $(HOST) --all-targets -- -D warnings
 	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
+	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std $(HOST)
-	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-qemu-virt
+	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-qemu-virt -p roving-board-raspi3b -p roving-board-raspi4b
 
 ## setup-check: tools/setup derives the backports source from either apt format
 setup-check:

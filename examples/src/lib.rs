@@ -1,5 +1,4 @@
 //! What the examples share: the board they boot on, chosen by cargo feature.
 #![no_std]
 
-#[cfg(feature = "qemu-virt")]
-pub use roving_board_qemu_virt as board;
+pub use roving_boards::board;

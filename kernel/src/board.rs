@@ -1,10 +1,12 @@
-//! What a board tells the kernel: mostly constants.
+//! What a board tells the kernel: mostly constants, and at most one small
+//! driver.
 //!
 //! A board crate fills in one [`Board`] and registers it with
-//! [`set_board!`](crate::set_board). Everything the device tree can say
-//! (cores, RAM, interrupt controller, how to start cores) is read from it at
-//! boot; the board supplies only what is needed before, or without, a device
-//! tree.
+//! [`set_board!`](crate::set_board). What a device tree says (cores, RAM,
+//! the command line, a GIC) is read from it at boot when the loader passes
+//! one; the board supplies what is needed before, or without, a device
+//! tree, and what its firmware does not describe in a form the kernel reads
+//! (a spin table, an interrupt controller of the board's own).
 
 /// A physical address range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +37,81 @@ pub enum ConsoleDevice {
     },
 }
 
+/// How the kernel starts the cores other than the boot core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreStart {
+    /// PSCI `CPU_ON`, over the conduit the device tree's `/psci` node names.
+    Psci,
+    /// A firmware spin table: the core whose MPIDR Aff0 is `n` waits in
+    /// `WFE` until the 8-byte slot at `release + 8 * n` holds an address,
+    /// then jumps there (the Raspberry Pi firmware's `armstub8`).
+    SpinTable {
+        /// Address of core 0's slot.
+        release: usize,
+    },
+}
+
+/// The interrupt controller that carries the kernel's two per-core
+/// interrupts: the wake-up from another core, and the timer deadline.
+#[derive(Clone, Copy)]
+pub enum InterruptController {
+    /// The GIC the device tree describes (GICv2 or GICv3).
+    FromDeviceTree,
+    /// A GICv2 (such as the GIC-400) at fixed addresses; the device tree,
+    /// if any, is not consulted.
+    GicV2 {
+        /// The distributor (GICD).
+        distributor: usize,
+        /// The CPU interface (GICC).
+        cpu_interface: usize,
+    },
+    /// The board's own driver.
+    Board(&'static dyn InterruptChip),
+}
+
+impl core::fmt::Debug for InterruptController {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::FromDeviceTree => f.write_str("FromDeviceTree"),
+            Self::GicV2 { distributor, cpu_interface } => {
+                write!(f, "GicV2 {{ distributor: {distributor:#x}, cpu_interface: {cpu_interface:#x} }}")
+            }
+            Self::Board(chip) => write!(f, "Board({})", chip.name()),
+        }
+    }
+}
+
+/// Which of the kernel's interrupts a core found pending.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// Another core asked this one to wake up.
+    pub wake: bool,
+    /// This core's timer deadline passed.
+    pub timer: bool,
+    /// Anything else the controller reported (counted as unexpected).
+    pub other: bool,
+}
+
+/// A board's own interrupt controller driver, for controllers the kernel
+/// does not drive itself. Cores are named by hardware id (MPIDR affinity).
+///
+/// The kernel calls `init_core` once on every core before that core first
+/// waits, `send_wake` from any core, and `acknowledge` from the interrupt
+/// handler of the core that took the interrupt, with interrupts masked.
+pub trait InterruptChip: Sync {
+    /// The controller's name, for the boot banner.
+    fn name(&self) -> &'static str;
+    /// Routes the wake-up and the timer interrupt of the calling core (with
+    /// hardware id `hw_id`) to it as IRQs, and clears a stale wake-up.
+    fn init_core(&self, hw_id: u64);
+    /// Raises the wake-up interrupt on core `hw_id`.
+    fn send_wake(&self, hw_id: u64);
+    /// Reports what is pending on the calling core `hw_id`, clearing the
+    /// wake-up. The timer is level-triggered and is cleared by the kernel
+    /// (it masks the timer), not here.
+    fn acknowledge(&self, hw_id: u64) -> Pending;
+}
+
 /// A board's description.
 #[derive(Debug)]
 pub struct Board {
@@ -46,6 +123,13 @@ pub struct Board {
     pub device_tree: Option<usize>,
     /// RAM to assume when there is no device tree.
     pub fallback_ram: Region,
+    /// Hardware ids of the cores to assume when there is no device tree,
+    /// the boot core's among them; empty means the boot core alone.
+    pub fallback_cores: &'static [u64],
+    /// How secondary cores are started.
+    pub core_start: CoreStart,
+    /// Where the wake-up and timer interrupts come from.
+    pub interrupts: InterruptController,
     /// Address ranges holding device registers: mapped as device memory,
     /// never cached.
     pub device_memory: &'static [Region],
@@ -69,4 +153,43 @@ unsafe extern "Rust" {
 pub fn board() -> &'static Board {
     // SAFETY: `set_board!` defines this immutable static with this type.
     unsafe { &_ROVING_BOARD }
+}
+
+/// Names the QEMU machine (`-M`) that emulates this board, in the image
+/// itself: `tools/qemu-run` reads it to boot any program linked with the
+/// board, so `cargo run` needs no board argument. Use once, in the board
+/// crate.
+#[macro_export]
+macro_rules! qemu_machine {
+    ($machine:literal) => {
+        #[used]
+        #[unsafe(link_section = ".roving.qemu_machine")]
+        static _ROVING_QEMU_MACHINE: [u8; $crate::board::qemu_tag_len($machine)] =
+            $crate::board::qemu_tag($machine);
+    };
+}
+
+const QEMU_TAG_PREFIX: &[u8] = b"roving-qemu-machine=";
+
+#[doc(hidden)]
+pub const fn qemu_tag_len(machine: &str) -> usize {
+    QEMU_TAG_PREFIX.len() + machine.len() + 1
+}
+
+/// `roving-qemu-machine=<machine>;`, the string the runner looks for.
+#[doc(hidden)]
+pub const fn qemu_tag<const N: usize>(machine: &str) -> [u8; N] {
+    let mut tag = [b';'; N];
+    let mut i = 0;
+    while i < QEMU_TAG_PREFIX.len() {
+        tag[i] = QEMU_TAG_PREFIX[i];
+        i += 1;
+    }
+    let name = machine.as_bytes();
+    let mut j = 0;
+    while j < name.len() {
+        tag[i + j] = name[j];
+        j += 1;
+    }
+    tag
 }

@@ -44,10 +44,12 @@ fn banner(info: &boot_info::BootInfo) {
     let hz = arch::timer::hz();
     println!("  {line}; timer {}.{:02} MHz", hz / 1_000_000, hz % 1_000_000 / 10_000);
     if info.cores_found > info.cores.len() {
-        println!(
-            "  warning: the firmware lists {} cores; this build uses {} (MAX_CORES)",
-            info.cores_found,
-            info.cores.len()
-        );
+        let why = match info.core_limit {
+            Some(limit) if limit < info.cores_found.min(crate::MAX_CORES) => {
+                "roving.cores on the command line"
+            }
+            _ => "MAX_CORES",
+        };
+        println!("  the firmware lists {} cores; using {} ({why})", info.cores_found, info.cores.len());
     }
 }

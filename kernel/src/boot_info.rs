@@ -21,6 +21,10 @@ pub struct BootInfo {
     pub cores: heapless::Vec<u64, MAX_CORES>,
     /// How many usable cores the firmware listed (may exceed `MAX_CORES`).
     pub cores_found: usize,
+    /// The `roving.cores=N` command-line limit, if one was given: the
+    /// kernel then uses at most N cores (like Linux's `maxcpus`), the boot
+    /// core first. The only way to use fewer cores than a board has.
+    pub core_limit: Option<usize>,
     /// RAM ranges.
     pub ram: heapless::Vec<Region, 8>,
     /// Architecture-specific facts.
@@ -33,6 +37,7 @@ impl BootInfo {
         bootargs: heapless::String::new(),
         cores: heapless::Vec::new(),
         cores_found: 0,
+        core_limit: None,
         ram: heapless::Vec::new(),
         arch: ArchInfo::EMPTY,
     };
@@ -43,6 +48,17 @@ impl BootInfo {
             let (k, value) = word.split_once('=')?;
             (k == key).then_some(value)
         })
+    }
+
+    /// Applies `roving.cores=N` from the command line to [`cores`](Self::cores).
+    /// A value that is not a whole number from 1 up is ignored (and the
+    /// banner says so).
+    pub(crate) fn apply_core_limit(&mut self) {
+        let Some(limit) = self.bootarg("roving.cores").and_then(|v| v.parse::<usize>().ok()) else { return };
+        if limit >= 1 {
+            self.core_limit = Some(limit);
+            self.cores.truncate(limit);
+        }
     }
 
     /// Total bytes of RAM.

@@ -7,8 +7,7 @@
 //! "booted what the device tree happened to say".
 #![no_std]
 
-#[cfg(feature = "qemu-virt")]
-pub use roving_board_qemu_virt as board;
+pub use roving_boards::board;
 
 use core::fmt;
 use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};

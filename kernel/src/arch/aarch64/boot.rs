@@ -37,6 +37,7 @@ global_asm!(
     include_str!("boot.s"),
     boot_primary = sym boot_primary,
     boot_secondary = sym boot_secondary,
+    spin_index = sym super::spin_table::SPIN_INDEX,
     stacks = sym BOOT_STACKS,
     stack_size = const BOOT_STACK_SIZE,
     exception_stacks = sym EXCEPTION_STACKS,
@@ -68,6 +69,7 @@ unsafe extern "C" fn boot_primary(dtb_hint: usize, entered_el: u64) -> ! {
     let info = unsafe { boot_info::boot_info_mut() };
     info.arch.entered_el = entered_el as u8;
     dtb::discover(info, dtb_hint, board());
+    info.apply_core_limit();
     // SAFETY: single core, MMU off; the tables are built from the regions
     // the board and the device tree describe.
     unsafe { mmu::build_tables(info, board()) };

@@ -45,6 +45,17 @@ _roving_secondary_start:
 3:  wfi
     b       3b
 
+// A core released from a firmware spin table (spin_table.rs): x0 holds
+// nothing, so look the core's dense index up by its MPIDR Aff0.
+.global _roving_spin_start
+_roving_spin_start:
+    mrs     x0, mpidr_el1
+    and     x0, x0, #0xff
+    adrp    x1, {spin_index}
+    add     x1, x1, :lo12:{spin_index}
+    ldr     x0, [x1, x0, lsl #3]
+    b       _roving_secondary_start
+
 // Core x0's stacks: SP_EL0 = top of its boot stack, SP_EL1 = top of its
 // exception stack, and SPSel = 0, so the kernel (and every strand) runs on
 // SP_EL0 while exceptions are taken on SP_EL1. A stack overflow into a

@@ -62,15 +62,32 @@ pub(crate) fn with_interrupts_enabled<R>(f: impl FnOnce() -> R) -> R {
 /// writing them back: for memory written with the caches off, so no stale
 /// copy shadows what is now in RAM.
 pub(crate) fn invalidate_dcache_range(start: usize, len: usize) {
+    for_each_dcache_line(start, len, |address| {
+        // SAFETY: invalidating lines of memory this core just wrote with
+        // caches off loses nothing; the address is mapped (or the MMU is off).
+        unsafe { asm!("dc ivac, {}", in(reg) address, options(nostack, preserves_flags)) };
+    });
+}
+
+/// Writes the data cache lines covering `[start, start + len)` back to
+/// memory and drops them: for data a core with its caches off will read.
+pub(crate) fn clean_dcache_range(start: usize, len: usize) {
+    for_each_dcache_line(start, len, |address| {
+        // SAFETY: cleaning and invalidating a mapped line keeps its data.
+        unsafe { asm!("dc civac, {}", in(reg) address, options(nostack, preserves_flags)) };
+    });
+}
+
+/// Calls `f` with the address of every data cache line covering
+/// `[start, start + len)`, then waits for the maintenance to complete.
+fn for_each_dcache_line(start: usize, len: usize, mut f: impl FnMut(usize)) {
     let ctr: usize;
     // SAFETY: reading CTR_EL0 has no side effects.
     unsafe { asm!("mrs {}, ctr_el0", out(reg) ctr, options(nomem, nostack, preserves_flags)) };
     let line = 4usize << ((ctr >> 16) & 0xf); // CTR_EL0.DminLine: log2 of words per line
     let mut address = start & !(line - 1);
     while address < start + len {
-        // SAFETY: invalidating lines of memory this core just wrote with
-        // caches off loses nothing; the address is mapped (or the MMU is off).
-        unsafe { asm!("dc ivac, {}", in(reg) address, options(nostack, preserves_flags)) };
+        f(address);
         address += line;
     }
     // SAFETY: a barrier has no memory effects of its own.

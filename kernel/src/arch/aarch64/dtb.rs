@@ -6,7 +6,7 @@
 //! board's constants, and the boot banner says what was found.
 
 use super::cpu;
-use crate::board::{Board, Region};
+use crate::board::{Board, InterruptController, Region};
 use crate::boot_info::BootInfo;
 use dtoolkit::fdt::{Fdt, FdtNode};
 use dtoolkit::standard::{NodeStandard, Status};
@@ -88,15 +88,39 @@ const VIRTUAL_TIMER_PPI: u32 = 27;
 const GICV2_COMPATIBLE: [&str; 4] =
     ["arm,gic-400", "arm,cortex-a15-gic", "arm,cortex-a9-gic", "arm,cortex-a7-gic"];
 
-/// Fills `info` from the device tree, or from the board if there is none.
+/// Fills `info` from the device tree, or from the board (and the command
+/// line from a semihosting host) if there is none.
 pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
-    let boot_core = cpu::hw_id();
-    let Some((address, fdt)) = find(loader_hint, board) else {
-        let _ = info.ram.push(board.fallback_ram);
-        let _ = info.cores.push(boot_core);
-        info.cores_found = 1;
-        return;
+    match find(loader_hint, board) {
+        Some((address, fdt)) => read_tree(info, address, fdt, board),
+        None => {
+            let _ = info.ram.push(board.fallback_ram);
+            board_cores(info, board);
+            let _ = super::semihosting::command_line(&mut info.bootargs);
+        }
+    }
+    info.arch.gic = match board.interrupts {
+        InterruptController::FromDeviceTree => info.arch.gic,
+        InterruptController::GicV2 { distributor, cpu_interface } => {
+            Some(GicInfo { version: GicVersion::V2, distributor, cpu_or_redistributor: cpu_interface })
+        }
+        InterruptController::Board(_) => None,
     };
+}
+
+/// The board's cores, the boot core first.
+fn board_cores(info: &mut BootInfo, board: &Board) {
+    let boot_core = cpu::hw_id();
+    let _ = info.cores.push(boot_core);
+    info.cores_found = 1;
+    for &id in board.fallback_cores.iter().filter(|&&id| id != boot_core) {
+        info.cores_found += 1;
+        let _ = info.cores.push(id); // beyond MAX_CORES: counted, not used
+    }
+}
+
+fn read_tree(info: &mut BootInfo, address: usize, fdt: Fdt<'static>, board: &Board) {
+    let boot_core = cpu::hw_id();
     info.arch.device_tree = Some(address);
     if let Ok(Some(model)) = fdt.root().model() {
         let _ = info.model.push_str(truncate(model, info.model.capacity()));
@@ -146,7 +170,7 @@ fn find(loader_hint: usize, board: &Board) -> Option<(usize, Fdt<'static>)> {
     })
 }
 
-fn truncate(s: &str, max: usize) -> &str {
+pub(super) fn truncate(s: &str, max: usize) -> &str {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;

@@ -2,7 +2,8 @@
 //!
 //! Kernel code runs with IRQs masked except while a core waits for an
 //! event (see `idle.rs`), so an IRQ only ever interrupts the idle path.
-//! Every other exception is a fault: it is reported and the run ends.
+//! Every other exception is a fault: it is reported and the run ends
+//! (except a semihosting call trapping inside a probe; see `semihosting.rs`).
 //!
 //! Kernel code and strands run on SP_EL0 (`boot.s` selects it), and the
 //! vectors run on SP_EL1, a small stack of each core's own: an exception
@@ -10,8 +11,8 @@
 //! handler at the "SP_ELx" entries. A strand that overflows into its guard
 //! page thus faults onto a working stack.
 
-use super::{fault, gic};
-use aarch64_cpu::registers::{VBAR_EL1, Writeable};
+use super::{fault, irq, semihosting};
+use aarch64_cpu::registers::{ESR_EL1, Readable, VBAR_EL1, Writeable};
 use core::arch::global_asm;
 
 /// What the vectors save before calling [`handle_exception`]. The layout is
@@ -87,7 +88,8 @@ pub(super) fn origin(kind: u64) -> &'static str {
 /// Called by the vectors with the entry number and the saved state.
 extern "C" fn handle_exception(kind: u64, frame: &mut Frame) {
     match Vector::of(kind) {
-        Vector::Irq if kind / 4 <= 1 => gic::handle_irq(),
+        Vector::Irq if kind / 4 <= 1 => irq::handle_irq(),
+        Vector::Synchronous if semihosting::recover_probe(ESR_EL1.get(), frame) => {}
         vector => fault::report_and_exit(vector, kind, frame),
     }
 }

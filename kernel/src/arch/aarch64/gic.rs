@@ -51,8 +51,8 @@ impl CoreGic {
     }
 }
 
-/// Whether an interrupt controller is running (and deep sleep is possible).
-pub(crate) fn available() -> bool {
+/// Whether the GIC is running.
+pub(super) fn available() -> bool {
     GIC.is_completed()
 }
 
@@ -182,8 +182,14 @@ pub(super) fn handle_irq() {
             }
         }
     }
-    // A WFE that this interrupt raced with must not sleep through it.
-    aarch64_cpu::asm::sevl();
+}
+
+/// "GICv2", "GICv3", or "no GIC", for the boot banner.
+pub(super) fn name(out: &mut impl core::fmt::Write) -> core::fmt::Result {
+    match boot_info().arch.gic {
+        Some(gic) => write!(out, "GICv{}", gic.version.number()),
+        None => out.write_str("no GIC"),
+    }
 }
 
 /// Handles interrupt `number` on core `me`.

@@ -15,7 +15,7 @@
 //! (a pending interrupt ends `WFI` even when masked, so none is missed), then
 //! unmasks them briefly to take and acknowledge it.
 
-use super::{cpu, gic, timer};
+use super::{cpu, irq, timer};
 use crate::cores::CoreLocal;
 use aarch64_cpu::asm::{self, barrier};
 use core::sync::atomic::Ordering::Relaxed;
@@ -34,7 +34,7 @@ pub(crate) fn wait(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
         timer::arm(deadline);
     }
     // Without an interrupt controller nothing could end a WFI.
-    let depth = if gic::available() { depth } else { Depth::Light };
+    let depth = if irq::available() { depth } else { Depth::Light };
     match depth {
         Depth::Light => {
             me.stats.light_sleeps.fetch_add(1, Relaxed);
@@ -67,7 +67,7 @@ pub(crate) fn signal(target: &CoreLocal, signal: Signal) {
         Signal::Event => broadcast_event(),
         Signal::Interrupt => {
             barrier::dsb(barrier::ISH);
-            gic::send_wake(target);
+            irq::send_wake(target);
         }
     }
 }

@@ -1,5 +1,6 @@
-//! AArch64: boot, exceptions, MMU, GIC, PSCI, the generic timer, and the
-//! WFE/WFI idle tiers.
+//! AArch64: boot, exceptions, MMU, the interrupt controller (a GIC, or the
+//! board's own), starting cores (PSCI or a spin table), the generic timer,
+//! and the WFE/WFI idle tiers.
 //!
 //! The rest of the kernel uses only what this module re-exports: the same
 //! names will exist for every architecture.
@@ -11,11 +12,16 @@ mod exception;
 mod fault;
 mod gic;
 pub(crate) mod idle;
+mod irq;
 mod mmu;
 mod psci;
+mod semihosting;
+mod spin_table;
 pub(crate) mod timer;
 
 pub use dtb::{ArchInfo, Conduit, GicInfo, GicVersion};
+
+use crate::board::CoreStart;
 
 /// Ends the run: the exit status reaches the host through semihosting
 /// (QEMU must run with `-semihosting`).
@@ -31,7 +37,7 @@ pub fn exit(code: i32) -> ! {
         ));
         cpu::halt();
     }
-    semihosting::process::exit(code)
+    semihosting::exit(code)
 }
 
 /// Whether the calling core's MMU (and with it, its caches) is on.
@@ -49,32 +55,32 @@ pub(crate) use gic::CoreGic as CoreArch;
 
 /// Interrupt controller set-up on the boot core, once the MMU is on.
 pub(crate) fn init_interrupts_primary() {
-    gic::init_primary();
-    gic::init_this_core();
-    timer::init_this_core();
+    irq::init_primary();
 }
 
 /// Interrupt controller set-up on every other core.
 pub(crate) fn init_interrupts_secondary() {
-    gic::init_this_core();
-    timer::init_this_core();
+    irq::init_this_core();
 }
 
-/// Powers on core `index`, which will run the kernel's secondary entry.
+/// Starts core `index` for the first time; it will run the kernel's
+/// secondary entry. On failure, the firmware's error code.
 pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
-    psci::cpu_on(hw_id, boot::secondary_entry_address(), index)
+    match crate::board::board().core_start {
+        CoreStart::Psci => psci::cpu_on(hw_id, boot::secondary_entry_address(), index),
+        CoreStart::SpinTable { release } => spin_table::release(release, index, hw_id),
+    }
 }
 
 /// A one-line description of the interrupt controller and firmware, for the
 /// boot banner.
 pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {
     write!(out, "entered at EL{}", info.entered_el)?;
-    match info.psci {
-        Some(conduit) => write!(out, ", PSCI over {}", conduit.name())?,
-        None => write!(out, ", no PSCI")?,
+    match (crate::board::board().core_start, info.psci) {
+        (CoreStart::SpinTable { release }, _) => write!(out, ", spin table at {release:#x}")?,
+        (CoreStart::Psci, Some(conduit)) => write!(out, ", PSCI over {}", conduit.name())?,
+        (CoreStart::Psci, None) => write!(out, ", no PSCI")?,
     }
-    match &info.gic {
-        Some(gic) => write!(out, ", GICv{}", gic.version.number()),
-        None => write!(out, ", no GIC"),
-    }
+    out.write_str(", ")?;
+    irq::name(out)
 }

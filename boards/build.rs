@@ -1,5 +1,6 @@
-//! Hands the linker this board's memory file and the AArch64 linker script.
-//! A program linking this board passes `-Troving.ld`.
+//! Every AArch64 board crate's build script (`build = "../build.rs"`):
+//! hands the linker the board's `memory.ld` and the AArch64 linker script.
+//! A program linking the board passes `-Troving.ld`.
 
 use std::{env, fs, path::PathBuf};
 

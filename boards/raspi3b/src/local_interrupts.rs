@@ -1,0 +1,87 @@
+//! The BCM2836 per-core interrupt block ("ARM local peripherals", at
+//! 0x4000_0000 on the BCM2837): the only interrupt controller that sees
+//! each core's generic timer, and four mailboxes per core that any core can
+//! set, which make the wake-up interrupt.
+//!
+//! Registers (32-bit), for core n:
+//! - `0x40 + 4n` timer interrupt control: bit 3 routes the virtual timer
+//!   (CNTV) to core n's IRQ;
+//! - `0x50 + 4n` mailbox interrupt control: bit 0 raises an IRQ while
+//!   mailbox 0 is non-zero;
+//! - `0x60 + 4n` IRQ source (read-only): bit 3 CNTV, bit 4 mailbox 0;
+//! - `0x80 + 16n` mailbox 0 write-set: ones written are OR'd in;
+//! - `0xC0 + 16n` mailbox 0 read / write-clear: ones written are cleared.
+
+use roving_kernel::board::{InterruptChip, Pending};
+
+const TIMER_CONTROL: usize = 0x40;
+const MAILBOX_CONTROL: usize = 0x50;
+const IRQ_SOURCE: usize = 0x60;
+const MAILBOX0_SET: usize = 0x80;
+const MAILBOX0_CLEAR: usize = 0xC0;
+
+const CNTV_IRQ: u32 = 1 << 3;
+const MAILBOX0_IRQ: u32 = 1 << 4;
+const MAILBOX0_ENABLE: u32 = 1 << 0;
+/// The one bit the kernel's wake-up sets in the target's mailbox 0.
+const WAKE_BIT: u32 = 1;
+
+/// The driver: stateless, so any core may use it at any time.
+#[derive(Debug)]
+pub struct LocalInterrupts {
+    base: usize,
+}
+
+impl LocalInterrupts {
+    /// The block whose registers start at `base`.
+    pub const fn new(base: usize) -> Self {
+        Self { base }
+    }
+
+    fn register(&self, offset: usize) -> *mut u32 {
+        (self.base + offset) as *mut u32
+    }
+
+    fn write(&self, offset: usize, value: u32) {
+        // SAFETY: `base` is the board's local block, mapped as device
+        // memory; every offset used is one of its 32-bit registers, and
+        // writes to them only affect interrupt routing and mailboxes.
+        unsafe { self.register(offset).write_volatile(value) }
+    }
+
+    fn read(&self, offset: usize) -> u32 {
+        // SAFETY: as in `write`; these reads have no side effects.
+        unsafe { self.register(offset).read_volatile() }
+    }
+}
+
+/// Core n's copy of a per-core register: `stride` bytes apart.
+fn per_core(offset: usize, stride: usize, hw_id: u64) -> usize {
+    offset + stride * (hw_id & 0x3) as usize
+}
+
+impl InterruptChip for LocalInterrupts {
+    fn name(&self) -> &'static str {
+        "BCM2836 local interrupts"
+    }
+
+    fn init_core(&self, hw_id: u64) {
+        self.write(per_core(MAILBOX0_CLEAR, 16, hw_id), u32::MAX);
+        self.write(per_core(MAILBOX_CONTROL, 4, hw_id), MAILBOX0_ENABLE);
+        self.write(per_core(TIMER_CONTROL, 4, hw_id), CNTV_IRQ);
+    }
+
+    fn send_wake(&self, hw_id: u64) {
+        self.write(per_core(MAILBOX0_SET, 16, hw_id), WAKE_BIT);
+    }
+
+    fn acknowledge(&self, hw_id: u64) -> Pending {
+        let source = self.read(per_core(IRQ_SOURCE, 4, hw_id));
+        let wake = source & MAILBOX0_IRQ != 0;
+        if wake {
+            let mailbox = per_core(MAILBOX0_CLEAR, 16, hw_id);
+            self.write(mailbox, self.read(mailbox));
+        }
+        Pending { wake, timer: source & CNTV_IRQ != 0, other: source & !(CNTV_IRQ | MAILBOX0_IRQ) != 0 }
+    }
+}
