@@ -2,8 +2,8 @@
 #   make run     boot the demo on QEMU virt (CORES=1..16, default 4)
 #   make test    everything CI checks
 # Both first install what is missing (tools/setup; run as root on Debian 12).
-# Other boards: make run BOARD=raspi3b (or raspi4b); make image BOARD=...
-# writes what the board boots from (a Raspberry Pi's kernel8.img).
+# Other boards: make run BOARD=raspi3b (or raspi4b, x86-pc); make image
+# BOARD=... writes what the board boots from (a Raspberry Pi's kernel8.img).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -11,10 +11,11 @@ SHELL := /bin/bash
 
 CORES ?= 4
 BOARD ?= virt
-BOARDS := virt raspi3b raspi4b
+BOARDS := virt raspi3b raspi4b x86-pc
 board_flags_virt :=
 board_flags_raspi3b := --no-default-features --features raspi3b
 board_flags_raspi4b := --no-default-features --features raspi4b
+board_flags_x86-pc := --target x86_64-unknown-none
 HOST := --target host-tuple
 LOOM_PREEMPTIONS ?= 3
 
@@ -47,10 +48,12 @@ lint:
 	cargo clippy --quiet -p roving --features std $(HOST) --all-targets -- -D warnings
 	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
+	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std $(HOST)
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-qemu-virt -p roving-board-raspi3b -p roving-board-raspi4b
+	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-x86-pc --target x86_64-unknown-none
 
 ## setup-check: tools/setup derives the backports source from either apt format
 setup-check:

@@ -35,6 +35,11 @@ pub enum ConsoleDevice {
         /// baud rate itself; `None` keeps the firmware's (or QEMU's) setting.
         clock_hz: Option<u32>,
     },
+    /// A 16550-compatible UART at this x86 I/O port (COM1 is 0x3F8).
+    Uart16550 {
+        /// Its first I/O port.
+        port: u16,
+    },
 }
 
 /// How the kernel starts the cores other than the boot core.
@@ -49,6 +54,10 @@ pub enum CoreStart {
         /// Address of core 0's slot.
         release: usize,
     },
+    /// x86: INIT, then two STARTUP inter-processor interrupts through the
+    /// local APIC, into a real-mode trampoline; the cores are those the
+    /// ACPI MADT lists.
+    StartupIpi,
 }
 
 /// The interrupt controller that carries the kernel's two per-core
@@ -67,6 +76,8 @@ pub enum InterruptController {
     },
     /// The board's own driver.
     Board(&'static dyn InterruptChip),
+    /// x86: each core's local APIC (wake-up IPIs and its one-shot timer).
+    LocalApic,
 }
 
 impl core::fmt::Debug for InterruptController {
@@ -77,6 +88,7 @@ impl core::fmt::Debug for InterruptController {
                 write!(f, "GicV2 {{ distributor: {distributor:#x}, cpu_interface: {cpu_interface:#x} }}")
             }
             Self::Board(chip) => write!(f, "Board({})", chip.name()),
+            Self::LocalApic => f.write_str("LocalApic"),
         }
     }
 }

@@ -30,12 +30,14 @@ pub(crate) fn secondary_main(index: usize) -> ! {
 }
 
 fn banner(info: &boot_info::BootInfo) {
-    let model = if info.model.is_empty() { "no device tree" } else { info.model.as_str() };
+    let model = if info.model.is_empty() { "" } else { info.model.as_str() };
     let ram = info.ram.first().map_or(0, |r| r.base);
     println!(
-        "roving-kernel {} on {} ({model}): {} cores, {} MiB RAM at {ram:#x}",
+        "roving-kernel {} on {}{}{model}{}: {} cores, {} MiB RAM at {ram:#x}",
         env!("CARGO_PKG_VERSION"),
         board().name,
+        if model.is_empty() { "" } else { " (" },
+        if model.is_empty() { "" } else { ")" },
         info.cores.len(),
         info.ram_bytes() >> 20,
     );

@@ -2,25 +2,24 @@
 //! lines that never interleave with another core's.
 
 use crate::board::{ConsoleDevice, board};
-use crate::drivers::pl011::Pl011;
+use crate::drivers::Uart;
 use crate::{arch, cores};
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use spin::Mutex;
 
-static CONSOLE: Mutex<Option<Pl011>> = Mutex::new(None);
+static CONSOLE: Mutex<Option<Uart>> = Mutex::new(None);
 /// The core inside the lock, so a fault while printing can still report.
 static HOLDER: AtomicUsize = AtomicUsize::new(NOBODY);
 const NOBODY: usize = usize::MAX;
 /// How long the panic path waits for a console lock held by another core.
 const EMERGENCY_SPINS: u32 = 1 << 22;
 
-fn open(device: ConsoleDevice) -> Pl011 {
-    match device {
-        // SAFETY: the board names this as its PL011; it is mapped as device
-        // memory (or the MMU is off and every access is to device memory).
-        ConsoleDevice::Pl011 { base, clock_hz } => unsafe { Pl011::new(base, clock_hz) },
-    }
+fn open(device: ConsoleDevice) -> Uart {
+    // SAFETY: the board names this as its console; it is mapped as device
+    // memory (or the MMU is off and every access is to device memory), or
+    // is I/O ports.
+    unsafe { Uart::open(device) }
 }
 
 /// Opens the board's console. Boot core, once the MMU is on.

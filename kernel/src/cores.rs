@@ -35,6 +35,7 @@ pub struct CoreLocal {
     entry: AtomicUsize,
     arg: AtomicUsize,
     pub(crate) panicking: AtomicBool,
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // x86 keeps nothing per core
     pub(crate) arch: arch::CoreArch,
     pub(crate) stats: Stats,
 }
@@ -197,7 +198,7 @@ pub(crate) fn run_secondary(index: usize) -> ! {
             entry(arg);
             me.state.store(PARKED, Release);
         } else {
-            arch::idle::wait(me, Depth::Deep, None);
+            crate::idle::wait(me, Depth::Deep, None);
         }
     }
 }

@@ -36,12 +36,17 @@ pub mod console;
 pub mod cores;
 mod critical;
 mod drivers;
+mod fault;
 pub mod heap;
+mod idle;
 mod panic;
 mod platform;
 
 #[cfg(target_arch = "aarch64")]
 #[path = "arch/aarch64/mod.rs"]
+pub mod arch;
+#[cfg(target_arch = "x86_64")]
+#[path = "arch/x86_64/mod.rs"]
 pub mod arch;
 
 pub use arch::exit;

@@ -20,7 +20,7 @@ unsafe impl Platform for KernelPlatform {
 
     fn wait_for_event(depth: Depth, deadline: Option<u64>) {
         let me = cores::current().expect("every context on this kernel runs on a core");
-        arch::idle::wait(me, depth, deadline);
+        crate::idle::wait(me, depth, deadline);
     }
 
     fn wake(core: usize) {

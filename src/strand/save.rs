@@ -109,6 +109,12 @@ impl SaveArea {
         // which only this area owns; the context is never run here.
         let built = unsafe { Context::new(image_top, entry, argument) };
         let depth = image_top as usize - built.stack_pointer();
+        // An image starts at the area's first byte (`restore` copies from
+        // there). The frame ends at `image_top`, so when it is shorter than
+        // `room` (x86_64 soft-float: 56 bytes in 64), move it down.
+        // SAFETY: both ranges lie in the `room` bytes reserved; `copy`
+        // allows them to overlap.
+        unsafe { ptr::copy(image_top.sub(depth), memory.as_ptr(), depth) };
         // Lossless: the frame fits the `room` bytes just reserved.
         self.len = depth as u32;
         debug_assert_eq!(stack_top as usize % ALIGN, 0);

@@ -9,6 +9,8 @@ pub use roving_board_qemu_virt as board;
 pub use roving_board_raspi3b as board;
 #[cfg(all(target_arch = "aarch64", feature = "raspi4b"))]
 pub use roving_board_raspi4b as board;
+#[cfg(target_arch = "x86_64")]
+pub use roving_board_x86_pc as board;
 #[cfg(all(
     target_arch = "aarch64",
     any(

@@ -89,7 +89,7 @@ fn report_in_and_answer(core: usize) {
     let me = platform::current_core().expect("a started core has an index");
     assert_eq!(me, core, "a core runs the entry it was started with");
     let hw_id = boot_info().cores[me];
-    println!("core {me} online (MPIDR {hw_id:#x})");
+    println!("core {me} online (hardware id {hw_id:#x})");
     PONG[me].store(1, SeqCst);
     platform::wake(0).expect("core 0 exists");
     let mut seen = 0; // the last ping answered; core 0's pings start at 2
@@ -127,7 +127,7 @@ fn summary(count: usize) {
         let online_us = report.online_at.map_or(0, |t| (t - boot) * 1_000_000 / hz);
         let round_trip_us = round_trip.load(SeqCst) * 1_000_000 / hz;
         println!(
-            "core {core}: MPIDR {:#x}, online +{online_us} us, {} rings answered, {} deep / {} light sleeps, {} interrupts, round trip {round_trip_us} us",
+            "core {core}: hardware id {:#x}, online +{online_us} us, {} rings answered, {} deep / {} light sleeps, {} interrupts, round trip {round_trip_us} us",
             report.hw_id, report.rings_answered, report.deep_sleeps, report.light_sleeps, report.interrupts,
         );
     }

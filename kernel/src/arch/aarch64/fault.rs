@@ -2,6 +2,7 @@
 //! registers that say where.
 
 use super::exception::{Frame, Vector, origin};
+use crate::fault::{Core, Overflow};
 use crate::{console, cores, exit_code};
 use aarch64_cpu::registers::{ESR_EL1, FAR_EL1, Readable};
 
@@ -29,35 +30,6 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
         console::emergency(format_args!("    {}\n", Overflow(hit)));
     }
     crate::exit(exit_code::FAULT)
-}
-
-/// A data abort in a fibre's guard page, in words.
-struct Overflow(roving::strand::fibre::GuardHit);
-
-impl core::fmt::Display for Overflow {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self.0.strand {
-            Some(strand) => write!(
-                f,
-                "stack overflow: strand {strand} ran off the bottom of fibre {}'s stack",
-                self.0.fibre
-            ),
-            None => {
-                write!(f, "stack overflow into the guard page of fibre {} (no strand resident)", self.0.fibre)
-            }
-        }
-    }
-}
-
-struct Core(Option<usize>);
-
-impl core::fmt::Display for Core {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self.0 {
-            Some(index) => write!(f, "{index}"),
-            None => write!(f, "? (before per-core data)"),
-        }
-    }
 }
 
 fn vector_name(vector: Vector) -> &'static str {

@@ -1,5 +1,4 @@
-//! The two idle tiers, under the doorbell protocol (roving's
-//! `platform::doorbell` has the protocol and its proof).
+//! The two idle tiers' instructions (the wait itself is `crate::idle`).
 //!
 //! - Light: `WFE`. Woken by `SEV` from a ringer, by any interrupt, or by the
 //!   event register already being set. Cheap on hardware; under QEMU TCG a
@@ -15,49 +14,32 @@
 //! (a pending interrupt ends `WFI` even when masked, so none is missed), then
 //! unmasks them briefly to take and acknowledge it.
 
-use super::{cpu, irq, timer};
+use super::{cpu, irq};
 use crate::cores::CoreLocal;
 use aarch64_cpu::asm::{self, barrier};
-use core::sync::atomic::Ordering::Relaxed;
-use roving::platform::{Depth, Signal};
+use roving::platform::Signal;
 
-/// Waits on the calling core's doorbell (see `Platform::wait_for_event`).
-pub(crate) fn wait(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
-    if me.doorbell.answer() {
-        me.stats.rings_answered.fetch_add(1, Relaxed);
-        return;
-    }
-    if let Some(deadline) = deadline {
-        if timer::ticks() >= deadline {
-            return;
-        }
-        timer::arm(deadline);
-    }
-    // Without an interrupt controller nothing could end a WFI.
-    let depth = if irq::available() { depth } else { Depth::Light };
-    match depth {
-        Depth::Light => {
-            me.stats.light_sleeps.fetch_add(1, Relaxed);
-            // A ring after the answer above comes with SEV, which sets the
-            // event register this WFE then consumes.
-            cpu::with_interrupts_enabled(asm::wfe);
-        }
-        Depth::Deep => {
-            me.stats.deep_sleeps.fetch_add(1, Relaxed);
-            if me.doorbell.enter_deep() {
-                asm::wfi();
-                if me.doorbell.leave_deep() {
-                    me.stats.rings_answered.fetch_add(1, Relaxed);
-                }
-            } else {
-                me.stats.rings_answered.fetch_add(1, Relaxed);
-            }
-            cpu::take_pending_interrupts();
-        }
-    }
-    if deadline.is_some() {
-        timer::disarm();
-    }
+/// Whether a deep sleep can end: an interrupt controller is running.
+pub(crate) fn can_sleep_deep() -> bool {
+    irq::available()
+}
+
+/// `WFE` with IRQs unmasked, so a deadline's interrupt is taken. A ring
+/// after the doorbell check comes with `SEV`, which sets the event
+/// register this `WFE` then consumes.
+pub(crate) fn sleep_light(_me: &CoreLocal) {
+    cpu::with_interrupts_enabled(asm::wfe);
+}
+
+/// `WFI` with IRQs masked: a pending interrupt ends it all the same.
+pub(crate) fn sleep_deep() {
+    asm::wfi();
+}
+
+/// Takes and acknowledges whatever interrupt ended (or raced with) a deep
+/// sleep.
+pub(crate) fn take_interrupts() {
+    cpu::take_pending_interrupts();
 }
 
 /// Sends what a ring of `target`'s doorbell asked for.

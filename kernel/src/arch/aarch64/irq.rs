@@ -11,7 +11,9 @@ use core::sync::atomic::Ordering::Relaxed;
 fn chip() -> Option<&'static dyn InterruptChip> {
     match board().interrupts {
         InterruptController::Board(chip) => Some(chip),
-        InterruptController::FromDeviceTree | InterruptController::GicV2 { .. } => None,
+        InterruptController::FromDeviceTree
+        | InterruptController::GicV2 { .. }
+        | InterruptController::LocalApic => None,
     }
 }
 

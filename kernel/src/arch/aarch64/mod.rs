@@ -69,6 +69,7 @@ pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
     match crate::board::board().core_start {
         CoreStart::Psci => psci::cpu_on(hw_id, boot::secondary_entry_address(), index),
         CoreStart::SpinTable { release } => spin_table::release(release, index, hw_id),
+        CoreStart::StartupIpi => Err(psci::NOT_SUPPORTED),
     }
 }
 
@@ -80,6 +81,7 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
         (CoreStart::SpinTable { release }, _) => write!(out, ", spin table at {release:#x}")?,
         (CoreStart::Psci, Some(conduit)) => write!(out, ", PSCI over {}", conduit.name())?,
         (CoreStart::Psci, None) => write!(out, ", no PSCI")?,
+        (CoreStart::StartupIpi, _) => write!(out, ", no way to start cores (an x86 board?)")?,
     }
     out.write_str(", ")?;
     irq::name(out)

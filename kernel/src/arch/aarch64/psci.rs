@@ -5,7 +5,7 @@ use crate::boot_info::boot_info;
 use smccc::{Hvc, Smc, psci};
 
 /// PSCI's NOT_SUPPORTED, reported when the tree names no PSCI at all.
-const NOT_SUPPORTED: i64 = -1;
+pub(super) const NOT_SUPPORTED: i64 = -1;
 
 /// Powers on the core with affinity `hw_id` at `entry`, with `context` in
 /// its x0. Returns the PSCI error code on failure.

@@ -22,14 +22,14 @@ pub(super) fn init_this_core() {
 }
 
 /// Raises this core's timer interrupt when the counter reaches `deadline`.
-pub(super) fn arm(deadline: u64) {
+pub(crate) fn arm(deadline: u64) {
     CNTV_CVAL_EL0.set(deadline);
     CNTV_CTL_EL0.write(CNTV_CTL_EL0::ENABLE::SET + CNTV_CTL_EL0::IMASK::CLEAR);
     barrier::isb(barrier::SY);
 }
 
 /// Turns this core's timer off.
-pub(super) fn disarm() {
+pub(crate) fn disarm() {
     CNTV_CTL_EL0.write(CNTV_CTL_EL0::ENABLE::CLEAR);
 }
 

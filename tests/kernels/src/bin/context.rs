@@ -1,8 +1,10 @@
 //! The context switch on bare metal: every core ping-pongs 10,000 times
 //! with a context on its own stack. Each side keeps integers and floats
-//! live across every switch (so in callee-saved registers, x19-x28 and
-//! d8-d15 included), and both sides' results must match the same
-//! computation done without switching.
+//! live across every switch (so in callee-saved registers: x19-x28 and
+//! d8-d15 on AArch64; rbx, rbp, r12-r15 on x86_64, which is soft-float
+//! there), and both sides' results must match the same computation done
+//! without switching. One callee-saved register (d8 or r12) is also
+//! written and read directly around each switch.
 #![no_std]
 #![no_main]
 
@@ -115,21 +117,37 @@ fn rally_on(core: usize) {
     );
 }
 
-/// Writes d8 directly. Inlined, so the value survives until the switch;
-/// the compiler, told d8 is clobbered, saves the caller's value in the
-/// enclosing frame, so nothing it keeps is lost.
+/// Writes d8 (r12 on x86_64) directly. Inlined, so the value survives
+/// until the switch; the compiler, told the register is clobbered, saves
+/// the caller's value in the enclosing frame, so nothing it keeps is lost.
 #[inline(always)]
 fn set_d8(bits: u64) {
-    // SAFETY: only d8 changes, and it is declared.
-    unsafe { core::arch::asm!("fmov d8, {}", in(reg) bits, out("d8") _) };
+    // SAFETY: only that register changes, and it is declared.
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        core::arch::asm!("fmov d8, {}", in(reg) bits, out("d8") _)
+    };
+    // SAFETY: as above.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        core::arch::asm!("mov r12, {}", in(reg) bits, out("r12") _)
+    };
 }
 
-/// Reads d8 directly, without the compiler's help.
+/// Reads d8 (r12 on x86_64) directly, without the compiler's help.
 #[inline(always)]
 fn d8() -> u64 {
     let bits: u64;
     // SAFETY: reads a register.
-    unsafe { core::arch::asm!("fmov {}, d8", out(reg) bits) };
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        core::arch::asm!("fmov {}, d8", out(reg) bits)
+    };
+    // SAFETY: reads a register.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        core::arch::asm!("mov {}, r12", out(reg) bits)
+    };
     bits
 }
 

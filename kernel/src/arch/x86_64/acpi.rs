@@ -1,0 +1,79 @@
+//! The cores, from the ACPI MADT (parsed by the `acpi` crate): every local
+//! APIC marked enabled, the boot core first. APIC ids can have gaps; the
+//! kernel's dense core indices do not.
+
+use super::cpu;
+use crate::board::Board;
+use crate::boot_info::BootInfo;
+use acpi::madt::{Madt, MadtEntry};
+use acpi::{AcpiHandler, AcpiTables, PhysicalMapping};
+use core::ptr::NonNull;
+
+/// MADT local APIC flag: the processor is usable now.
+const ENABLED: u32 = 1;
+/// The architectural local APIC address, when there is no MADT.
+const DEFAULT_LOCAL_APIC: usize = 0xFEE0_0000;
+/// xAPIC mode addresses ids 0..=254 (255 is the broadcast id).
+const MAX_XAPIC_ID: u32 = 254;
+
+/// Physical memory is identity-mapped, so mapping is the address itself.
+#[derive(Clone, Copy, Debug)]
+struct IdentityMapped;
+
+impl AcpiHandler for IdentityMapped {
+    unsafe fn map_physical_region<T>(
+        &self,
+        physical_address: usize,
+        size: usize,
+    ) -> PhysicalMapping<Self, T> {
+        let start = NonNull::new(physical_address as *mut T).expect("ACPI never names address 0");
+        // SAFETY: the first 4 GiB, where firmware puts its tables, are
+        // identity-mapped; the crate asks only for regions it was told of.
+        unsafe { PhysicalMapping::new(physical_address, start, size, size, *self) }
+    }
+
+    fn unmap_physical_region<T>(_region: &PhysicalMapping<Self, T>) {}
+}
+
+/// Fills the cores and the local APIC address; the boot core alone (and
+/// the architectural address) if the firmware has no usable MADT.
+pub(super) fn read(info: &mut BootInfo, board: &Board) {
+    let boot_core = cpu::apic_id();
+    let _ = info.cores.push(boot_core);
+    info.cores_found = 1;
+    info.arch.local_apic = DEFAULT_LOCAL_APIC;
+    // SAFETY: the RSDP address came from the loader, or the BIOS areas are
+    // searched as ACPI specifies; all of it is identity-mapped RAM or ROM.
+    let tables = unsafe {
+        match info.arch.rsdp {
+            Some(rsdp) => AcpiTables::from_rsdp(IdentityMapped, rsdp),
+            None => AcpiTables::search_for_rsdp_bios(IdentityMapped),
+        }
+    };
+    let Ok(tables) = tables else {
+        for &id in board.fallback_cores.iter().filter(|&&id| id != boot_core) {
+            info.cores_found += 1;
+            let _ = info.cores.push(id);
+        }
+        return;
+    };
+    let Ok(madt) = tables.find_table::<Madt>() else { return };
+    info.arch.madt = true;
+    info.arch.local_apic = madt.get().local_apic_address as usize;
+    for entry in madt.get().entries() {
+        let (id, flags) = match entry {
+            MadtEntry::LocalApic(apic) => (u32::from(apic.apic_id), apic.flags),
+            MadtEntry::LocalX2Apic(apic) => (apic.x2apic_id, apic.flags),
+            MadtEntry::LocalApicAddressOverride(over) => {
+                info.arch.local_apic = over.local_apic_address as usize;
+                continue;
+            }
+            _ => continue,
+        };
+        if flags & ENABLED == 0 || u64::from(id) == boot_core || id > MAX_XAPIC_ID {
+            continue;
+        }
+        info.cores_found += 1;
+        let _ = info.cores.push(u64::from(id)); // beyond MAX_CORES: counted, not used
+    }
+}

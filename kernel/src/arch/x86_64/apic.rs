@@ -1,0 +1,146 @@
+//! The local APIC, in xAPIC (memory-mapped) mode: the wake-up IPI, the
+//! STARTUP sequence, and each core's one-shot timer.
+//!
+//! Only three vectors exist for the kernel: [`WAKE_VECTOR`], sent by a core
+//! that rings a deep-sleeping core's doorbell; [`TIMER_VECTOR`], this
+//! core's deadline; and [`SPURIOUS_VECTOR`], which needs no EOI.
+
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use x86_64::registers::model_specific::Msr;
+
+/// The IPI that ends a core's deep (HLT) sleep.
+pub(super) const WAKE_VECTOR: u8 = 0xF0;
+/// This core's timer deadline.
+pub(super) const TIMER_VECTOR: u8 = 0xEF;
+/// What the APIC delivers when an interrupt vanished before acknowledgement.
+pub(super) const SPURIOUS_VECTOR: u8 = 0xFF;
+
+const TPR: usize = 0x080;
+const EOI: usize = 0x0B0;
+const SVR: usize = 0x0F0;
+const ESR: usize = 0x280;
+const ICR_LOW: usize = 0x300;
+const ICR_HIGH: usize = 0x310;
+const LVT_TIMER: usize = 0x320;
+const TIMER_INITIAL: usize = 0x380;
+const TIMER_CURRENT: usize = 0x390;
+const TIMER_DIVIDE: usize = 0x3E0;
+
+const SVR_ENABLE: u32 = 1 << 8;
+const LVT_MASKED: u32 = 1 << 16;
+/// Divide configuration 0b0011: the timer counts at the bus clock / 16.
+const DIVIDE_BY_16: u32 = 0b0011;
+const ICR_DELIVERY_PENDING: u32 = 1 << 12;
+const ICR_ASSERT: u32 = 1 << 14;
+const ICR_LEVEL: u32 = 1 << 15;
+const ICR_INIT: u32 = 0b101 << 8;
+const ICR_STARTUP: u32 = 0b110 << 8;
+const IA32_APIC_BASE: u32 = 0x1B;
+const APIC_GLOBAL_ENABLE: u64 = 1 << 11;
+
+/// Nothing is kept per core: a core's APIC is addressed by its APIC id,
+/// which `CoreLocal` already holds.
+#[derive(Debug)]
+pub(crate) struct CoreApic;
+
+impl CoreApic {
+    pub(crate) const fn new() -> Self {
+        Self
+    }
+}
+
+/// Where every core's APIC registers appear (each core sees its own).
+static BASE: AtomicUsize = AtomicUsize::new(0xFEE0_0000);
+
+/// Records the APIC base the MADT names. Boot core, before any use.
+pub(super) fn set_base(base: usize) {
+    BASE.store(base, Relaxed);
+}
+
+fn register(offset: usize) -> *mut u32 {
+    (BASE.load(Relaxed) + offset) as *mut u32
+}
+
+fn write(offset: usize, value: u32) {
+    // SAFETY: the local APIC's registers (from the MADT), identity-mapped
+    // uncached; each offset is a 32-bit register of the calling core's APIC.
+    unsafe { register(offset).write_volatile(value) }
+}
+
+fn read(offset: usize) -> u32 {
+    // SAFETY: as in `write`.
+    unsafe { register(offset).read_volatile() }
+}
+
+/// Enables the calling core's APIC with the timer masked.
+pub(super) fn init_this_core() {
+    let mut base = Msr::new(IA32_APIC_BASE);
+    // SAFETY: IA32_APIC_BASE exists on every x86_64 processor; setting its
+    // global enable bit keeps the base address.
+    unsafe {
+        let value = base.read();
+        if value & APIC_GLOBAL_ENABLE == 0 {
+            base.write(value | APIC_GLOBAL_ENABLE);
+        }
+    }
+    write(TPR, 0);
+    write(SVR, SVR_ENABLE | u32::from(SPURIOUS_VECTOR));
+    write(TIMER_DIVIDE, DIVIDE_BY_16);
+    write(LVT_TIMER, LVT_MASKED | u32::from(TIMER_VECTOR));
+    write(ESR, 0);
+    eoi();
+}
+
+/// Acknowledges the interrupt being handled.
+pub(super) fn eoi() {
+    write(EOI, 0);
+}
+
+fn send(apic_id: u64, command: u32) {
+    while read(ICR_LOW) & ICR_DELIVERY_PENDING != 0 {
+        core::hint::spin_loop();
+    }
+    write(ICR_HIGH, (apic_id as u32) << 24);
+    write(ICR_LOW, command);
+}
+
+/// Sends the wake-up IPI to the core with APIC id `apic_id`. The caller has
+/// made the ring it announces visible first.
+pub(super) fn send_wake(apic_id: u64) {
+    super::cpu::without_interrupts(|| send(apic_id, ICR_ASSERT | u32::from(WAKE_VECTOR)));
+}
+
+/// INIT: the core resets and waits for a STARTUP.
+pub(super) fn send_init(apic_id: u64) {
+    send(apic_id, ICR_INIT | ICR_ASSERT | ICR_LEVEL);
+}
+
+/// STARTUP: the core begins in real mode at `page * 4096`.
+pub(super) fn send_startup(apic_id: u64, page: u8) {
+    send(apic_id, ICR_STARTUP | ICR_ASSERT | u32::from(page));
+}
+
+/// Starts the one-shot timer: it interrupts after `counts` (divide-by-16
+/// clock); 0 stops it.
+pub(super) fn timer_start(counts: u32) {
+    write(LVT_TIMER, u32::from(TIMER_VECTOR));
+    write(TIMER_INITIAL, counts);
+}
+
+/// Stops the timer and masks it.
+pub(super) fn timer_stop() {
+    write(TIMER_INITIAL, 0);
+    write(LVT_TIMER, LVT_MASKED | u32::from(TIMER_VECTOR));
+}
+
+/// The counts left of the running timer.
+pub(super) fn timer_remaining() -> u32 {
+    read(TIMER_CURRENT)
+}
+
+/// Starts the timer counting down from the maximum, masked: for
+/// calibration.
+pub(super) fn timer_start_masked() {
+    write(LVT_TIMER, LVT_MASKED | u32::from(TIMER_VECTOR));
+    write(TIMER_INITIAL, u32::MAX);
+}

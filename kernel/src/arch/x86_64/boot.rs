@@ -1,0 +1,66 @@
+//! From the PVH entry to the kernel's portable boot code.
+
+use super::{acpi, apic, cpu, exception, paging, pvh, smp, timer};
+use crate::board::board;
+use crate::boot_info::{self, MAX_CORES};
+use crate::cores;
+use core::arch::global_asm;
+
+/// Bytes of stack each core boots on (and keeps, until strands exist).
+pub(crate) const BOOT_STACK_SIZE: usize = 64 * 1024;
+
+#[repr(C, align(16))]
+struct BootStacks([[u8; BOOT_STACK_SIZE]; MAX_CORES]);
+
+/// Written only by the core that owns each stack, through `rsp`.
+static mut BOOT_STACKS: BootStacks = BootStacks([[0; BOOT_STACK_SIZE]; MAX_CORES]);
+
+global_asm!(
+    include_str!("boot.s"),
+    pml4 = sym paging::PML4,
+    pdpt = sym paging::PDPT,
+    pd = sym paging::PD,
+    stacks = sym BOOT_STACKS,
+    stack_size = const BOOT_STACK_SIZE,
+    boot_primary = sym boot_primary,
+    boot_secondary = sym boot_secondary,
+    index_by_apic_id = sym smp::INDEX_BY_APIC_ID,
+    trampoline = const smp::TRAMPOLINE,
+);
+
+/// The boot core's first Rust, in long mode on the identity map, with
+/// `start_info` the PVH loader's `hvm_start_info`.
+///
+/// # Safety
+///
+/// Called once, from `_pvh_start`, on core 0's boot stack, with `.bss`
+/// zeroed and no other core running.
+unsafe extern "C" fn boot_primary(start_info: usize) -> ! {
+    cpu::set_core_local(cores::local(0));
+    exception::init_tables();
+    exception::install_this_core(0);
+    // SAFETY: no other core runs yet, and nothing has read the boot facts.
+    let info = unsafe { boot_info::boot_info_mut() };
+    pvh::read(info, start_info, board());
+    acpi::read(info, board());
+    apic::set_base(info.arch.local_apic);
+    info.apply_core_limit();
+    info.arch.mwait = cpu::has_mwait();
+    timer::calibrate(info);
+    // SAFETY: single core; the tables change only where the board and the
+    // fibre stacks say, and the running code and stack stay mapped.
+    unsafe { paging::finish(board()) };
+    crate::boot::primary_main()
+}
+
+/// Every other core's first Rust, from the trampoline.
+///
+/// # Safety
+///
+/// Called once per start of core `index`, on that core's boot stack, after
+/// the boot core finished the page tables and published the boot facts.
+unsafe extern "C" fn boot_secondary(index: usize) -> ! {
+    cpu::set_core_local(cores::local(index));
+    exception::install_this_core(index);
+    crate::boot::secondary_main(index)
+}

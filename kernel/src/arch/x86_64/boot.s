@@ -1,0 +1,182 @@
+// x86_64 entry. Intel syntax (Rust's default for x86 assembly).
+//
+// PVH: QEMU (or any PVH loader) reads the Xen ELF note below, loads the
+// ELF at its physical addresses and jumps to _pvh_start in 32-bit protected
+// mode, paging off, interrupts off, with ebx = the hvm_start_info address.
+// No multiboot header: QEMU would try it first and refuse an ELF64.
+
+.section .note.Xen, "a", @note
+.balign 4
+    .long   4                           // name size
+    .long   8                           // descriptor size
+    .long   18                          // XEN_ELFNOTE_PHYS32_ENTRY
+    .asciz  "Xen"
+    .balign 4
+    .quad   _pvh_start
+    .balign 4
+
+// Turns on PAE, loads CR3 with the identity map, sets EFER.LME and turns
+// paging on: the core is then in compatibility mode until a far jump to a
+// 64-bit code segment. Clobbers eax, ecx, edx. (A macro, not a function:
+// neither the boot core nor a starting core has a stack yet.)
+.macro ENTER_LONG_MODE
+    mov     eax, cr4
+    or      eax, 1 << 5                 // PAE
+    mov     cr4, eax
+    mov     eax, offset {pml4}
+    mov     cr3, eax
+    mov     ecx, 0xC0000080             // IA32_EFER
+    rdmsr
+    or      eax, 1 << 8                 // LME
+    wrmsr
+    mov     eax, cr0
+    or      eax, (1 << 31) | (1 << 16) | 1  // PG | WP | PE
+    mov     cr0, eax
+.endm
+
+// In 64-bit code: the data segment everywhere, null FS and GS.
+.macro LONG_MODE_SEGMENTS
+    mov     ax, 0x10
+    mov     ds, ax
+    mov     es, ax
+    mov     ss, ax
+    xor     eax, eax
+    mov     fs, ax
+    mov     gs, ax
+.endm
+
+// The boot GDT, also the one started cores use until Rust loads the
+// kernel's: 0x08 64-bit code, 0x10 data, 0x18 32-bit code.
+.macro BOOT_GDT_ENTRIES
+    .quad   0
+    .quad   0x00AF9A000000FFFF
+    .quad   0x00CF92000000FFFF
+    .quad   0x00CF9A000000FFFF
+.endm
+
+.section .rodata.boot_gdt, "a"
+.balign 8
+boot_gdt:
+    BOOT_GDT_ENTRIES
+boot_gdt_pointer:
+    .word   4 * 8 - 1
+    .quad   boot_gdt
+
+.section .text.boot, "ax"
+.code32
+.global _pvh_start
+_pvh_start:
+    cli
+    cld
+    mov     esi, ebx                    // keep the start info
+
+    // Zero .bss: the page tables and stacks below live there.
+    mov     edi, offset __bss_start
+    mov     ecx, offset __bss_end
+    sub     ecx, edi
+    xor     eax, eax
+    rep stosb
+
+    // Identity map of the first 4 GiB in 2 MiB pages: PML4[0] -> PDPT,
+    // PDPT[0..4] -> four page directories, 2048 entries of (address | PS | RW | P).
+    mov     eax, offset {pml4}
+    mov     ebx, offset {pdpt}
+    or      ebx, 3
+    mov     [eax], ebx
+    mov     edi, offset {pdpt}
+    mov     ebx, offset {pd}
+    or      ebx, 3
+    mov     ecx, 4
+1:  mov     [edi], ebx
+    add     ebx, 4096
+    add     edi, 8
+    loop    1b
+    mov     edi, offset {pd}
+    mov     ebx, 0x83
+    mov     ecx, 2048
+2:  mov     [edi], ebx
+    add     ebx, 0x200000
+    add     edi, 8
+    loop    2b
+
+    ENTER_LONG_MODE
+    lgdt    [boot_gdt_pointer]
+    // ljmp 0x08, long_mode_start (encoded by hand, as in the trampoline)
+    .byte   0xea
+    .long   long_mode_start
+    .word   0x08
+
+.code64
+long_mode_start:
+    LONG_MODE_SEGMENTS
+    mov     rsp, offset {stacks}
+    add     rsp, {stack_size}           // core 0's boot stack
+    mov     edi, esi                    // the start info, zero-extended
+    call    {boot_primary}
+3:  hlt
+    jmp     3b
+
+// The real-mode trampoline every other core starts in (smp.rs copies it
+// to TRAMPOLINE, below 1 MiB, and names its page in the STARTUP IPI). It
+// runs at TRAMPOLINE whatever its link address, so it only uses addresses
+// computed from TRAMPOLINE, and absolute addresses of the kernel.
+.section .text.trampoline, "ax"
+.global _roving_trampoline_start
+.global _roving_trampoline_end
+.code16
+_roving_trampoline_start:
+    cli
+    cld
+    mov     ax, cs
+    mov     ds, ax
+    // lgdt [trampoline_gdt_pointer - start], encoded by hand: the
+    // assembler takes no label difference as a 16-bit memory operand.
+    .byte   0x0f, 0x01, 0x16
+    .word   trampoline_gdt_pointer - _roving_trampoline_start
+    mov     eax, cr0
+    or      eax, 1
+    mov     cr0, eax
+    // ljmpl 0x18, TRAMPOLINE + (trampoline_32 - start): 32-bit offset from 16-bit code.
+    .byte   0x66, 0xea
+    .long   {trampoline} + (trampoline_32 - _roving_trampoline_start)
+    .word   0x18
+
+.code32
+trampoline_32:
+    mov     ax, 0x10
+    mov     ds, ax
+    mov     es, ax
+    mov     ss, ax
+    ENTER_LONG_MODE
+    // ljmp 0x08, TRAMPOLINE + (trampoline_64 - start)
+    .byte   0xea
+    .long   {trampoline} + (trampoline_64 - _roving_trampoline_start)
+    .word   0x08
+
+.code64
+trampoline_64:
+    LONG_MODE_SEGMENTS
+    // This core's dense index, by its initial APIC id (CPUID.1:EBX[31:24]).
+    mov     eax, 1
+    cpuid
+    shr     ebx, 24
+    movabs  rax, offset {index_by_apic_id}
+    movzx   edi, byte ptr [rax + rbx]
+    // Its boot stack: stacks + (index + 1) * stack_size.
+    lea     rax, [rdi + 1]
+    imul    rax, rax, {stack_size}
+    movabs  rcx, offset {stacks}
+    add     rax, rcx
+    mov     rsp, rax
+    movabs  rax, offset {boot_secondary}
+    call    rax
+4:  hlt
+    jmp     4b
+
+.balign 8
+trampoline_gdt:
+    BOOT_GDT_ENTRIES
+trampoline_gdt_pointer:
+    .word   4 * 8 - 1
+    .long   {trampoline} + (trampoline_gdt - _roving_trampoline_start)
+_roving_trampoline_end:

@@ -1,0 +1,183 @@
+//! Interrupts and exceptions: the IDT, and the GDT with one TSS per core.
+//!
+//! Kernel code runs with interrupts disabled except while a core waits for
+//! an event (see `idle.rs`), so an interrupt only ever arrives in the idle
+//! path. Every exception is a fault: it is reported and the run ends.
+//!
+//! Every vector runs on its core's interrupt stack (IST 1 of its TSS), a
+//! small stack of its own: a strand that overflows into its guard page
+//! then faults onto a stack that still works, and is reported, instead of
+//! escalating to a double and then a triple fault.
+
+use super::{apic, fault};
+use crate::boot_info::MAX_CORES;
+use core::arch::global_asm;
+use core::sync::atomic::Ordering::Relaxed;
+use spin::Once;
+use x86_64::VirtAddr;
+use x86_64::instructions::segmentation::{CS, DS, ES, SS, Segment};
+use x86_64::instructions::tables::{lidt, load_tss};
+use x86_64::structures::DescriptorTablePointer;
+use x86_64::structures::gdt::{Descriptor, GlobalDescriptorTable, SegmentSelector};
+use x86_64::structures::tss::TaskStateSegment;
+
+/// What the vector stubs save before calling [`handle_vector`]; the layout
+/// is fixed by `vectors.s` and the CPU.
+#[repr(C)]
+#[derive(Debug)]
+pub(super) struct Frame {
+    pub r15: u64,
+    pub r14: u64,
+    pub r13: u64,
+    pub r12: u64,
+    pub r11: u64,
+    pub r10: u64,
+    pub r9: u64,
+    pub r8: u64,
+    pub rbp: u64,
+    pub rdi: u64,
+    pub rsi: u64,
+    pub rdx: u64,
+    pub rcx: u64,
+    pub rbx: u64,
+    pub rax: u64,
+    pub vector: u64,
+    pub error_code: u64,
+    pub rip: u64,
+    pub cs: u64,
+    pub rflags: u64,
+    pub rsp: u64,
+    pub ss: u64,
+}
+
+global_asm!(include_str!("vectors.s"), handler = sym handle_vector);
+
+unsafe extern "C" {
+    static _roving_vectors: u8;
+}
+
+/// Bytes between vector stubs (`vectors.s`).
+const STUB_SIZE: u64 = 16;
+
+/// Bytes of interrupt stack per core.
+const INTERRUPT_STACK_SIZE: usize = 16 * 1024;
+
+#[repr(C, align(16))]
+struct InterruptStacks([[u8; INTERRUPT_STACK_SIZE]; MAX_CORES]);
+
+/// Written only by the core that owns each stack, through IST 1.
+static mut INTERRUPT_STACKS: InterruptStacks = InterruptStacks([[0; INTERRUPT_STACK_SIZE]; MAX_CORES]);
+
+/// A 64-bit interrupt gate (Intel SDM vol. 3, "IDT Descriptors").
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Gate {
+    offset_low: u16,
+    selector: u16,
+    ist: u8,
+    attributes: u8,
+    offset_middle: u16,
+    offset_high: u32,
+    reserved: u32,
+}
+
+/// Present, ring 0, 64-bit interrupt gate (interrupts stay disabled).
+const INTERRUPT_GATE: u8 = 0x8E;
+
+impl Gate {
+    fn new(handler: u64, selector: SegmentSelector) -> Self {
+        Self {
+            offset_low: handler as u16,
+            selector: selector.0,
+            ist: 1,
+            attributes: INTERRUPT_GATE,
+            offset_middle: (handler >> 16) as u16,
+            offset_high: (handler >> 32) as u32,
+            reserved: 0,
+        }
+    }
+}
+
+#[repr(C, align(16))]
+struct Idt([Gate; 256]);
+
+/// `1 + 1 + 2 * MAX_CORES` entries: null, code, data, and a two-entry
+/// TSS descriptor per core.
+const GDT_ENTRIES: usize = 3 + 2 * MAX_CORES;
+
+struct Descriptors {
+    gdt: GlobalDescriptorTable<GDT_ENTRIES>,
+    code: SegmentSelector,
+    data: SegmentSelector,
+    tss: [SegmentSelector; MAX_CORES],
+}
+
+static TSS: Once<[TaskStateSegment; MAX_CORES]> = Once::new();
+static DESCRIPTORS: Once<Descriptors> = Once::new();
+static IDT: Once<Idt> = Once::new();
+
+/// Builds the GDT, the TSSs and the IDT. Boot core, once.
+pub(super) fn init_tables() {
+    let tss = TSS.call_once(|| {
+        core::array::from_fn(|core| {
+            let mut tss = TaskStateSegment::new();
+            let stacks = &raw const INTERRUPT_STACKS as usize;
+            let top = stacks + (core + 1) * INTERRUPT_STACK_SIZE;
+            tss.interrupt_stack_table[0] = VirtAddr::new(top as u64);
+            tss
+        })
+    });
+    let descriptors = DESCRIPTORS.call_once(|| {
+        let mut gdt = GlobalDescriptorTable::empty();
+        let code = gdt.append(Descriptor::kernel_code_segment());
+        let data = gdt.append(Descriptor::kernel_data_segment());
+        let tss = core::array::from_fn(|core| gdt.append(Descriptor::tss_segment(&tss[core])));
+        Descriptors { gdt, code, data, tss }
+    });
+    IDT.call_once(|| {
+        let stubs = &raw const _roving_vectors as u64;
+        Idt(core::array::from_fn(|vector| Gate::new(stubs + vector as u64 * STUB_SIZE, descriptors.code)))
+    });
+}
+
+/// Loads the GDT, this core's TSS and the IDT on the calling core.
+pub(super) fn install_this_core(index: usize) {
+    let descriptors = DESCRIPTORS.get().expect("the boot core built the tables");
+    let idt = IDT.get().expect("the boot core built the tables");
+    descriptors.gdt.load();
+    // SAFETY: the selectors name this GDT's flat kernel code and data
+    // segments and this core's own TSS, loaded on this core only.
+    unsafe {
+        CS::set_reg(descriptors.code);
+        SS::set_reg(descriptors.data);
+        DS::set_reg(descriptors.data);
+        ES::set_reg(descriptors.data);
+        load_tss(descriptors.tss[index]);
+    }
+    let pointer = DescriptorTablePointer {
+        limit: (core::mem::size_of::<Idt>() - 1) as u16,
+        base: VirtAddr::from_ptr(idt as *const Idt),
+    };
+    // SAFETY: a complete IDT in a static, every gate pointing at a stub.
+    unsafe { lidt(&pointer) };
+}
+
+/// Called by the stubs with the saved state.
+extern "C" fn handle_vector(frame: &mut Frame) {
+    let me = crate::cores::current();
+    match frame.vector as u8 {
+        apic::SPURIOUS_VECTOR => return,
+        vector if vector < 32 => fault::report_and_exit(frame),
+        apic::WAKE_VECTOR => {}
+        apic::TIMER_VECTOR => super::timer::disarm(),
+        _ => {
+            if let Some(me) = me {
+                me.stats.unexpected_interrupts.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    if let Some(me) = me {
+        me.stats.interrupts.fetch_add(1, Relaxed);
+    }
+    apic::eoi();
+}

@@ -1,0 +1,121 @@
+//! x86_64 PCs: PVH boot into long mode, the ACPI MADT's cores started with
+//! INIT-SIPI-SIPI, the local APIC's wake-up IPIs and one-shot timer, the
+//! TSC as the tick counter, HLT (deep) and MONITOR/MWAIT (light) idle
+//! tiers, and isa-debug-exit to end a run under QEMU.
+//!
+//! The rest of the kernel uses only what this module re-exports: the same
+//! names exist for every architecture.
+
+mod acpi;
+mod apic;
+mod boot;
+pub(crate) mod cpu;
+mod exception;
+mod fault;
+pub(crate) mod idle;
+mod paging;
+mod pic;
+mod pvh;
+mod smp;
+pub(crate) mod timer;
+
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// What the boot core learned that only x86_64 cares about.
+#[derive(Debug)]
+pub struct ArchInfo {
+    /// Where the loader said the ACPI RSDP is, if it did (else the BIOS
+    /// areas are searched).
+    pub rsdp: Option<usize>,
+    /// Whether the ACPI MADT was found (the cores come from it).
+    pub madt: bool,
+    /// The local APICs' register block (xAPIC, memory-mapped).
+    pub local_apic: usize,
+    /// Whether MONITOR/MWAIT is there for the light idle tier.
+    pub mwait: bool,
+    /// TSC ticks per second, as calibrated at boot.
+    pub tsc_hz: u64,
+    /// Local APIC timer counts per second (divide-by-16), as calibrated.
+    pub apic_timer_hz: u64,
+}
+
+impl ArchInfo {
+    pub(crate) const EMPTY: Self =
+        Self { rsdp: None, madt: false, local_apic: 0, mwait: false, tsc_hz: 0, apic_timer_hz: 0 };
+}
+
+/// QEMU's `isa-debug-exit` device (`-device isa-debug-exit,iobase=0xf4,iosize=4`):
+/// a write of `v` ends QEMU with status `2v + 1`.
+const DEBUG_EXIT_PORT: u16 = 0xf4;
+/// Added to the exit code before it is written, so that no guest status
+/// reads as QEMU's own failure status 1 (`2 * 0 + 1`).
+pub const DEBUG_EXIT_BIAS: i32 = 16;
+
+/// Ends the run: under QEMU through `isa-debug-exit` (QEMU's status is then
+/// `2 * (code + DEBUG_EXIT_BIAS) + 1`; `tools/qemu-run` maps it back).
+/// Without that device the write does nothing, and the core halts after
+/// saying so.
+pub fn exit(code: i32) -> ! {
+    static EXITING: AtomicBool = AtomicBool::new(false);
+    if !EXITING.swap(true, Relaxed) {
+        // SAFETY: a write to the debug-exit port; on a machine without the
+        // device the port is unused and the write is ignored.
+        unsafe {
+            x86_64::instructions::port::Port::<u32>::new(DEBUG_EXIT_PORT)
+                .write((code + DEBUG_EXIT_BIAS) as u32)
+        };
+        // QEMU ends the run from its own thread: give it a moment before
+        // concluding there is no such device.
+        let until = timer::ticks() + timer::hz() / 10;
+        while timer::ticks() < until {
+            core::hint::spin_loop();
+        }
+    }
+    crate::console::emergency(format_args!(
+        "roving-kernel: the run could not end (exit needs QEMU's isa-debug-exit device); core halted\n"
+    ));
+    cpu::halt()
+}
+
+/// Paging is on from the first instruction of long mode.
+pub fn mmu_enabled() -> bool {
+    true
+}
+
+/// The calling core's hardware id: its initial APIC id.
+pub fn hw_id() -> u64 {
+    cpu::apic_id()
+}
+
+/// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
+pub(crate) use apic::CoreApic as CoreArch;
+
+/// Interrupt set-up on the boot core: the legacy PICs off, the local APIC
+/// and its timer on.
+pub(crate) fn init_interrupts_primary() {
+    pic::disable();
+    apic::init_this_core();
+}
+
+/// Interrupt set-up on every other core.
+pub(crate) fn init_interrupts_secondary() {
+    apic::init_this_core();
+}
+
+/// Starts core `index` for the first time with INIT-SIPI-SIPI.
+pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
+    match crate::board::board().core_start {
+        crate::board::CoreStart::StartupIpi => smp::start(index, hw_id),
+        // The only other ways are ARM's; an x86 board never names them.
+        _ => Err(-1),
+    }
+}
+
+/// A one-line description of the firmware and interrupt set-up, for the
+/// boot banner.
+pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+    write!(out, "PVH entry, ")?;
+    out.write_str(if info.madt { "cores from the ACPI MADT" } else { "no ACPI MADT (one core)" })?;
+    write!(out, ", local APIC at {:#x}, ", info.local_apic)?;
+    out.write_str(if info.mwait { "MWAIT light tier" } else { "no MWAIT (light tier spins)" })
+}

@@ -1,0 +1,114 @@
+//! The identity map of the first 4 GiB, built in 2 MiB pages by `boot.s`
+//! before long mode; finished here on the boot core before any other core
+//! starts:
+//!
+//! - the board's device ranges (the local APIC and I/O APIC) become
+//!   uncached (PCD | PWT);
+//! - the guard gap below every fibre stack becomes unmapped, so a strand
+//!   that overflows its stack faults at once: the 2 MiB pages around the
+//!   fibre region are split into 4 KiB pages and the gaps' pages cleared.
+//!
+//! Every core runs on these same tables (the trampoline loads them).
+
+use crate::board::Board;
+use roving::strand::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
+
+const ENTRIES: usize = 512;
+const LARGE_PAGE: usize = 1 << 21;
+const PAGE: usize = 4096;
+const PRESENT: u64 = 1 << 0;
+const WRITABLE: u64 = 1 << 1;
+const WRITE_THROUGH: u64 = 1 << 3;
+const CACHE_DISABLE: u64 = 1 << 4;
+const HUGE: u64 = 1 << 7;
+/// Page directories: four, one per gigabyte mapped.
+const DIRECTORIES: usize = 4;
+/// Page tables for the pages around the fibre region (as on AArch64).
+const PAGE_TABLES: usize = (FIBRES * (GUARD_BYTES + STACK_BYTES)).div_ceil(LARGE_PAGE) + 1;
+
+#[repr(C, align(4096))]
+pub(super) struct Table([u64; ENTRIES]);
+
+/// Written by `boot.s` (with paging off) and `finish` (boot core only,
+/// before other cores start); read by the MMU afterwards.
+pub(super) static mut PML4: Table = Table([0; ENTRIES]);
+/// As `PML4`.
+pub(super) static mut PDPT: Table = Table([0; ENTRIES]);
+/// As `PML4`: entry `i` maps `[i * 2 MiB, (i + 1) * 2 MiB)`.
+pub(super) static mut PD: [Table; DIRECTORIES] = [const { Table([0; ENTRIES]) }; DIRECTORIES];
+static mut PT: [Table; PAGE_TABLES] = [const { Table([0; ENTRIES]) }; PAGE_TABLES];
+
+/// Why the map could not be finished.
+enum PagingError {
+    Unmapped(usize),
+    OutOfPageTables(usize),
+}
+
+/// Finishes the map (see the module documentation); on failure reports
+/// and ends the run.
+///
+/// # Safety
+///
+/// Boot core only, before any other core starts.
+pub(super) unsafe fn finish(board: &Board) {
+    let (directories, tables): (*mut [Table; DIRECTORIES], *mut [Table; PAGE_TABLES]) =
+        (&raw mut PD, &raw mut PT);
+    // SAFETY: exclusive per this function's contract.
+    let (directories, tables) = unsafe { (&mut *directories, &mut *tables) };
+    for region in board.device_memory {
+        let first = region.base / LARGE_PAGE;
+        let last = region.end().div_ceil(LARGE_PAGE).min(DIRECTORIES * ENTRIES);
+        for index in first..last {
+            directories[index / ENTRIES].0[index % ENTRIES] |= WRITE_THROUGH | CACHE_DISABLE;
+        }
+    }
+    let mut used = 0;
+    let mut result = Ok(());
+    for gap in roving::strand::fibre::guard_gaps() {
+        for page in gap.step_by(PAGE) {
+            result = result.and_then(|()| unmap_page(directories, tables, &mut used, page));
+        }
+    }
+    if let Err(error) = result {
+        let message = match error {
+            PagingError::Unmapped(at) => ("lies beyond the 4 GiB identity map", at),
+            PagingError::OutOfPageTables(at) => ("needs more page tables than were reserved", at),
+        };
+        crate::console::emergency(format_args!(
+            "roving-kernel: the guard page at {:#x} {}\n",
+            message.1, message.0
+        ));
+        crate::exit(crate::exit_code::FAULT);
+    }
+    // SAFETY: reloading CR3 with the same tables flushes stale entries.
+    unsafe {
+        let (frame, flags) = x86_64::registers::control::Cr3::read();
+        x86_64::registers::control::Cr3::write(frame, flags);
+    }
+}
+
+fn unmap_page(
+    directories: &mut [Table; DIRECTORIES],
+    tables: &mut [Table; PAGE_TABLES],
+    used: &mut usize,
+    address: usize,
+) -> Result<(), PagingError> {
+    let index = address / LARGE_PAGE;
+    let entry = directories.get_mut(index / ENTRIES).ok_or(PagingError::Unmapped(address))?;
+    let entry = &mut entry.0[index % ENTRIES];
+    if *entry & HUGE != 0 {
+        let table = tables.get_mut(*used).ok_or(PagingError::OutOfPageTables(address))?;
+        *used += 1;
+        let base = *entry & 0x000f_ffff_ffe0_0000;
+        let flags = *entry & (PRESENT | WRITABLE | WRITE_THROUGH | CACHE_DISABLE);
+        for (i, slot) in table.0.iter_mut().enumerate() {
+            *slot = (base + (i * PAGE) as u64) | flags;
+        }
+        *entry = table as *const Table as u64 | PRESENT | WRITABLE;
+    }
+    let table = (*entry & 0x000f_ffff_ffff_f000) as *mut Table;
+    // SAFETY: the entry points at one of `tables` (set just above or by an
+    // earlier call); nothing else holds a reference to it now.
+    unsafe { (*table).0[(address / PAGE) % ENTRIES] = 0 };
+    Ok(())
+}

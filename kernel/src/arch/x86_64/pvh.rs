@@ -1,0 +1,81 @@
+//! The PVH loader's `hvm_start_info`: RAM (its memory map), the command
+//! line, and maybe the ACPI RSDP.
+
+use crate::board::{Board, Region};
+use crate::boot_info::BootInfo;
+
+/// `hvm_start_info.magic`.
+const MAGIC: u32 = 0x336e_c578;
+/// Memory map entry type of usable RAM.
+const RAM: u32 = 1;
+/// Only the first 4 GiB are mapped (boot.s); RAM above is left unused.
+const MAPPED_END: u64 = 1 << 32;
+
+#[repr(C)]
+struct StartInfo {
+    magic: u32,
+    version: u32,
+    flags: u32,
+    nr_modules: u32,
+    modlist_paddr: u64,
+    cmdline_paddr: u64,
+    rsdp_paddr: u64,
+    memmap_paddr: u64,
+    memmap_entries: u32,
+    reserved: u32,
+}
+
+#[repr(C)]
+struct MemoryMapEntry {
+    address: u64,
+    size: u64,
+    kind: u32,
+    reserved: u32,
+}
+
+/// Fills RAM, the command line and the RSDP address from the start info at
+/// `address`; the board's RAM if there is none.
+pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
+    if address == 0 || !address.is_multiple_of(8) {
+        let _ = info.ram.push(board.fallback_ram);
+        return;
+    }
+    // SAFETY: the loader passed this address of its start info, in RAM the
+    // identity map covers; its magic is checked before anything else.
+    let start = unsafe { &*(address as *const StartInfo) };
+    if start.magic != MAGIC {
+        let _ = info.ram.push(board.fallback_ram);
+        return;
+    }
+    if start.cmdline_paddr != 0 {
+        // SAFETY: a NUL-terminated string the loader placed in RAM.
+        let line = unsafe { core::ffi::CStr::from_ptr(start.cmdline_paddr as *const core::ffi::c_char) };
+        let line = line.to_str().unwrap_or("");
+        let mut end = line.len().min(info.bootargs.capacity());
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        let _ = info.bootargs.push_str(&line[..end]);
+    }
+    if start.rsdp_paddr != 0 {
+        info.arch.rsdp = Some(start.rsdp_paddr as usize);
+    }
+    // Version 1 added the memory map.
+    if start.version >= 1 && start.memmap_paddr != 0 {
+        // SAFETY: `memmap_entries` entries the loader placed in RAM.
+        let entries = unsafe {
+            core::slice::from_raw_parts(
+                start.memmap_paddr as *const MemoryMapEntry,
+                start.memmap_entries as usize,
+            )
+        };
+        for entry in entries.iter().filter(|e| e.kind == RAM && e.address < MAPPED_END) {
+            let end = (entry.address + entry.size).min(MAPPED_END);
+            let _ =
+                info.ram.push(Region { base: entry.address as usize, size: (end - entry.address) as usize });
+        }
+    }
+    if info.ram.is_empty() {
+        let _ = info.ram.push(board.fallback_ram);
+    }
+}

@@ -1,0 +1,48 @@
+//! A core's wait for an event, in either tier, under the doorbell
+//! protocol (roving's `platform::doorbell` has the protocol and its proof).
+//! Each architecture's `idle` module supplies only the instructions:
+//! `sleep_light` (WFE, MONITOR/MWAIT), `sleep_deep` (WFI, HLT) and
+//! `take_interrupts`.
+
+use crate::arch;
+use crate::cores::CoreLocal;
+use core::sync::atomic::Ordering::Relaxed;
+use roving::platform::Depth;
+
+/// Waits on the calling core's doorbell (see `Platform::wait_for_event`).
+pub(crate) fn wait(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
+    if me.doorbell.answer() {
+        me.stats.rings_answered.fetch_add(1, Relaxed);
+        return;
+    }
+    if let Some(deadline) = deadline {
+        if arch::timer::ticks() >= deadline {
+            return;
+        }
+        arch::timer::arm(deadline);
+    }
+    // Without an interrupt controller nothing could end a deep sleep.
+    let depth = if arch::idle::can_sleep_deep() { depth } else { Depth::Light };
+    match depth {
+        Depth::Light => {
+            me.stats.light_sleeps.fetch_add(1, Relaxed);
+            arch::idle::sleep_light(me);
+        }
+        Depth::Deep => {
+            me.stats.deep_sleeps.fetch_add(1, Relaxed);
+            let answered = if me.doorbell.enter_deep() {
+                arch::idle::sleep_deep();
+                me.doorbell.leave_deep()
+            } else {
+                true
+            };
+            if answered {
+                me.stats.rings_answered.fetch_add(1, Relaxed);
+            }
+            arch::idle::take_interrupts();
+        }
+    }
+    if deadline.is_some() {
+        arch::timer::disarm();
+    }
+}
