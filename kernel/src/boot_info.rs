@@ -67,6 +67,15 @@ impl BootInfo {
     }
 }
 
+/// Appends as much of `text` to `out` as fits, cut at a character boundary.
+pub(crate) fn push_truncated<const N: usize>(out: &mut heapless::String<N>, text: &str) {
+    let mut end = text.len().min(N - out.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let _ = out.push_str(&text[..end]);
+}
+
 struct BootInfoCell(UnsafeCell<BootInfo>);
 
 // SAFETY: written only through `boot_info_mut`, whose contract confines it to

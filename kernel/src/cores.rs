@@ -99,6 +99,15 @@ impl CoreLocal {
         }
     }
 
+    /// Counts an interrupt taken by this core; `expected` if it was a
+    /// wake-up or a timer deadline.
+    pub(crate) fn count_interrupt(&self, expected: bool) {
+        self.stats.interrupts.fetch_add(1, Relaxed);
+        if !expected {
+            self.stats.unexpected_interrupts.fetch_add(1, Relaxed);
+        }
+    }
+
     /// The core's hardware id.
     pub fn hw_id(&self) -> u64 {
         self.hw_id.load(Relaxed)

@@ -7,7 +7,7 @@
 
 use super::cpu;
 use crate::board::{Board, InterruptController, Region};
-use crate::boot_info::BootInfo;
+use crate::boot_info::{BootInfo, push_truncated};
 use dtoolkit::fdt::{Fdt, FdtNode};
 use dtoolkit::standard::{NodeStandard, Status};
 use dtoolkit::{Node, Property, ToCellInt};
@@ -123,12 +123,12 @@ fn read_tree(info: &mut BootInfo, address: usize, fdt: Fdt<'static>, board: &Boa
     let boot_core = cpu::hw_id();
     info.arch.device_tree = Some(address);
     if let Ok(Some(model)) = fdt.root().model() {
-        let _ = info.model.push_str(truncate(model, info.model.capacity()));
+        push_truncated(&mut info.model, model);
     }
     if let Some(chosen) = fdt.chosen()
         && let Ok(Some(args)) = chosen.bootargs()
     {
-        let _ = info.bootargs.push_str(truncate(args, info.bootargs.capacity()));
+        push_truncated(&mut info.bootargs, args);
     }
     read_cores(fdt, boot_core, info);
     read_memory(fdt, info);
@@ -168,14 +168,6 @@ fn find(loader_hint: usize, board: &Board) -> Option<(usize, Fdt<'static>)> {
         // stays in place, unmodified, for the life of the kernel.
         unsafe { Fdt::from_raw(address as *const u8) }.ok().map(|fdt| (address, fdt))
     })
-}
-
-pub(super) fn truncate(s: &str, max: usize) -> &str {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// Enabled cores, the boot core first, then the others in tree order.

@@ -9,6 +9,7 @@
 //! the lock is only taken to send a deep wake-up or acknowledge one, always
 //! with interrupts masked.
 
+use crate::board::Pending;
 use crate::boot_info::boot_info;
 use crate::cores::CoreLocal;
 use arm_gic::gicv2::GicV2;
@@ -164,20 +165,19 @@ pub(super) fn send_wake(target: &CoreLocal) {
 /// Called from the IRQ vector.
 pub(super) fn handle_irq() {
     let Some(gic) = GIC.get() else { return };
-    let me = crate::cores::current();
     match gic {
         Gic::V2 { driver, .. } => {
             let mut driver = driver.lock();
             while let Some(id) = driver.get_and_acknowledge_interrupt(InterruptGroup::Group0) {
                 // The acknowledged value carries an SGI's sender in bits
                 // 12:10; the number is bits 9:0. The EOI takes it whole.
-                dispatch(id.raw_value() & 0x3ff, me);
+                super::irq::handle(classify(id.raw_value() & 0x3ff));
                 driver.end_interrupt(id, InterruptGroup::Group0);
             }
         }
         Gic::V3 { .. } => {
             while let Some(id) = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1) {
-                dispatch(id.raw_value(), me);
+                super::irq::handle(classify(id.raw_value()));
                 GicCpuInterface::end_interrupt(id, InterruptGroup::Group1);
             }
         }
@@ -192,16 +192,9 @@ pub(super) fn name(out: &mut impl core::fmt::Write) -> core::fmt::Result {
     }
 }
 
-/// Handles interrupt `number` on core `me`.
-fn dispatch(number: u32, me: Option<&CoreLocal>) {
-    if number == boot_info().arch.timer_intid {
-        super::timer::on_interrupt();
-    } else if number != WAKE_SGI.raw_value()
-        && let Some(me) = me
-    {
-        me.stats.unexpected_interrupts.fetch_add(1, Relaxed);
-    }
-    if let Some(me) = me {
-        me.stats.interrupts.fetch_add(1, Relaxed);
-    }
+/// What interrupt `number` is to the kernel.
+fn classify(number: u32) -> Pending {
+    let timer = number == boot_info().arch.timer_intid;
+    let wake = number == WAKE_SGI.raw_value();
+    Pending { wake, timer, other: !(wake || timer) }
 }

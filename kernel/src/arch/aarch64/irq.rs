@@ -3,9 +3,8 @@
 //! drives (`gic.rs`), or the board's own [`InterruptChip`].
 
 use super::{cpu, gic, timer};
-use crate::board::{InterruptChip, InterruptController, board};
+use crate::board::{InterruptChip, InterruptController, Pending, board};
 use crate::cores::CoreLocal;
-use core::sync::atomic::Ordering::Relaxed;
 
 /// The board's own controller, if it has one instead of a GIC.
 fn chip() -> Option<&'static dyn InterruptChip> {
@@ -53,22 +52,22 @@ pub(super) fn send_wake(target: &CoreLocal) {
 /// IRQ vector.
 pub(super) fn handle_irq() {
     match chip() {
-        Some(chip) => {
-            let pending = chip.acknowledge(cpu::hw_id());
-            if pending.timer {
-                timer::on_interrupt();
-            }
-            if let Some(me) = crate::cores::current() {
-                me.stats.interrupts.fetch_add(1, Relaxed);
-                if pending.other {
-                    me.stats.unexpected_interrupts.fetch_add(1, Relaxed);
-                }
-            }
-        }
+        Some(chip) => handle(chip.acknowledge(cpu::hw_id())),
         None => gic::handle_irq(),
     }
     // A WFE that this interrupt raced with must not sleep through it.
     aarch64_cpu::asm::sevl();
+}
+
+/// Handles one acknowledged interrupt (or, from a board's chip, all that
+/// were pending at once).
+pub(super) fn handle(pending: Pending) {
+    if pending.timer {
+        timer::on_interrupt();
+    }
+    if let Some(me) = crate::cores::current() {
+        me.count_interrupt(!pending.other);
+    }
 }
 
 /// The controller's name, for the boot banner.

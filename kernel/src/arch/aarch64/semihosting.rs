@@ -31,7 +31,7 @@ pub(super) fn command_line(out: &mut heapless::String<256>) -> Option<()> {
     PROBING.store(false, Relaxed);
     let line = core::str::from_utf8(answer.ok()?).ok()?;
     let arguments = line.trim_start().split_once(' ').map_or("", |(_program, rest)| rest);
-    let _ = out.push_str(super::dtb::truncate(arguments.trim(), out.capacity()));
+    crate::boot_info::push_truncated(out, arguments.trim());
     Some(())
 }
 

@@ -2,7 +2,7 @@
 //! APIC marked enabled, the boot core first. APIC ids can have gaps; the
 //! kernel's dense core indices do not.
 
-use super::cpu;
+use super::{apic, cpu};
 use crate::board::Board;
 use crate::boot_info::BootInfo;
 use acpi::madt::{Madt, MadtEntry};
@@ -11,8 +11,6 @@ use core::ptr::NonNull;
 
 /// MADT local APIC flag: the processor is usable now.
 const ENABLED: u32 = 1;
-/// The architectural local APIC address, when there is no MADT.
-const DEFAULT_LOCAL_APIC: usize = 0xFEE0_0000;
 /// xAPIC mode addresses ids 0..=254 (255 is the broadcast id).
 const MAX_XAPIC_ID: u32 = 254;
 
@@ -35,13 +33,13 @@ impl AcpiHandler for IdentityMapped {
     fn unmap_physical_region<T>(_region: &PhysicalMapping<Self, T>) {}
 }
 
-/// Fills the cores and the local APIC address; the boot core alone (and
-/// the architectural address) if the firmware has no usable MADT.
+/// Fills the cores and sets the local APIC address; the boot core alone
+/// (and the APIC's architectural address) if the firmware has no usable
+/// MADT.
 pub(super) fn read(info: &mut BootInfo, board: &Board) {
     let boot_core = cpu::apic_id();
     let _ = info.cores.push(boot_core);
     info.cores_found = 1;
-    info.arch.local_apic = DEFAULT_LOCAL_APIC;
     // SAFETY: the RSDP address came from the loader, or the BIOS areas are
     // searched as ACPI specifies; all of it is identity-mapped RAM or ROM.
     let tables = unsafe {
@@ -59,13 +57,13 @@ pub(super) fn read(info: &mut BootInfo, board: &Board) {
     };
     let Ok(madt) = tables.find_table::<Madt>() else { return };
     info.arch.madt = true;
-    info.arch.local_apic = madt.get().local_apic_address as usize;
+    apic::set_base(madt.get().local_apic_address as usize);
     for entry in madt.get().entries() {
         let (id, flags) = match entry {
             MadtEntry::LocalApic(apic) => (u32::from(apic.apic_id), apic.flags),
             MadtEntry::LocalX2Apic(apic) => (apic.x2apic_id, apic.flags),
             MadtEntry::LocalApicAddressOverride(over) => {
-                info.arch.local_apic = over.local_apic_address as usize;
+                apic::set_base(over.local_apic_address as usize);
                 continue;
             }
             _ => continue,

@@ -49,7 +49,8 @@ impl CoreApic {
     }
 }
 
-/// Where every core's APIC registers appear (each core sees its own).
+/// Where every core's APIC registers appear (each core sees its own): the
+/// architectural address until the MADT names another.
 static BASE: AtomicUsize = AtomicUsize::new(0xFEE0_0000);
 
 /// Records the APIC base the MADT names. Boot core, before any use.
@@ -57,8 +58,13 @@ pub(super) fn set_base(base: usize) {
     BASE.store(base, Relaxed);
 }
 
+/// Where the APIC registers are.
+pub(super) fn base() -> usize {
+    BASE.load(Relaxed)
+}
+
 fn register(offset: usize) -> *mut u32 {
-    (BASE.load(Relaxed) + offset) as *mut u32
+    (base() + offset) as *mut u32
 }
 
 fn write(offset: usize, value: u32) {

@@ -43,9 +43,9 @@ unsafe extern "C" fn boot_primary(start_info: usize) -> ! {
     let info = unsafe { boot_info::boot_info_mut() };
     pvh::read(info, start_info, board());
     acpi::read(info, board());
-    apic::set_base(info.arch.local_apic);
     info.apply_core_limit();
     info.arch.mwait = cpu::has_mwait();
+    apic::init_this_core();
     timer::calibrate(info);
     // SAFETY: single core; the tables change only where the board and the
     // fibre stacks say, and the running code and stack stay mapped.

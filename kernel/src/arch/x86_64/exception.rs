@@ -12,7 +12,6 @@
 use super::{apic, fault};
 use crate::boot_info::MAX_CORES;
 use core::arch::global_asm;
-use core::sync::atomic::Ordering::Relaxed;
 use spin::Once;
 use x86_64::VirtAddr;
 use x86_64::instructions::segmentation::{CS, DS, ES, SS, Segment};
@@ -164,20 +163,18 @@ pub(super) fn install_this_core(index: usize) {
 
 /// Called by the stubs with the saved state.
 extern "C" fn handle_vector(frame: &mut Frame) {
-    let me = crate::cores::current();
-    match frame.vector as u8 {
+    let expected = match frame.vector as u8 {
         apic::SPURIOUS_VECTOR => return,
         vector if vector < 32 => fault::report_and_exit(frame),
-        apic::WAKE_VECTOR => {}
-        apic::TIMER_VECTOR => super::timer::disarm(),
-        _ => {
-            if let Some(me) = me {
-                me.stats.unexpected_interrupts.fetch_add(1, Relaxed);
-            }
+        apic::WAKE_VECTOR => true,
+        apic::TIMER_VECTOR => {
+            super::timer::disarm();
+            true
         }
-    }
-    if let Some(me) = me {
-        me.stats.interrupts.fetch_add(1, Relaxed);
+        _ => false,
+    };
+    if let Some(me) = crate::cores::current() {
+        me.count_interrupt(expected);
     }
     apic::eoi();
 }

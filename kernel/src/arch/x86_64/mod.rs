@@ -29,8 +29,6 @@ pub struct ArchInfo {
     pub rsdp: Option<usize>,
     /// Whether the ACPI MADT was found (the cores come from it).
     pub madt: bool,
-    /// The local APICs' register block (xAPIC, memory-mapped).
-    pub local_apic: usize,
     /// Whether MONITOR/MWAIT is there for the light idle tier.
     pub mwait: bool,
     /// TSC ticks per second, as calibrated at boot.
@@ -41,7 +39,7 @@ pub struct ArchInfo {
 
 impl ArchInfo {
     pub(crate) const EMPTY: Self =
-        Self { rsdp: None, madt: false, local_apic: 0, mwait: false, tsc_hz: 0, apic_timer_hz: 0 };
+        Self { rsdp: None, madt: false, mwait: false, tsc_hz: 0, apic_timer_hz: 0 };
 }
 
 /// QEMU's `isa-debug-exit` device (`-device isa-debug-exit,iobase=0xf4,iosize=4`):
@@ -90,11 +88,10 @@ pub fn hw_id() -> u64 {
 /// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
 pub(crate) use apic::CoreApic as CoreArch;
 
-/// Interrupt set-up on the boot core: the legacy PICs off, the local APIC
-/// and its timer on.
+/// Interrupt set-up on the boot core: the legacy PICs off (its local APIC
+/// went on before the timer calibration).
 pub(crate) fn init_interrupts_primary() {
     pic::disable();
-    apic::init_this_core();
 }
 
 /// Interrupt set-up on every other core.
@@ -116,6 +113,6 @@ pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
 pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {
     write!(out, "PVH entry, ")?;
     out.write_str(if info.madt { "cores from the ACPI MADT" } else { "no ACPI MADT (one core)" })?;
-    write!(out, ", local APIC at {:#x}, ", info.local_apic)?;
+    write!(out, ", local APIC at {:#x}, ", apic::base())?;
     out.write_str(if info.mwait { "MWAIT light tier" } else { "no MWAIT (light tier spins)" })
 }

@@ -50,12 +50,7 @@ pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
     if start.cmdline_paddr != 0 {
         // SAFETY: a NUL-terminated string the loader placed in RAM.
         let line = unsafe { core::ffi::CStr::from_ptr(start.cmdline_paddr as *const core::ffi::c_char) };
-        let line = line.to_str().unwrap_or("");
-        let mut end = line.len().min(info.bootargs.capacity());
-        while !line.is_char_boundary(end) {
-            end -= 1;
-        }
-        let _ = info.bootargs.push_str(&line[..end]);
+        crate::boot_info::push_truncated(&mut info.bootargs, line.to_str().unwrap_or(""));
     }
     if start.rsdp_paddr != 0 {
         info.arch.rsdp = Some(start.rsdp_paddr as usize);

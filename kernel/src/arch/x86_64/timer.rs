@@ -30,7 +30,7 @@ pub(crate) fn hz() -> u64 {
 }
 
 /// Measures the TSC's and the APIC timer's rates over 10 ms of PIT time.
-/// Boot core, before anything else runs.
+/// Boot core, its local APIC enabled, before anything else runs.
 pub(super) fn calibrate(info: &mut BootInfo) {
     let mut control = Port::<u8>::new(0x61);
     let mut command = Port::<u8>::new(0x43);
@@ -43,7 +43,6 @@ pub(super) fn calibrate(info: &mut BootInfo) {
         command.write(0b1011_0000); // channel 2, low then high byte, mode 0
         channel2.write(WINDOW_COUNTS as u8);
         channel2.write((WINDOW_COUNTS >> 8) as u8);
-        apic::init_this_core();
         apic::timer_start_masked();
         let tsc0 = ticks();
         let apic0 = apic::timer_remaining();
