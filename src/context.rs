@@ -82,7 +82,8 @@ pub unsafe fn switch(from: &mut Context, to: &Context) {
     unsafe { isa::switch(from, to) }
 }
 
-#[cfg(all(test, feature = "std"))]
+// Miri cannot run the inline assembly of a switch.
+#[cfg(all(test, feature = "std", not(miri)))]
 mod tests {
     use super::{Context, switch};
     use std::hint::black_box;

@@ -52,6 +52,7 @@ pub mod actor;
 #[path = "actor/schedule.rs"]
 mod actor_schedule;
 mod atomics;
+mod chaos;
 pub mod context;
 #[cfg(not(loom))]
 pub mod domain;

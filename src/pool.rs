@@ -107,7 +107,7 @@ impl Pool {
             return Err(PoolError::TooManyCores { requested: cores, available });
         }
         let domain = DomainId::current();
-        Ok(Self { shared: Arc::new(Shared::new(available, |core| core < cores, config, domain)) })
+        Ok(Self { shared: Shared::new(available, |core| core < cores, config, domain) })
     }
 
     /// A pool of the given cores of the machine, which must be free when it
@@ -130,7 +130,7 @@ impl Pool {
         if let Some(&core) = cores.iter().find(|&&core| core >= available) {
             return Err(PoolError::NoSuchCore { core, available });
         }
-        Ok(Self { shared: Arc::new(Shared::new(available, |core| cores.contains(&core), config, domain)) })
+        Ok(Self { shared: Shared::new(available, |core| cores.contains(&core), config, domain) })
     }
 
     /// The pool the calling core works for, if it is a core of a running

@@ -258,7 +258,9 @@ impl Sleep {
             return Outcome::Searching;
         }
         let state = &self.states[core];
+        crate::chaos::point();
         state.swap(REGISTERING, SeqCst);
+        crate::chaos::point();
         let mut counters = self.counters.load();
         loop {
             if counters.jobs_counter() != idle.jobs_counter {
@@ -281,6 +283,7 @@ impl Sleep {
             idle.rounds = self.rounds_until_sleepy;
             return Outcome::Searching;
         }
+        crate::chaos::point();
         fence(SeqCst);
         // Work seen now cancels the sleep before it starts (step 6).
         let cancelled = me.has_injected_jobs() || me.should_wake();
@@ -330,7 +333,9 @@ impl Sleep {
             };
             match state.compare_exchange(seen, next, SeqCst, SeqCst) {
                 Ok(_) if next == CLAIMED => {
+                    crate::chaos::point();
                     self.counters.sub_sleeping();
+                    crate::chaos::point();
                     state.swap(AWAKE, SeqCst);
                     ring(core);
                     return true;
@@ -353,6 +358,7 @@ impl Sleep {
         if injected {
             fence(SeqCst);
         }
+        crate::chaos::point();
         let counters = self.counters.announce_jobs();
         let (sleeping, idle) = (counters.sleeping(), counters.idle_awake());
         if sleeping == 0 || idle >= jobs {

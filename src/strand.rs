@@ -179,18 +179,14 @@ where
         return Err(SpawnError::OutOfMemory(f));
     };
     let pin = placement.pin;
-    let (fibre, fresh) = match fibre::claim(shared) {
-        Some(fibre) => (fibre, true),
-        None => match pin.is_none().then(|| fibre::overload(shared, |fibre| held_by_ancestor(parent, fibre)))
-        {
-            Some(Some(fibre)) => (fibre, false),
-            _ => {
-                // SAFETY: allocated above with this layout, never written.
-                unsafe { dealloc(memory.as_ptr().cast(), layout) };
-                return Err(SpawnError::NoFibre(f));
-            }
-        },
+    let avoid = |fibre: &fibre::Fibre| held_by_ancestor(parent, fibre);
+    let share: Option<&dyn Fn(&fibre::Fibre) -> bool> = if pin.is_none() { Some(&avoid) } else { None };
+    let Some(acquired) = fibre::acquire(shared, share) else {
+        // SAFETY: allocated above with this layout, never written.
+        unsafe { dealloc(memory.as_ptr().cast(), layout) };
+        return Err(SpawnError::NoFibre(f));
     };
+    let fibre = acquired.fibre();
     // SAFETY: the parent (the running strand, or a scope's owner, which
     // waits for the scope) is live and adopts the strand below.
     let node = unsafe { tree::Node::new(parent, anchor) };
@@ -199,38 +195,42 @@ where
     unsafe { memory.write(Block::new(f, fibre, StrandId::next(), node, flags)) };
     let header = memory.cast::<Header>();
     let argument = header.as_ptr() as usize;
-    if fresh {
-        fibre.pinned.store(pin.is_some(), Relaxed);
-        fibre.last_core.store(pin.or_else(|| scheduler::here().map(|(_, core)| core)).unwrap_or(0), Relaxed);
-        // SAFETY: we claimed the fibre and have not published it, so its
-        // stack and state are ours.
-        unsafe {
-            *header.as_ref().context.get() =
-                crate::context::Context::new(fibre.stack_top(), scheduler::strand_entry, argument);
-            fibre.owned().resident = header.as_ptr();
+    match acquired {
+        fibre::Acquired::Fresh(claimed) => {
+            // SAFETY: we claimed the fibre and have not published it, so its
+            // stack and state are ours.
+            unsafe {
+                *header.as_ref().context.get() =
+                    crate::context::Context::new(fibre.stack_top(), scheduler::strand_entry, argument);
+                fibre.owned().resident = header.as_ptr();
+            }
+            let first_core = pin.or_else(|| scheduler::here().map(|(_, core)| core)).unwrap_or(0);
+            claimed.publish(pin.is_some(), first_core);
         }
-    } else {
-        // SAFETY: the block is ours until published.
-        let saved = unsafe { &mut *header.as_ref().saved.get() };
-        match saved.first_frame(fibre.stack_top(), scheduler::strand_entry, argument) {
-            // SAFETY: as above.
-            Some(context) => unsafe { *header.as_ref().context.get() = context },
-            None => {
-                fibre.strand_left();
-                // SAFETY: the block was never published; take the closure
-                // back and free the memory without running anything else.
-                let f = unsafe {
-                    let Payload::Closure(f) = ptr::read((*memory.as_ptr()).payload.get()) else {
-                        unreachable!()
+        fibre::Acquired::Overloaded(_) => {
+            // SAFETY: the block is ours until published.
+            let saved = unsafe { &mut *header.as_ref().saved.get() };
+            match saved.first_frame(fibre.stack_top(), scheduler::strand_entry, argument) {
+                // SAFETY: as above.
+                Some(context) => unsafe { *header.as_ref().context.get() = context },
+                None => {
+                    fibre.strand_left();
+                    // SAFETY: the block was never published; take the closure
+                    // back and free the memory without running anything else.
+                    let f = unsafe {
+                        let Payload::Closure(f) = ptr::read((*memory.as_ptr()).payload.get()) else {
+                            unreachable!()
+                        };
+                        ptr::drop_in_place(&raw mut (*memory.as_ptr()).header);
+                        dealloc(memory.as_ptr().cast(), layout);
+                        f
                     };
-                    ptr::drop_in_place(&raw mut (*memory.as_ptr()).header);
-                    dealloc(memory.as_ptr().cast(), layout);
-                    f
-                };
-                return Err(SpawnError::OutOfMemory(f));
+                    return Err(SpawnError::OutOfMemory(f));
+                }
             }
         }
     }
+    crate::chaos::point();
     shared.live_strands.fetch_add(1, SeqCst);
     // SAFETY: built above with a node naming `parent`; not yet runnable.
     unsafe { tree::adopt(header) };

@@ -6,9 +6,13 @@
 //! Run with `make loom`, or:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p roving --release --target host-tuple --test loom_inbox`
 //!
-//! Checked: the owner never runs in two places at once, and every pushed
-//! task is drained by the time both pushers are done (no task is stranded
-//! in an inbox whose owner is idle).
+//! Checked: the owner never runs in two places at once; every pushed task
+//! is drained by the time both pushers are done (no task is stranded in an
+//! inbox whose owner is idle); and no pusher schedules an owner that has
+//! already drained every task and unscheduled itself. A fibre is such an
+//! owner: once its last strand has run and left, it is freed, and
+//! scheduling it then is a use after free. The inbox that kept its flag in
+//! a second word, swapped after the push, fails this last check.
 #![cfg(loom)]
 
 use loom::sync::Arc;
@@ -22,16 +26,21 @@ unsafe fn not_run(_: NonNull<Task>, _: Action, _: NonNull<BlockCache>) {
     unreachable!("the model does not run tasks");
 }
 
+const PUSHERS: usize = 2;
+
 struct Owner {
     inbox: Inbox,
     /// Places the owner is running in right now (must stay at most 1).
     running: AtomicUsize,
     drained: AtomicUsize,
+    /// Set when the owner unscheduled itself with every task drained.
+    retired: AtomicUsize,
 }
 
 impl Owner {
     /// What a party that won the schedule does.
     fn run(&self) {
+        assert_eq!(self.retired.load(SeqCst), 0, "a pusher scheduled an owner that had retired");
         assert_eq!(self.running.fetch_add(1, SeqCst), 0, "the owner runs in two places at once");
         loop {
             let mut queue = TaskQueue::new();
@@ -44,6 +53,9 @@ impl Owner {
             self.drained.fetch_add(taken, SeqCst);
             self.running.fetch_sub(1, SeqCst);
             if !self.inbox.finish() {
+                if self.drained.load(SeqCst) == PUSHERS {
+                    self.retired.store(1, SeqCst);
+                }
                 return;
             }
             assert_eq!(self.running.fetch_add(1, SeqCst), 0, "the owner runs in two places at once");
@@ -58,8 +70,9 @@ fn no_task_is_stranded_and_the_owner_runs_alone() {
             inbox: Inbox::new(),
             running: AtomicUsize::new(0),
             drained: AtomicUsize::new(0),
+            retired: AtomicUsize::new(0),
         });
-        let pushers: Vec<_> = (0..2)
+        let pushers: Vec<_> = (0..PUSHERS)
             .map(|_| {
                 let owner = owner.clone();
                 thread::spawn(move || {
@@ -74,6 +87,6 @@ fn no_task_is_stranded_and_the_owner_runs_alone() {
         for pusher in pushers {
             pusher.join().unwrap();
         }
-        assert_eq!(owner.drained.load(SeqCst), 2, "a task was left in an idle inbox");
+        assert_eq!(owner.drained.load(SeqCst), PUSHERS, "a task was left in an idle inbox");
     });
 }

@@ -83,6 +83,7 @@ use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
 use crate::task::{self, Action, IntoTask, Task};
 use alloc::boxed::Box;
+use alloc::sync::{Arc, Weak};
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -110,6 +111,9 @@ pub(crate) struct Local {
 
 /// Everything the cores of one pool share.
 pub(crate) struct Shared {
+    /// The pool's own `Arc`, for what must hold the pool (a fibre it
+    /// claims) but is reached through a `&Shared`.
+    pub(crate) this: Weak<Shared>,
     /// Core indices this pool can hold: `0..slots`, every core of the
     /// machine (up to roving's limit). Every per-core array has this length.
     pub(crate) slots: usize,
@@ -189,12 +193,23 @@ impl Shared {
         members: impl Fn(usize) -> bool,
         config: Config,
         domain: DomainId,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|this| Self::build(this.clone(), slots, members, config, domain))
+    }
+
+    fn build(
+        this: Weak<Shared>,
+        slots: usize,
+        members: impl Fn(usize) -> bool,
+        config: Config,
+        domain: DomainId,
     ) -> Self {
         let cores = slots;
         let flags =
             |f: &dyn Fn(usize) -> bool| (0..slots).map(|core| AtomicBool::new(f(core))).collect::<Box<[_]>>();
         let lists = |n: usize| (0..n).map(|_| CachePadded(AtomicList::new())).collect::<Box<[_]>>();
         let mut shared = Self {
+            this,
             slots,
             members: flags(&members),
             member_count: AtomicUsize::new((0..slots).filter(|&core| members(core)).count()),

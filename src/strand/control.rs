@@ -207,6 +207,14 @@ impl Header {
         task.cast()
     }
 
+    /// The strand's task header, as a pointer that may be turned back into
+    /// the whole control block ([`Header::from_task`]): derived from the
+    /// block's pointer, not from a reference to the field, whose
+    /// provenance would cover the field alone.
+    pub(crate) fn task(strand: NonNull<Header>) -> NonNull<Task> {
+        strand.cast()
+    }
+
     /// Runs the strand's closure (on its own stack).
     ///
     /// # Safety

@@ -11,10 +11,12 @@
 //! each time a strand switches out.
 //!
 //! A fibre is free, or held by one pool while strands live on it. It is
-//! claimed with a bitmap (`fetch_or`, no ABA), and a pool *overloads* a
-//! fibre it holds by raising its strand count, which only succeeds while
-//! the count is not zero: a fibre on its way back to the bitmap is never
-//! joined.
+//! claimed with a bitmap (`fetch_or`, no ABA) and set up by its claimer
+//! before its strand count becomes 1 (`Claimed::publish`); a pool
+//! *overloads* a fibre it holds by raising its strand count, which only
+//! succeeds while the count is not zero: a fibre half-way through being
+//! claimed, or on its way back to the bitmap, is never joined. The last
+//! strand to leave gives the fibre back (`Fibre::strand_left`).
 
 use super::control::Header;
 use super::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
@@ -112,11 +114,18 @@ impl Fibre {
         (self as *const Fibre as usize - TABLE.as_ptr() as usize) / size_of::<Fibre>()
     }
 
+    /// The fibre's task header, as a pointer that may be turned back into
+    /// the fibre ([`Fibre::from_task`]): derived from the fibre, not from a
+    /// reference to the field, whose provenance would cover the field alone.
+    pub(crate) fn task(&'static self) -> NonNull<Task> {
+        NonNull::from(self).cast()
+    }
+
     /// The fibre whose task header is `task`.
     ///
     /// # Safety
     ///
-    /// `task` is the `task` field of a fibre of the table.
+    /// `task` is a fibre's [`Fibre::task`].
     pub(crate) unsafe fn from_task(task: NonNull<Task>) -> &'static Fibre {
         // SAFETY: `task` is the first field of a `#[repr(C)]` static fibre.
         unsafe { &*task.as_ptr().cast::<Fibre>() }
@@ -157,30 +166,37 @@ impl Fibre {
         self.pool.load(Acquire)
     }
 
-    /// Adds a strand to a fibre that `pool` holds and that already has
-    /// strands. Fails on a free or pinned fibre, or one of another pool.
-    fn try_overload(&'static self, pool: &Shared) -> bool {
+    /// Tries to add a strand to a fibre that `pool` holds and that already
+    /// has strands.
+    fn try_overload(&'static self, pool: &Shared) -> Overload {
+        if self.strands.load(Acquire) == 0 {
+            return Overload::Unsettled;
+        }
         if self.pinned.load(Relaxed) {
-            return false;
+            return Overload::Refused;
         }
         let joined = self.strands.fetch_update(AcqRel, Acquire, |n| if n == 0 { None } else { Some(n + 1) });
         if joined.is_err() {
-            return false;
+            return Overload::Unsettled;
         }
-        if ptr::eq(self.pool(), pool) {
-            return true;
+        crate::chaos::point();
+        // Our count holds the fibre: its pool and pin are settled now.
+        if ptr::eq(self.pool(), pool) && !self.pinned.load(Relaxed) {
+            return Overload::Joined;
         }
-        // Another pool's fibre (claimed again since we looked): back out.
-        self.strand_left();
-        false
+        // Another pool's fibre (claimed again since we looked), or pinned
+        // since: back out.
+        if self.strand_left() { Overload::Unsettled } else { Overload::Refused }
     }
 
-    /// Takes one strand off the count; the last one gives the fibre back.
-    /// Called by the core running the fibre, or by a spawner backing out.
-    pub(crate) fn strand_left(&'static self) {
+    /// Takes one strand off the count; the last one gives the fibre back,
+    /// and then this returns `true`. Called by the core running the fibre,
+    /// after it has unscheduled it, or by a spawner backing out.
+    pub(crate) fn strand_left(&'static self) -> bool {
         if self.strands.fetch_sub(1, AcqRel) != 1 {
-            return;
+            return false;
         }
+        crate::chaos::point();
         let pool = self.pool.swap(ptr::null_mut(), AcqRel);
         self.pinned.store(false, Relaxed);
         self.resident_id.store(0, Relaxed);
@@ -191,12 +207,112 @@ impl Fibre {
         CLAIMED[bit / WORD_BITS].fetch_and(!(1 << (bit % WORD_BITS)), Release);
         // SAFETY: made by `Arc::into_raw` when the fibre was claimed.
         drop(unsafe { Arc::from_raw(pool) });
+        true
     }
 }
 
-/// Claims a free fibre for `pool` with one strand on it, or `None` if
-/// every fibre is held.
-pub(crate) fn claim(pool: &Shared) -> Option<&'static Fibre> {
+/// What became of one attempt to overload a fibre.
+enum Overload {
+    /// The strand was added.
+    Joined,
+    /// The fibre cannot take it: pinned, or another pool's.
+    Refused,
+    /// The fibre has no strand: it is free, or being claimed or given
+    /// back. A scan that met one cannot conclude that no fibre is left.
+    Unsettled,
+}
+
+/// A fibre claimed for a pool, whose first strand is not yet published:
+/// its stack and state belong to the claimer, and no spawner overloads it
+/// (its strand count is still zero).
+pub(crate) struct Claimed(&'static Fibre);
+
+impl Claimed {
+    /// The fibre.
+    pub(crate) fn fibre(&self) -> &'static Fibre {
+        self.0
+    }
+
+    /// Publishes the fibre with its first strand, which is set up (resident,
+    /// with its context) by now: from here on it may be scheduled, and, if
+    /// not `pinned`, overloaded. `last_core` is where it runs first.
+    pub(crate) fn publish(self, pinned: bool, last_core: usize) {
+        let fibre = self.0;
+        fibre.pinned.store(pinned, Relaxed);
+        fibre.last_core.store(last_core, Relaxed);
+        crate::chaos::point();
+        fibre.strands.store(1, Release);
+    }
+}
+
+/// A fibre for a new strand.
+pub(crate) enum Acquired {
+    /// A free fibre, now the pool's, to be published with its strand.
+    Fresh(Claimed),
+    /// A fibre the pool already holds, now counting one more strand.
+    Overloaded(&'static Fibre),
+}
+
+impl Acquired {
+    /// The fibre.
+    pub(crate) fn fibre(&self) -> &'static Fibre {
+        match self {
+            Self::Fresh(claimed) => claimed.fibre(),
+            Self::Overloaded(fibre) => fibre,
+        }
+    }
+}
+
+/// Finds a fibre for a new strand of `pool`: a free one if any, else, if
+/// `share` allows it, one the pool already holds that `share` does not
+/// rule out (copy-swap). `None` only after a whole scan in which every
+/// fibre was held: a fibre that is free, or half-way through being
+/// claimed or given back, when the scan passes it sends the search round
+/// again.
+///
+/// The claim and the overload are separate passes, so a fibre given back
+/// between them is missed by both; the rescan keeps that from being
+/// reported as "no fibre". (It was, under load: a spawner lost its CPU
+/// between the passes while another core ran every other strand to its
+/// end.)
+pub(crate) fn acquire(pool: &Shared, share: Option<&dyn Fn(&Fibre) -> bool>) -> Option<Acquired> {
+    acquire_with(pool, share, crate::chaos::point)
+}
+
+/// [`acquire`], calling `between` between the claim and the overload scan
+/// (where a test gives fibres back).
+fn acquire_with(
+    pool: &Shared,
+    share: Option<&dyn Fn(&Fibre) -> bool>,
+    mut between: impl FnMut(),
+) -> Option<Acquired> {
+    loop {
+        if let Some(claimed) = claim(pool) {
+            return Some(Acquired::Fresh(claimed));
+        }
+        between();
+        let mut unsettled = false;
+        let start = CURSOR.fetch_add(1, Relaxed) % FIBRES;
+        for offset in 0..FIBRES {
+            let fibre = &TABLE[(start + offset) % FIBRES];
+            match share {
+                Some(avoid) if !avoid(fibre) => match fibre.try_overload(pool) {
+                    Overload::Joined => return Some(Acquired::Overloaded(fibre)),
+                    Overload::Unsettled => unsettled = true,
+                    Overload::Refused => {}
+                },
+                _ => unsettled |= fibre.strands.load(Acquire) == 0,
+            }
+        }
+        if !unsettled {
+            return None;
+        }
+        crate::atomics::spin_hint();
+    }
+}
+
+/// Claims a free fibre for `pool`, or `None` if every fibre is held.
+fn claim(pool: &Shared) -> Option<Claimed> {
     let start = CURSOR.fetch_add(1, Relaxed) % FIBRES;
     for offset in 0..FIBRES {
         let index = (start + offset) % FIBRES;
@@ -205,25 +321,16 @@ pub(crate) fn claim(pool: &Shared) -> Option<&'static Fibre> {
             continue;
         }
         let fibre = &TABLE[index];
-        // SAFETY: every `Shared` lives in an `Arc` (`Pool`), which the
-        // caller's reference keeps alive; the fibre now holds one more.
-        unsafe { Arc::increment_strong_count(pool) };
-        fibre.pool.store(ptr::from_ref(pool).cast_mut(), Release);
-        fibre.strands.store(1, Release);
+        crate::chaos::point();
+        // The fibre keeps the pool alive while it holds it. The pointer
+        // comes from the pool's own `Arc`, so it may reach the counts.
+        let holder = pool.this.upgrade().expect("a pool that spawns is alive");
+        fibre.pool.store(Arc::into_raw(holder).cast_mut(), Release);
         // SAFETY: the canary's word is the lowest of a stack we now hold.
         unsafe { fibre.stack_bottom().cast::<u64>().write_volatile(CANARY) };
-        return Some(fibre);
+        return Some(Claimed(fibre));
     }
     None
-}
-
-/// Adds one strand to a fibre `pool` already holds (copy-swap), other than
-/// those `avoid` names, or `None` if it holds none that can take one.
-pub(crate) fn overload(pool: &Shared, avoid: impl Fn(&Fibre) -> bool) -> Option<&'static Fibre> {
-    let start = CURSOR.fetch_add(1, Relaxed) % FIBRES;
-    (0..FIBRES)
-        .map(|offset| &TABLE[(start + offset) % FIBRES])
-        .find(|fibre| !avoid(fibre) && fibre.try_overload(pool))
 }
 
 /// The fibre's task function: run its next runnable strand.
@@ -299,4 +406,54 @@ pub fn guard_hit(address: usize) -> Option<GuardHit> {
     }
     let strand = super::StrandId::from_raw(TABLE[fibre].resident_id.load(Relaxed));
     Some(GuardHit { fibre, strand })
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+    use crate::Config;
+    use crate::domain::DomainId;
+
+    /// Holds every fibre for `pool`, each with one pinned strand (so none
+    /// can be shared).
+    fn hold_every_fibre(pool: &Shared) -> Vec<&'static Fibre> {
+        (0..FIBRES)
+            .map(|_| match acquire(pool, None) {
+                Some(Acquired::Fresh(claimed)) => {
+                    let fibre = claimed.fibre();
+                    claimed.publish(true, 0);
+                    fibre
+                }
+                _ => panic!("a free fibre was not found"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn no_fibre_only_when_every_fibre_is_held_and_a_fibre_given_back_mid_search_is_found() {
+        let pool = Shared::new(1, |_| true, Config::new(), DomainId::MAIN);
+        let avoid_none = |_: &Fibre| false;
+        for share in [None, Some(&avoid_none as &dyn Fn(&Fibre) -> bool)] {
+            let held = hold_every_fibre(&pool);
+            assert_eq!(claimed(), FIBRES);
+            assert!(acquire(&pool, share).is_none(), "every fibre is held, and pinned");
+
+            // Every fibre is given back after the claim scan found none
+            // free and before the overload scan: the search must go round
+            // again rather than report that no fibre is left.
+            let mut give_back = Some(held);
+            let found = acquire_with(&pool, share, || {
+                for fibre in give_back.take().into_iter().flatten() {
+                    assert!(fibre.strand_left(), "the fibre's only strand left");
+                }
+            });
+            let Some(Acquired::Fresh(claimed_now)) = found else {
+                panic!("a fibre given back mid-search was missed");
+            };
+            let fibre = claimed_now.fibre();
+            claimed_now.publish(false, 0);
+            assert!(fibre.strand_left());
+            assert_eq!(claimed(), 0, "every fibre is free again");
+        }
+    }
 }

@@ -191,7 +191,8 @@ pub(crate) fn make_runnable(strand: NonNull<Header>) {
     // SAFETY: as in `signal`; the fibre is static.
     let fibre = unsafe { strand.as_ref() }.fibre;
     // SAFETY: the strand is in no list (it was running or blocked).
-    if unsafe { fibre.inbox.push(NonNull::from(&strand.as_ref().task)) } {
+    if unsafe { fibre.inbox.push(Header::task(strand)) } {
+        crate::chaos::point();
         schedule(fibre);
     }
 }
@@ -201,11 +202,7 @@ fn schedule(fibre: &'static Fibre) {
     // SAFETY: a fibre with strands is held by a live pool (the fibre owns
     // a reference to it).
     let pool = unsafe { &*fibre.pool() };
-    pool.schedule_fibre(
-        NonNull::from(&fibre.task),
-        fibre.last_core.load(Relaxed),
-        fibre.pinned.load(Relaxed),
-    );
+    pool.schedule_fibre(fibre.task(), fibre.last_core.load(Relaxed), fibre.pinned.load(Relaxed));
 }
 
 /// The fibre's task: run its next runnable strand (`fibre::run`).
@@ -262,6 +259,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
             if owned.runnable.len() == 0 && !fibre.inbox.finish() {
                 // Unscheduled: whoever makes a strand runnable schedules it
                 // again, unless this was the last strand and it is freed.
+                crate::chaos::point();
                 fibre.strand_left();
                 return;
             }
@@ -282,7 +280,7 @@ fn end_turn(shared: &Shared, me: usize, fibre: &'static Fibre, owned: &mut Owned
 
 /// Queues the fibre, still scheduled, behind this core's other work.
 fn requeue(shared: &Shared, me: usize, fibre: &'static Fibre) {
-    shared.requeue_local(me, NonNull::from(&fibre.task), fibre.pinned.load(Relaxed));
+    shared.requeue_local(me, fibre.task(), fibre.pinned.load(Relaxed));
 }
 
 /// Makes `strand` the resident of `fibre`, saving the current resident's

@@ -101,6 +101,18 @@ impl AtomicList {
         Self { head: AtomicUsize::new(0) }
     }
 
+    /// An empty list, armed: its first push returns [`Pushed::WasArmed`].
+    #[cfg(not(loom))]
+    pub const fn new_armed() -> Self {
+        Self { head: AtomicUsize::new(ARMED) }
+    }
+
+    /// An empty list, armed (loom's atomics are not `const`).
+    #[cfg(loom)]
+    pub fn new_armed() -> Self {
+        Self { head: AtomicUsize::new(ARMED) }
+    }
+
     /// Pushes one task.
     ///
     /// # Safety
@@ -129,6 +141,7 @@ impl AtomicList {
             }
             // SAFETY: the caller owns `oldest` until the exchange publishes it.
             unsafe { Task::set_next(oldest, (head & !TAGS) as *mut Task) };
+            crate::chaos::point();
             match self.head.compare_exchange_weak(head, newest.as_ptr() as usize, SeqCst, Relaxed) {
                 Ok(_) if head & ARMED != 0 => return Pushed::WasArmed,
                 Ok(_) => return Pushed::Queued,
@@ -153,6 +166,12 @@ impl AtomicList {
         NonNull::new((self.head.swap(ARMED, SeqCst) & !TAGS) as *mut Task)
     }
 
+    /// Arms the list if it is empty and neither armed nor closed; returns
+    /// whether it did. A list that holds tasks is left as it is.
+    pub fn arm_if_empty(&self) -> bool {
+        self.head.compare_exchange(0, ARMED, SeqCst, SeqCst).is_ok()
+    }
+
     /// Takes every task and closes the list: later pushes are refused.
     pub fn take_all_and_close(&self) -> Chain {
         NonNull::new((self.head.swap(CLOSED, SeqCst) & !TAGS) as *mut Task)
@@ -167,5 +186,168 @@ impl AtomicList {
     #[inline]
     pub fn has_tasks(&self) -> bool {
         self.head.load(SeqCst) & !TAGS != 0
+    }
+}
+
+/// Host tests of the list and of the inbox built on it, with real threads;
+/// `make test` also runs them under Miri, which checks every access for
+/// data races and the pointer casts for provenance.
+#[cfg(all(test, feature = "std", not(loom)))]
+mod tests {
+    use super::super::inbox::Inbox;
+    use super::super::queue::TaskQueue;
+    use super::*;
+    use crate::task::{Action, storage::BlockCache};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    use std::sync::{Arc, Barrier};
+    use std::thread;
+
+    /// A task that says who pushed it and when.
+    #[repr(C)]
+    struct Stamped {
+        task: Task,
+        sender: usize,
+        sequence: usize,
+    }
+
+    unsafe fn never_run(_: NonNull<Task>, _: Action, _: NonNull<BlockCache>) {
+        unreachable!("these tests only move tasks");
+    }
+
+    fn stamped(sender: usize, sequence: usize) -> NonNull<Task> {
+        let boxed = Box::new(Stamped { task: Task::new(never_run), sender, sequence });
+        NonNull::from(Box::leak(boxed)).cast()
+    }
+
+    /// Takes a task back: who pushed it, and when.
+    fn unstamp(task: NonNull<Task>) -> (usize, usize) {
+        // SAFETY: made by `stamped` from a leaked box, taken exactly once.
+        let stamped = unsafe { Box::from_raw(task.cast::<Stamped>().as_ptr()) };
+        (stamped.sender, stamped.sequence)
+    }
+
+    fn push(list: &AtomicList, task: NonNull<Task>) -> Pushed {
+        // SAFETY: a fresh task from `stamped`, given up (or, if refused,
+        // still ours).
+        unsafe { list.push(task) }
+    }
+
+    fn drain(chain: Chain) -> Vec<(usize, usize)> {
+        let mut queue = TaskQueue::new();
+        // SAFETY: a taken chain is ours.
+        unsafe { queue.append_reversed(chain) };
+        core::iter::from_fn(|| queue.pop_front()).map(unstamp).collect()
+    }
+
+    #[test]
+    fn tags_tell_the_sender_what_it_must_do() {
+        let list = AtomicList::new();
+        assert_eq!(push(&list, stamped(0, 0)), Pushed::Queued);
+        assert_eq!(drain(list.take_all_and_arm()), [(0, 0)]);
+        assert_eq!(push(&list, stamped(0, 1)), Pushed::WasArmed);
+        assert_eq!(push(&list, stamped(0, 2)), Pushed::Queued);
+        assert!(!list.arm_if_empty(), "a list holding tasks is not armed");
+        assert_eq!(drain(list.take_all_and_close()), [(0, 1), (0, 2)]);
+        let refused = stamped(0, 3);
+        assert_eq!(push(&list, refused), Pushed::Closed);
+        assert_eq!(unstamp(refused), (0, 3), "a refused task stays the sender's");
+        list.reopen();
+        assert!(list.arm_if_empty());
+        assert!(!list.arm_if_empty(), "an armed list is not armed twice");
+        assert_eq!(push(&list, stamped(0, 4)), Pushed::WasArmed);
+        assert_eq!(drain(list.take_all()), [(0, 4)]);
+    }
+
+    #[test]
+    fn concurrent_senders_lose_nothing_and_keep_their_order() {
+        const SENDERS: usize = 3;
+        let each = if cfg!(miri) { 30 } else { 10_000 };
+        let list = Arc::new(AtomicList::new());
+        let done = Arc::new(AtomicUsize::new(0));
+        let start = Arc::new(Barrier::new(SENDERS + 1));
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|sender| {
+                let (list, done, start) = (list.clone(), done.clone(), start.clone());
+                thread::spawn(move || {
+                    start.wait();
+                    for sequence in 0..each {
+                        let _ = push(&list, stamped(sender, sequence));
+                    }
+                    done.fetch_add(1, SeqCst);
+                })
+            })
+            .collect();
+        start.wait();
+        let mut next = [0; SENDERS];
+        loop {
+            let finished = done.load(SeqCst) == SENDERS;
+            for (sender, sequence) in drain(list.take_all()) {
+                assert_eq!(sequence, next[sender], "sender {sender}'s tasks out of order");
+                next[sender] += 1;
+            }
+            if finished && !list.has_tasks() {
+                break;
+            }
+            thread::yield_now();
+        }
+        senders.into_iter().for_each(|sender| sender.join().unwrap());
+        assert_eq!(next, [each; SENDERS], "a task was lost");
+    }
+
+    /// An owner that retires (like a fibre that is freed) once it has
+    /// drained every task and unscheduled itself.
+    struct Owner {
+        inbox: Inbox,
+        running: AtomicBool,
+        drained: AtomicUsize,
+        retired: AtomicBool,
+        total: usize,
+    }
+
+    impl Owner {
+        fn run(&self) {
+            assert!(!self.retired.load(SeqCst), "a pusher scheduled an owner that had retired");
+            loop {
+                assert!(!self.running.swap(true, SeqCst), "the owner runs in two places at once");
+                let taken = drain(self.inbox.take_all()).len();
+                self.drained.fetch_add(taken, SeqCst);
+                self.running.store(false, SeqCst);
+                if !self.inbox.finish() {
+                    if self.drained.load(SeqCst) == self.total {
+                        self.retired.store(true, SeqCst);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_inbox_owner_runs_alone_and_is_never_scheduled_after_it_retires() {
+        const PUSHERS: usize = 3;
+        let each = if cfg!(miri) { 20 } else { 5_000 };
+        let owner = Arc::new(Owner {
+            inbox: Inbox::new(),
+            running: AtomicBool::new(false),
+            drained: AtomicUsize::new(0),
+            retired: AtomicBool::new(false),
+            total: PUSHERS * each,
+        });
+        let pushers: Vec<_> = (0..PUSHERS)
+            .map(|pusher| {
+                let owner = owner.clone();
+                thread::spawn(move || {
+                    for sequence in 0..each {
+                        // SAFETY: a fresh task, given up.
+                        if unsafe { owner.inbox.push(stamped(pusher, sequence)) } {
+                            owner.run();
+                        }
+                    }
+                })
+            })
+            .collect();
+        pushers.into_iter().for_each(|pusher| pusher.join().unwrap());
+        assert_eq!(owner.drained.load(SeqCst), PUSHERS * each, "a task was stranded in an idle inbox");
+        assert!(owner.retired.load(SeqCst));
     }
 }
