@@ -18,8 +18,13 @@ board_flags_raspi4b := --no-default-features --features raspi4b
 board_flags_x86-pc := --target x86_64-unknown-none
 HOST := --target host-tuple
 LOOM_PREEMPTIONS ?= 3
+# Miri needs nightly; pinned so a fresh machine checks with what CI used.
+MIRI_TOOLCHAIN := nightly-2026-10-30
+MIRI_TESTS := --lib --test host_platform
+STRESS_SECS ?= 30
+SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores lint setup-check host-test loom no-std custom-platform qemu-test idle-check bench clean
+.PHONY: run image test setup check-board check-cores lint setup-check host-test loom miri stress soak no-std custom-platform qemu-test idle-check bench clean
 
 ## run: boot the demo on QEMU (BOARD=virt by default) with $(CORES) cores
 run: check-board check-cores setup
@@ -29,9 +34,10 @@ run: check-board check-cores setup
 image: check-board setup
 	tools/image $(BOARD)
 
-## test: lint, host tests, loom models, no_std builds, the custom-platform
-## check, the QEMU suite at 1/2/4/8 cores, and the idle-CPU check
-test: setup lint setup-check host-test loom no-std custom-platform qemu-test idle-check
+## test: lint, host tests, loom models, Miri, the oversubscribed stress
+## test, no_std builds, the custom-platform check, the QEMU suite at
+## 1/2/4/8 cores, and the idle-CPU check
+test: setup lint setup-check host-test loom miri stress no-std custom-platform qemu-test idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -61,7 +67,27 @@ setup-check:
 
 ## host-test: the portable core on the host, OS threads as cores
 host-test:
-	cargo test --quiet -p roving --features std $(HOST)
+	ROVING_STRESS_SECS=5 cargo test --quiet -p roving --features std $(HOST)
+
+## miri: the host tests that do not switch stacks, under Stacked Borrows,
+## Tree Borrows, and three more scheduling seeds
+miri:
+	cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(HOST) $(MIRI_TESTS)
+	MIRIFLAGS="-Zmiri-tree-borrows" cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(HOST) $(MIRI_TESTS)
+	for seed in 1 2 3; do \
+		MIRIFLAGS="-Zmiri-seed=$$seed" cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(HOST) $(MIRI_TESTS) || exit 1; \
+	done
+
+## stress: strands on an oversubscribed host, with random delays injected
+## at the protocols' steps (feature chaos), for $(STRESS_SECS) s
+stress:
+	ROVING_STRESS_SECS=$(STRESS_SECS) cargo test --quiet --release -p roving --features std,chaos $(HOST) --test stress
+
+## soak: long stress (not in make test): the host stress for $(SOAK_SECS) s,
+## then the QEMU stress kernels on every board for $(SOAK_SECS) s
+soak: setup
+	ROVING_STRESS_SECS=$(SOAK_SECS) cargo test --quiet --release -p roving --features std,chaos $(HOST) --test stress -- --nocapture
+	tests/qemu/soak $(SOAK_SECS)
 
 ## loom: model-check the lock-free protocols
 loom:
