@@ -32,6 +32,9 @@
 //!
 //! [`start_core`]: super::start_core
 
+#[cfg(all(unix, not(miri)))]
+mod guard;
+
 use super::{CoreEntry, Depth, Doorbell, InterruptState, Platform, Signal, StartCoreError};
 use std::any::Any;
 use std::cell::RefCell;
@@ -150,6 +153,8 @@ impl Machine {
         if cores > MAX_CORES {
             return Err(MachineError::TooManyCores { requested: cores });
         }
+        #[cfg(all(unix, not(miri)))]
+        guard::install();
         let light_spin = thread::available_parallelism().is_ok_and(|threads| cores <= threads.get());
         let cores = (0..cores)
             .map(|_| Core {
@@ -182,6 +187,8 @@ impl Machine {
             return Err(RunError::CoreZeroBusy);
         }
         *lock(&core0.thread) = Some(thread::current());
+        #[cfg(all(unix, not(miri)))]
+        guard::ensure_alternate_stack();
         let outer = MEMBERSHIP.replace(Some(Membership { machine: self.inner.clone(), core: Some(0) }));
 
         let result = panic::catch_unwind(AssertUnwindSafe(main));
@@ -264,6 +271,8 @@ fn core_thread(machine: Arc<Inner>, core: usize, entry: CoreEntry, arg: usize) {
     }
     let me = &machine.cores[core];
     *lock(&me.thread) = Some(thread::current());
+    #[cfg(all(unix, not(miri)))]
+    guard::ensure_alternate_stack();
     let _stopped = Stopped(me);
     MEMBERSHIP.set(Some(Membership { machine: machine.clone(), core: Some(core) }));
     entry(arg);
