@@ -96,8 +96,10 @@ impl Pool {
     ///
     /// [`PoolError::NoCores`] for a pool of zero cores;
     /// [`PoolError::TooManyCores`] for more cores than the machine has (or,
-    /// on bare metal, than roving supports).
+    /// on bare metal, than roving supports); [`PoolError::TooManySearchRounds`]
+    /// and [`PoolError::DeepIdleTooLate`] for settings past their limits.
     pub fn with_config(config: Config) -> Result<Self, PoolError> {
+        config.check()?;
         let available = current::limit(platform::core_count()).min(crate::sleep::counters::MAX_CORES);
         let cores = config.cores.unwrap_or(available);
         if cores == 0 {
@@ -116,7 +118,11 @@ impl Pool {
     /// # Errors
     ///
     /// [`PoolError::NoCores`] for an empty list; [`PoolError::NoSuchCore`]
-    /// for an index the machine (or roving) does not have.
+    /// for an index the machine (or roving) does not have;
+    /// [`PoolError::DuplicateCore`] for a core listed twice;
+    /// [`PoolError::CoreCountMismatch`] if `config` sets a core count other
+    /// than the list's length; and as for [`Pool::with_config`] for the
+    /// other settings.
     pub fn with_cores(cores: &[usize], config: Config) -> Result<Self, PoolError> {
         Self::in_domain(cores, config, DomainId::current())
     }
@@ -130,6 +136,15 @@ impl Pool {
         if let Some(&core) = cores.iter().find(|&&core| core >= available) {
             return Err(PoolError::NoSuchCore { core, available });
         }
+        if let Some((_, &core)) = cores.iter().enumerate().find(|&(i, core)| cores[..i].contains(core)) {
+            return Err(PoolError::DuplicateCore { core });
+        }
+        if let Some(count) = config.cores
+            && count != cores.len()
+        {
+            return Err(PoolError::CoreCountMismatch { config: count, listed: cores.len() });
+        }
+        config.check()?;
         Ok(Self { shared: Shared::new(available, |core| cores.contains(&core), config, domain) })
     }
 

@@ -247,6 +247,41 @@ fn bad_input_gets_typed_errors() {
 }
 
 #[test]
+fn settings_that_cannot_work_are_refused_when_the_pool_is_built() {
+    on_machine(3, || {
+        let rounds = Config::MAX_SEARCH_ROUNDS + 1;
+        let error = Pool::with_config(Config::new().search_rounds(u32::MAX)).err();
+        assert_eq!(error, Some(PoolError::TooManySearchRounds { rounds: u32::MAX }));
+        assert_eq!(
+            Pool::with_config(Config::new().search_rounds(rounds)).err(),
+            Some(PoolError::TooManySearchRounds { rounds })
+        );
+        let pool = Pool::with_config(Config::new().search_rounds(Config::MAX_SEARCH_ROUNDS)).unwrap();
+        assert_eq!(pool.run(|| 5).unwrap(), 5, "the largest accepted setting still lets the pool stop");
+
+        let error = Pool::with_config(Config::new().deep_idle_after(Duration::MAX)).err();
+        assert_eq!(error, Some(PoolError::DeepIdleTooLate { after: Duration::MAX }));
+        assert!(error.unwrap().to_string().contains("at most 3600s"));
+        let pool = Pool::with_config(Config::new().deep_idle_after(Config::MAX_DEEP_IDLE_AFTER)).unwrap();
+        assert_eq!(pool.run(|| 6).unwrap(), 6, "the longest accepted delay works");
+
+        assert_eq!(
+            Pool::with_cores(&[1, 1], Config::new()).err(),
+            Some(PoolError::DuplicateCore { core: 1 })
+        );
+        assert_eq!(
+            Pool::with_cores(&[0, 2], Config::new().cores(1)).err(),
+            Some(PoolError::CoreCountMismatch { config: 1, listed: 2 })
+        );
+        assert_eq!(
+            Pool::with_cores(&[0], Config::new().search_rounds(u32::MAX)).err(),
+            Some(PoolError::TooManySearchRounds { rounds: u32::MAX })
+        );
+        assert!(Pool::with_cores(&[0, 2], Config::new().cores(2)).is_ok());
+    });
+}
+
+#[test]
 fn a_smaller_pool_runs_on_its_cores_only() {
     let outside = Arc::new(AtomicUsize::new(0));
     let o = outside.clone();

@@ -20,6 +20,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// The most [`Config::search_rounds`] a pool accepts: about a second
+    /// of searching on a fast core before it may sleep.
+    pub const MAX_SEARCH_ROUNDS: u32 = 1 << 20;
+
+    /// The longest [`Config::deep_idle_after`] a pool accepts.
+    pub const MAX_DEEP_IDLE_AFTER: Duration = Duration::from_secs(3600);
+
     /// The defaults: every core of the machine, 32 search rounds before a
     /// core gets sleepy, the deep idle tier after 1 ms asleep, and stop
     /// when quiescent.
@@ -46,7 +53,8 @@ impl Config {
 
     /// How many fruitless rounds of searching a core makes before it gets
     /// sleepy (Rayon's default is 32). More rounds trade idle CPU for
-    /// wake-up latency.
+    /// wake-up latency. At most [`Config::MAX_SEARCH_ROUNDS`]: building a
+    /// pool with more fails.
     pub const fn search_rounds(mut self, rounds: u32) -> Self {
         self.search_rounds = rounds;
         self
@@ -55,6 +63,8 @@ impl Config {
     /// How long a core sleeps in the light tier (`WFE`, cheap to wake)
     /// before it moves to the deep tier (`WFI`, woken by an interrupt).
     /// Under QEMU the light tier burns a host CPU, so keep this short there.
+    /// At most [`Config::MAX_DEEP_IDLE_AFTER`]: building a pool with more
+    /// fails.
     pub const fn deep_idle_after(mut self, after: Duration) -> Self {
         self.deep_idle_after = after;
         self
@@ -75,6 +85,20 @@ impl Config {
     pub const fn poller(mut self, poll: fn() -> bool) -> Self {
         self.poller = Some(poll);
         self
+    }
+}
+
+impl Config {
+    /// Whether the settings can work; the core count is checked where the
+    /// machine is known.
+    pub(crate) fn check(&self) -> Result<(), super::PoolError> {
+        if self.search_rounds > Self::MAX_SEARCH_ROUNDS {
+            return Err(super::PoolError::TooManySearchRounds { rounds: self.search_rounds });
+        }
+        if self.deep_idle_after > Self::MAX_DEEP_IDLE_AFTER {
+            return Err(super::PoolError::DeepIdleTooLate { after: self.deep_idle_after });
+        }
+        Ok(())
     }
 }
 

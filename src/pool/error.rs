@@ -129,6 +129,31 @@ pub enum PoolError {
         /// Core indices run `0..available`.
         available: usize,
     },
+    /// A core listed twice for [`Pool::with_cores`](super::Pool::with_cores).
+    DuplicateCore {
+        /// The core listed more than once.
+        core: usize,
+    },
+    /// [`Pool::with_cores`](super::Pool::with_cores) was given a list of
+    /// cores and a [`Config`](super::Config) whose core count says otherwise.
+    CoreCountMismatch {
+        /// The count the config asks for.
+        config: usize,
+        /// How many cores the list names.
+        listed: usize,
+    },
+    /// [`Config::search_rounds`](super::Config::search_rounds) above
+    /// [`Config::MAX_SEARCH_ROUNDS`](super::Config::MAX_SEARCH_ROUNDS).
+    TooManySearchRounds {
+        /// The rounds asked for.
+        rounds: u32,
+    },
+    /// [`Config::deep_idle_after`](super::Config::deep_idle_after) above
+    /// [`Config::MAX_DEEP_IDLE_AFTER`](super::Config::MAX_DEEP_IDLE_AFTER).
+    DeepIdleTooLate {
+        /// The delay asked for.
+        after: core::time::Duration,
+    },
 }
 
 impl fmt::Display for PoolError {
@@ -141,6 +166,20 @@ impl fmt::Display for PoolError {
             Self::NoSuchCore { core, available } => {
                 write!(f, "no core {core}: core indices run 0..{available}")
             }
+            Self::DuplicateCore { core } => write!(f, "core {core} is listed more than once"),
+            Self::CoreCountMismatch { config, listed } => {
+                write!(f, "the config asks for {config} cores but the list names {listed}")
+            }
+            Self::TooManySearchRounds { rounds } => write!(
+                f,
+                "{rounds} search rounds asked for; at most {} (a core that never gets sleepy never sleeps)",
+                super::Config::MAX_SEARCH_ROUNDS
+            ),
+            Self::DeepIdleTooLate { after } => write!(
+                f,
+                "deep idle after {after:?} asked for; at most {:?}",
+                super::Config::MAX_DEEP_IDLE_AFTER
+            ),
         }
     }
 }
