@@ -29,7 +29,7 @@ pub use condvar::Condvar;
 pub use event::Event;
 pub use mutex::{Mutex, MutexGuard, TryLockError};
 pub(crate) use mutex::{MutexCore, release_held};
-pub use semaphore::Semaphore;
+pub use semaphore::{Semaphore, TooManyPermits};
 
 use crate::time::Instant;
 use core::time::Duration;

@@ -113,7 +113,7 @@ fn semaphore_limits_concurrency_and_times_out() {
                         most.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
                         strand::yield_now().unwrap();
                         inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                        permits.release(1);
+                        permits.release(1).unwrap();
                     }
                 })
                 .unwrap()
@@ -187,4 +187,16 @@ fn ten_thousand_strands_pass_tokens_around_a_ring_of_channels() {
     let (forwarded, elapsed) = token_ring(strands, rounds);
     assert_eq!(forwarded, strands as u64 * rounds as u64, "a token went missing");
     eprintln!("token ring: {strands} strands x {rounds} rounds in {elapsed:?}");
+}
+
+#[test]
+fn a_semaphore_refuses_to_bank_past_usize_max_and_says_so() {
+    let permits = Semaphore::new(usize::MAX - 1);
+    let error = permits.release(2).unwrap_err();
+    assert_eq!(error, roving::sync::TooManyPermits { banked: usize::MAX - 1, refused: 2 });
+    assert!(error.to_string().contains("not banked"));
+    assert_eq!(permits.available(), usize::MAX - 1, "a refused release changes nothing");
+    permits.release(1).unwrap();
+    assert_eq!(permits.available(), usize::MAX);
+    assert!(permits.release(usize::MAX).is_err(), "a huge release returns at once");
 }

@@ -66,13 +66,48 @@ impl Semaphore {
         )
     }
 
-    /// Gives back `permits`: each goes to a waiting strand if there is one.
-    pub fn release(&self, permits: usize) {
+    /// Gives back `permits`: each goes to a waiting strand if there is one,
+    /// and the rest are banked.
+    ///
+    /// # Errors
+    ///
+    /// [`TooManyPermits`] if banking the rest would take the count past
+    /// `usize::MAX`: the waiters still get theirs, and the error says how
+    /// many permits were not banked (the count is left as it was).
+    pub fn release(&self, permits: usize) -> Result<(), TooManyPermits> {
         let mut state = self.state.lock();
-        for _ in 0..permits {
-            if !state.1.wake_one() {
-                state.0 += 1;
+        let mut left = permits;
+        while left > 0 && state.1.wake_one() {
+            left -= 1;
+        }
+        match state.0.checked_add(left) {
+            Some(banked) => {
+                state.0 = banked;
+                Ok(())
             }
+            None => Err(TooManyPermits { banked: state.0, refused: left }),
         }
     }
 }
+
+/// Why [`Semaphore::release`] did not bank every permit: the count would
+/// have passed `usize::MAX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooManyPermits {
+    /// Permits banked (unchanged by the failed release).
+    pub banked: usize,
+    /// Permits of the release that were not banked.
+    pub refused: usize,
+}
+
+impl core::fmt::Display for TooManyPermits {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "releasing {} more permits would take the {} banked past usize::MAX; they were not banked",
+            self.refused, self.banked
+        )
+    }
+}
+
+impl core::error::Error for TooManyPermits {}
