@@ -236,3 +236,43 @@ fn a_pool_with_a_sleeping_strand_is_not_quiescent() {
     });
     assert_eq!(woke.load(SeqCst), 1, "run returned while a strand was still asleep");
 }
+
+#[test]
+fn a_joined_strand_is_no_longer_counted_live_when_join_returns() {
+    let wrong = support::run_pool(4, |pool| {
+        let mut wrong = Vec::new();
+        for round in 0..2_000 {
+            strand::spawn(|| ()).unwrap().join().unwrap();
+            let live = pool.live_strands();
+            if live != 1 {
+                wrong.push((round, live));
+            }
+        }
+        // A cancelled strand whose six children wait on an event that is
+        // never set: once its join returns, only the root is left.
+        for round in 0..200 {
+            let parent = strand::spawn(|| {
+                let never = Arc::new(roving::sync::Event::new());
+                let children: Vec<_> = (0..6)
+                    .map(|_| {
+                        let never = never.clone();
+                        strand::spawn(move || never.wait()).unwrap()
+                    })
+                    .collect();
+                let _ = strand::sleep(Duration::from_secs(60));
+                drop(children);
+            })
+            .unwrap();
+            strand::sleep(Duration::from_micros(200)).unwrap();
+            parent.cancel().unwrap();
+            let _ = parent.join();
+            let live = pool.live_strands();
+            if live != 1 {
+                wrong.push((10_000 + round, live));
+            }
+        }
+        wrong
+    })
+    .unwrap();
+    assert!(wrong.is_empty(), "(round, live strands) read right after a join: {wrong:?}");
+}

@@ -149,6 +149,11 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
     // us never finds us still anchored to its frame.
     // SAFETY: finishing; the tree does not touch us after this.
     let unclaimed = unsafe { tree::leave(me, unclaimed) };
+    // No longer live, before the joiner hears of it: a joiner that reads
+    // the pool's count at once must not count us. (The core still has to
+    // switch away; quiescence also waits for every core to be asleep.)
+    // SAFETY: a fibre with strands is held by a live pool.
+    unsafe { &*header.fibre.pool() }.live_strands.fetch_sub(1, SeqCst);
     let joiner = header.joiner.swap(FINISHED, AcqRel);
     if let Some(joiner) = NonNull::new(joiner) {
         signal(joiner, state::SIGNALLED);
@@ -253,7 +258,6 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         Outcome::Finished => {
             owned.resident = ptr::null_mut();
             fibre.resident_id.store(0, Relaxed);
-            shared.live_strands.fetch_sub(1, SeqCst);
             // SAFETY: the strand's own reference; it never runs again.
             unsafe { Header::release(strand) };
             if owned.runnable.len() == 0 && !fibre.inbox.finish() {
