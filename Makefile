@@ -21,6 +21,8 @@ LOOM_PREEMPTIONS ?= 3
 # Miri needs nightly; pinned so a fresh machine checks with what CI used.
 MIRI_TOOLCHAIN := nightly-2026-10-30
 MIRI_TESTS := --lib --test host_platform
+# cargo-miri cannot build its sysroot for the `host-tuple` alias.
+MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
 STRESS_SECS ?= 30
 SOAK_SECS ?= 1800
 
@@ -72,10 +74,10 @@ host-test:
 ## miri: the host tests that do not switch stacks, under Stacked Borrows,
 ## Tree Borrows, and three more scheduling seeds
 miri:
-	cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(HOST) $(MIRI_TESTS)
-	MIRIFLAGS="-Zmiri-tree-borrows" cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(HOST) $(MIRI_TESTS)
+	cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(MIRI_HOST) $(MIRI_TESTS)
+	MIRIFLAGS="-Zmiri-tree-borrows" cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(MIRI_HOST) $(MIRI_TESTS)
 	for seed in 1 2 3; do \
-		MIRIFLAGS="-Zmiri-seed=$$seed" cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(HOST) $(MIRI_TESTS) || exit 1; \
+		MIRIFLAGS="-Zmiri-seed=$$seed" cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(MIRI_HOST) $(MIRI_TESTS) || exit 1; \
 	done
 
 ## stress: strands on an oversubscribed host, with random delays injected
