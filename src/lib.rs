@@ -76,6 +76,7 @@ pub mod platform;
 #[cfg(not(loom))]
 pub mod pool;
 mod sleep;
+mod spin_lock;
 #[cfg(not(loom))]
 pub mod strand;
 #[cfg(not(loom))]
@@ -87,8 +88,8 @@ pub mod time;
 pub use join::join;
 #[cfg(not(loom))]
 pub use pool::{
-    Config, CoreStats, DestroyError, PinError, Pool, PoolError, PostError, ResizeError, RunError, free_cores,
-    post, spawn,
+    Config, CoreStats, Deadlock, DestroyError, OnDeadlock, PinError, Pool, PoolError, PostError, ResizeError,
+    RunError, free_cores, post, spawn,
 };
 
 /// Internals, exposed only to the loom models in `tests/loom_*.rs` so they

@@ -43,6 +43,7 @@
 
 mod config;
 pub(crate) mod current;
+mod deadlock;
 mod entries;
 mod error;
 mod lifetime;
@@ -54,6 +55,7 @@ mod timers;
 mod worker;
 
 pub use config::Config;
+pub use deadlock::{Deadlock, OnDeadlock, Waiter};
 pub use error::{DestroyError, PinError, PoolError, PostError, ResizeError, RunError, SendError};
 pub use resize::free_cores;
 pub use stats::CoreStats;
@@ -251,6 +253,11 @@ impl Pool {
         self.shared.live_strands.load(SeqCst)
     }
 
+    /// The last deadlock found in this pool, if any (see [`OnDeadlock`]).
+    pub fn deadlock(&self) -> Option<Deadlock> {
+        self.shared.deadlock.lock().clone()
+    }
+
     /// Each core's counters, by core index.
     pub fn stats(&self) -> Vec<CoreStats> {
         self.shared.stats.iter().map(|s| s.snapshot()).collect()
@@ -341,6 +348,11 @@ impl Pool {
         }
         let root_failure = root.into_result().err();
         match (root_failure, shared.failure.lock().take()) {
+            // The deadlock came first: the root failed of its cancel.
+            (Some(root), Some(mut deadlock)) if deadlock.deadlock().is_some() => {
+                deadlock.absorb(&root);
+                Err(RunError::Failed(*deadlock))
+            }
             (Some(mut first), Some(other)) => {
                 first.absorb(&other);
                 Err(RunError::Failed(first))

@@ -168,6 +168,10 @@ pub trait Sleeper {
     fn committed(&mut self);
     /// Waits for the doorbell; may return spuriously.
     fn wait(&mut self);
+    /// Passes the time between two fruitless rounds of searching.
+    fn between_rounds(&mut self) {
+        core::hint::spin_loop();
+    }
 }
 
 /// Where an idle core is in the protocol; owned by that core.
@@ -240,12 +244,12 @@ impl Sleep {
         // core falls asleep while others are busy.
         if idle.rounds < self.rounds_until_sleepy {
             idle.rounds += 1;
-            core::hint::spin_loop();
+            me.between_rounds();
             Outcome::Searching
         } else if idle.rounds == self.rounds_until_sleepy {
             idle.jobs_counter = self.counters.get_sleepy();
             idle.rounds += 1;
-            core::hint::spin_loop();
+            me.between_rounds();
             Outcome::Searching
         } else {
             self.sleep(idle, core, me)

@@ -297,7 +297,7 @@ pub fn sleep(duration: Duration) -> Result<(), WaitError> {
 ///
 /// As for [`sleep`].
 pub fn sleep_until(deadline: Instant) -> Result<(), WaitError> {
-    match wait::block(BlockReason::Sleeping, Some(deadline), |_| true)? {
+    match wait::block(BlockReason::Sleeping, 0, Some(deadline), |_| true)? {
         Woken::Interrupted => Err(WaitError::Interrupted),
         Woken::TimedOut | Woken::Signalled => Ok(()),
     }
@@ -466,7 +466,7 @@ impl<T> RawHandle<T> {
         }
         let target = self.header;
         let registered = core::cell::Cell::new(None);
-        let woken = wait::block(BlockReason::Join, None, |me| {
+        let woken = wait::block(BlockReason::Join, target.as_ptr().expose_provenance(), None, |me| {
             // SAFETY: the handle keeps the target alive; `me` is running.
             let (slot, me_ref) = unsafe { (&target.as_ref().joiner, me.as_ref()) };
             // The finishing strand signals us after it may have seen us

@@ -301,3 +301,57 @@ fn a_shutdown_drops_pending_messages_and_counts_them() {
     // The turn task, and the 100 messages it held.
     assert_eq!(discarded, 101);
 }
+
+struct Bomb;
+
+impl Actor for Bomb {
+    type Message = ();
+    fn handle(&mut self, (): (), _: &mut Context<'_, Self>) {
+        panic!("an actor failed on purpose");
+    }
+}
+
+/// When one actor's panic stops the pool, every message another actor
+/// accepted is either handled or dropped and counted as discarded.
+#[test]
+fn after_an_actor_panics_other_actors_accepted_messages_are_handled_or_counted() {
+    for round in 0..20 {
+        let (handled, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (h, d) = (handled.clone(), dropped.clone());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let a = accepted.clone();
+        let kept = Arc::new(Mutex::new(None));
+        let keep = kept.clone();
+        let outcome = support::with_turn(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                roving::platform::host::Machine::new(4).unwrap().run(move || {
+                    let pool = Pool::new().unwrap();
+                    *keep.lock().unwrap() = Some(pool.clone());
+                    pool.run(|| {
+                        let counter = pool.spawn_actor(Slow { handled: h });
+                        let bomb = pool.spawn_actor(Bomb);
+                        for k in 0..1_000 {
+                            if k == 10 {
+                                let _ = bomb.send(());
+                            }
+                            if counter.send(Counted(d.clone())).is_ok() {
+                                a.fetch_add(1, SeqCst);
+                            }
+                        }
+                    })
+                })
+            }))
+        });
+        assert!(outcome.is_err(), "round {round}: the panic is raised again by run");
+        let pool = kept.lock().unwrap().take().unwrap();
+        let discarded: u64 = pool.stats().iter().map(|s| s.discarded).sum();
+        let handled = handled.load(SeqCst) as u64;
+        assert_eq!(dropped.load(SeqCst), 1_000, "round {round}: every message was dropped exactly once");
+        // Discarded counts the messages and the turn tasks that held them.
+        let accepted = accepted.load(SeqCst) as u64;
+        assert!(
+            handled + discarded >= accepted,
+            "round {round}: {handled} handled and {discarded} discarded of {accepted} accepted"
+        );
+    }
+}

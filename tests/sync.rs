@@ -200,3 +200,35 @@ fn a_semaphore_refuses_to_bank_past_usize_max_and_says_so() {
     assert_eq!(permits.available(), usize::MAX);
     assert!(permits.release(usize::MAX).is_err(), "a huge release returns at once");
 }
+
+/// Five strands in a pipeline of `bounded(1)` channels pass 100,000 items
+/// on a machine with more cores than the host has CPUs. Internal spin
+/// locks whose holder the OS had descheduled made this take minutes (the
+/// watchdog's 120 s ran out); it takes about half a second on 2 CPUs.
+#[test]
+fn a_strand_pipeline_finishes_with_more_cores_than_cpus() {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let sum = on_pool(cpus + 1, || {
+        let (first, mut upstream) = channel::bounded::<u64>(1).unwrap();
+        let stages: Vec<_> = (0..4)
+            .map(|_| {
+                let (sender, receiver) = channel::bounded::<u64>(1).unwrap();
+                let input = std::mem::replace(&mut upstream, receiver);
+                strand::spawn(move || {
+                    while let Ok(item) = input.recv() {
+                        sender.send(item + 1).unwrap();
+                    }
+                })
+                .unwrap()
+            })
+            .collect();
+        let sink = strand::spawn(move || std::iter::from_fn(|| upstream.recv().ok()).sum::<u64>()).unwrap();
+        for item in 0..100_000u64 {
+            first.send(item).unwrap();
+        }
+        drop(first);
+        stages.into_iter().for_each(|stage| stage.join().unwrap());
+        sink.join().unwrap()
+    });
+    assert_eq!(sum, (0..100_000u64).map(|item| item + 4).sum::<u64>());
+}

@@ -4,6 +4,7 @@
 use super::callback::Pending;
 use super::{Inner, Loop, PinError};
 use crate::pool::Pool;
+use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
 use crate::sync::WaitError;
@@ -175,14 +176,14 @@ struct Registry {
 /// made for it has fired (or been dropped).
 #[derive(Clone)]
 pub struct Context {
-    registry: Arc<spin::Mutex<Registry>>,
+    registry: Arc<SpinLock<Registry>>,
 }
 
 impl Context {
     /// A context with no objects.
     pub fn new() -> Self {
         Self {
-            registry: Arc::new(spin::Mutex::new(Registry {
+            registry: Arc::new(SpinLock::new(Registry {
                 live: 0,
                 closed: false,
                 objects: Vec::new(),

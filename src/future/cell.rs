@@ -15,6 +15,7 @@
 //! that see `ready` (with acquire) see the result.
 
 use super::FutureError;
+use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
 use crate::sync::WaitError;
@@ -46,7 +47,7 @@ struct Waiters {
 /// What every handle of one future reads: the result and its waiters.
 pub(crate) struct Header<T> {
     ready: AtomicBool,
-    waiters: spin::Mutex<Waiters>,
+    waiters: SpinLock<Waiters>,
     /// Written once by the task before `ready`; then read by handles.
     result: UnsafeCell<Option<Result<T, FutureError>>>,
 }
@@ -62,7 +63,7 @@ impl<T> Header<T> {
     fn new() -> Self {
         Self {
             ready: AtomicBool::new(false),
-            waiters: spin::Mutex::new(Waiters {
+            waiters: SpinLock::new(Waiters {
                 ready: false,
                 strands: WaitQueue::new(),
                 wakers: Vec::new(),

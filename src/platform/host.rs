@@ -295,6 +295,18 @@ struct HostPlatform;
 /// threads.
 const LIGHT_SPIN: Duration = Duration::from_micros(50);
 
+/// What a searching core does between two fruitless rounds. With more
+/// cores than CPUs, a core that spins while it searches keeps a working
+/// core's thread off a CPU, so it yields its thread instead.
+pub(crate) fn between_search_rounds() {
+    let oversubscribed = MEMBERSHIP.with_borrow(|m| m.as_ref().is_some_and(|m| !m.machine.light_spin));
+    if oversubscribed {
+        thread::yield_now();
+    } else {
+        core::hint::spin_loop();
+    }
+}
+
 /// The light tier's stand-in for `WFE`: watches the doorbell until it is
 /// rung (true), `LIGHT_SPIN` has passed, or `deadline` (false).
 fn rung_while_spinning(doorbell: &Doorbell, deadline: Option<u64>) -> bool {

@@ -17,6 +17,7 @@ pub struct Config {
     pub(crate) deep_idle_after: Duration,
     pub(crate) stop_when_quiescent: bool,
     pub(crate) poller: Option<fn() -> bool>,
+    pub(crate) on_deadlock: super::OnDeadlock,
 }
 
 impl Config {
@@ -28,8 +29,8 @@ impl Config {
     pub const MAX_DEEP_IDLE_AFTER: Duration = Duration::from_secs(3600);
 
     /// The defaults: every core of the machine, 32 search rounds before a
-    /// core gets sleepy, the deep idle tier after 1 ms asleep, and stop
-    /// when quiescent.
+    /// core gets sleepy, the deep idle tier after 1 ms asleep, stop when
+    /// quiescent, and fail on a deadlock.
     pub const fn new() -> Self {
         Self {
             cores: None,
@@ -37,6 +38,7 @@ impl Config {
             deep_idle_after: Duration::from_millis(1),
             stop_when_quiescent: true,
             poller: None,
+            on_deadlock: super::OnDeadlock::Fail,
         }
     }
 
@@ -76,6 +78,14 @@ impl Config {
     /// which suits pools fed from interrupt handlers.
     pub const fn stop_when_quiescent(mut self, stop: bool) -> Self {
         self.stop_when_quiescent = stop;
+        self
+    }
+
+    /// What the pool does if its strands deadlock (see
+    /// [`OnDeadlock`](super::OnDeadlock)); default: fail with a report.
+    /// Only a pool that stops when quiescent looks for deadlocks.
+    pub const fn on_deadlock(mut self, action: super::OnDeadlock) -> Self {
+        self.on_deadlock = action;
         self
     }
 

@@ -9,6 +9,7 @@
 //! strand whose parent runs in another pool. Only those pay for the
 //! registry (a lock and a reference); spawns inside the pool do not.
 
+use crate::spin_lock::SpinLock;
 use crate::strand::control::{FINISHED, Header};
 use alloc::vec::Vec;
 use core::ptr::NonNull;
@@ -16,7 +17,7 @@ use core::sync::atomic::Ordering::Acquire;
 
 /// A pool's entries, each holding a reference to its control block.
 #[derive(Default)]
-pub(crate) struct Entries(spin::Mutex<Vec<NonNull<Header>>>);
+pub(crate) struct Entries(SpinLock<Vec<NonNull<Header>>>);
 
 // SAFETY: the headers are shared control blocks (`Header` is `Sync`), each
 // kept alive by the reference this registry holds.
@@ -50,6 +51,16 @@ impl Entries {
             false
         });
         entries.push(header);
+    }
+
+    /// Calls `f` on every entry that has not finished, each kept alive by
+    /// the registry meanwhile (the registry is locked during the calls).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(NonNull<Header>)) {
+        for &entry in self.0.lock().iter() {
+            if !finished(entry) {
+                f(entry);
+            }
+        }
     }
 
     /// Cancels every entry that has not finished (and so its subtree).

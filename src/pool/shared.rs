@@ -67,6 +67,7 @@
 //! queued on the waker.
 use super::config::Config;
 use super::current::{self, Worker};
+use super::deadlock::{Deadlock, OnDeadlock};
 use super::entries::Entries;
 use super::error::PostError;
 use super::stats::{self, Counters as Stats};
@@ -76,6 +77,7 @@ use crate::domain::DomainId;
 use crate::join::{self, JoinStack, Slot};
 use crate::platform;
 use crate::sleep::Sleep;
+use crate::spin_lock::SpinLock;
 use crate::strand::Failure;
 use crate::strand::scheduler::StrandCore;
 use crate::task::list::{AtomicList, Chain, Pushed};
@@ -168,9 +170,15 @@ pub(crate) struct Shared {
     pub(crate) timers: Timers,
     /// The first failure that reached the pool unhandled (a root strand's,
     /// or one passed up from a strand with no parent); it stops the pool.
-    pub(crate) failure: spin::Mutex<Option<Box<Failure>>>,
+    pub(crate) failure: SpinLock<Option<Box<Failure>>>,
     #[cfg(feature = "std")]
     pub(crate) panic: std::sync::Mutex<Option<Box<dyn core::any::Any + Send>>>,
+    /// The last deadlock found (`super::deadlock`).
+    pub(crate) deadlock: SpinLock<Option<Deadlock>>,
+    /// A deadlock check is posted or its report stands: no new one.
+    deadlock_pending: AtomicBool,
+    /// Deadlocks acted on with `OnDeadlock::Fail`.
+    deadlocks_failed: AtomicU32,
 }
 
 // SAFETY: `locals` are touched only by their own core while the pool runs,
@@ -238,9 +246,12 @@ impl Shared {
             strands: (0..cores).map(|_| CachePadded(StrandCore::new())).collect(),
             live_strands: AtomicUsize::new(0),
             timers: Timers::new(),
-            failure: spin::Mutex::new(None),
+            failure: SpinLock::new(None),
             #[cfg(feature = "std")]
             panic: std::sync::Mutex::new(None),
+            deadlock: SpinLock::new(None),
+            deadlock_pending: AtomicBool::new(false),
+            deadlocks_failed: AtomicU32::new(0),
         };
         let returns: &[CachePadded<AtomicList>] = &shared.returns;
         let locals = (0..cores)
@@ -649,34 +660,95 @@ impl Shared {
     }
 
     /// Called by a core that has just committed to sleep: if it is the last
-    /// and nothing is queued anywhere, stop the pool (module docs).
+    /// and nothing is queued anywhere, stop the pool, or, if strands still
+    /// live with no deadline armed, look into a deadlock (module docs, and
+    /// `super::deadlock`).
     pub(crate) fn check_quiescence(&self) {
-        if !self.stops_when_quiescent.load(Relaxed) || !self.looks_quiescent() {
+        if !self.stops_when_quiescent.load(Relaxed) || !self.looks_idle() || !self.may_settle() {
             return;
         }
         if self.state.compare_exchange(RUNNING, QUIESCING, SeqCst, SeqCst).is_err() {
             return;
         }
         self.wait_for_outside_posts();
-        if self.looks_quiescent() {
+        if self.looks_idle() && self.live_strands.load(SeqCst) == 0 {
             self.state.store(STOPPED, SeqCst);
             self.sleep.wake_all(ring);
-        } else {
-            self.state.store(RUNNING, SeqCst);
+            return;
+        }
+        let deadlocked = self.looks_idle() && self.may_settle() && !self.deadlock_pending.swap(true, SeqCst);
+        self.state.store(RUNNING, SeqCst);
+        if deadlocked {
+            self.post_deadlock_check();
         }
     }
 
-    /// The checks of the module docs, in their order.
-    fn looks_quiescent(&self) -> bool {
+    /// Whether an idle pool would settle now: stop (no strand lives), or
+    /// be deadlocked (strands live, none has a deadline, and no deadlock
+    /// is being handled already).
+    fn may_settle(&self) -> bool {
+        self.live_strands.load(SeqCst) == 0 || (self.timers.is_empty() && !self.deadlock_pending.load(SeqCst))
+    }
+
+    /// The checks of the module docs, in their order, but for the strands.
+    fn looks_idle(&self) -> bool {
         let nudges = self.sleep.nudges();
-        let lists_empty = !self.injector.has_tasks()
-            && self.mailboxes.iter().all(|m| !m.has_tasks())
-            && self.steal.iter().all(|s| !s.has_tasks())
-            && !join::any_published(self);
-        lists_empty
-            && self.live_strands.load(SeqCst) == 0
+        self.lists_empty()
             && self.sleep.counters().sleeping() == self.member_count()
             && self.sleep.nudges() == nudges
+    }
+
+    fn lists_empty(&self) -> bool {
+        !self.injector.has_tasks()
+            && self.mailboxes.iter().all(|m| !m.has_tasks())
+            && self.steal.iter().all(|s| !s.has_tasks())
+            && !join::any_published(self)
+    }
+
+    /// Posts the deadlock check as a task, from the sleeping core that
+    /// found the pool stuck: it runs on a woken core, outside the sleep
+    /// protocol. Without memory for it, the pool stays as it is.
+    fn post_deadlock_check(&self) {
+        let Some(shared) = self.this.upgrade() else { return };
+        match task::closure::Closure(move || shared.handle_deadlock()).into_task(None) {
+            Ok(task) => self.inject(task, None),
+            Err(_) => self.deadlock_pending.store(false, SeqCst),
+        }
+    }
+
+    /// The deadlock check itself (`super::deadlock`): runs as a task on a
+    /// core of the pool.
+    fn handle_deadlock(&self) {
+        let others_asleep = self.sleep.counters().sleeping() + 1 >= self.member_count();
+        let stuck = others_asleep
+            && self.lists_empty()
+            && self.timers.is_empty()
+            && self.live_strands.load(SeqCst) > 0
+            && self.state.load(SeqCst) == RUNNING;
+        let report = if stuck { Deadlock::of(self) } else { Deadlock { waiting: alloc::vec::Vec::new() } };
+        if report.waiting.is_empty() {
+            // Something moved meanwhile, or no strand could be described.
+            self.deadlock_pending.store(false, SeqCst);
+            return;
+        }
+        #[cfg(feature = "std")]
+        std::eprintln!("roving: {report}");
+        *self.deadlock.lock() = Some(report.clone());
+        if self.config.on_deadlock == OnDeadlock::Wait {
+            // Reported once; `deadlock_pending` stays set.
+            return;
+        }
+        Failure::keep(&mut self.failure.lock(), Box::new(Failure::deadlocked(report)));
+        if self.deadlocks_failed.fetch_add(1, SeqCst) == 0 {
+            // Cancel everything so the strands end and give their fibres
+            // back; the pool stops at quiescence with the deadlock kept.
+            self.closing.store(true, SeqCst);
+            self.deadlock_pending.store(false, SeqCst);
+            self.entries.cancel_all();
+        } else {
+            // Deadlocked again while cancelled (shielded waits): give up.
+            self.stop();
+        }
     }
 
     /// Waits until no outside post is between its state check and its push.

@@ -23,6 +23,7 @@
 
 use super::shared::ring;
 use crate::sleep::watch::{NONE, Watch};
+use crate::spin_lock::SpinLock;
 use crate::strand::control::{Header, state};
 use crate::strand::scheduler;
 use crate::time::Instant;
@@ -41,13 +42,13 @@ unsafe impl Send for Entry {}
 
 /// The heap of deadlines and who watches it.
 pub(crate) struct Timers {
-    heap: spin::Mutex<Vec<Entry>>,
+    heap: SpinLock<Vec<Entry>>,
     watch: Watch,
 }
 
 impl Timers {
     pub(crate) fn new() -> Self {
-        Self { heap: spin::Mutex::new(Vec::new()), watch: Watch::new() }
+        Self { heap: SpinLock::new(Vec::new()), watch: Watch::new() }
     }
 
     /// Adds `strand`'s deadline. Fails only if the heap could not grow.
@@ -79,6 +80,11 @@ impl Timers {
         remove_at(&mut heap, slot as usize);
         // A later deadline (or none) needs no ring: see `sleep::watch`.
         let _ = self.watch.publish(heap.first().map_or(NONE, |top| top.deadline));
+    }
+
+    /// Whether no deadline is armed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.lock().is_empty()
     }
 
     /// Whether a deadline has passed (one load when there is none).

@@ -294,6 +294,13 @@ impl Sleeper for CoreSleeper<'_> {
             || shared.timers.due()
     }
 
+    fn between_rounds(&mut self) {
+        #[cfg(feature = "std")]
+        crate::platform::host::between_search_rounds();
+        #[cfg(not(feature = "std"))]
+        core::hint::spin_loop();
+    }
+
     fn committed(&mut self) {
         stats::add(&self.shared.stats[self.me].sleeps, 1);
         self.slept_at = Some(Instant::now());

@@ -25,7 +25,7 @@ use alloc::alloc::{Layout, dealloc};
 use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, Ordering::*};
+use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicUsize, Ordering::*};
 
 /// Where a strand is, as far as wakers care.
 pub(crate) mod state {
@@ -166,6 +166,9 @@ pub(crate) struct Header {
     /// How many cancellation guards the strand holds; only it writes this.
     pub(crate) shield: AtomicU16,
     reason: AtomicU8,
+    /// The address of what it waits for (a mutex, a queue, a strand it
+    /// joins), or 0: for deadlock reports.
+    waits_on: AtomicUsize,
     /// Null, a strand waiting to join this one, or [`FINISHED`].
     pub(crate) joiner: AtomicPtr<Header>,
     pub(crate) fibre: &'static Fibre,
@@ -186,9 +189,9 @@ unsafe impl Sync for Header {}
 // SAFETY: as above; closures and results are `Send`.
 unsafe impl Send for Header {}
 
-// The knob's floor (`ROVING_STRAND_BYTES` >= 192) leaves room for the
+// The knob's floor (`ROVING_STRAND_BYTES` >= 200) leaves room for the
 // header on every target.
-const _: () = assert!(core::mem::size_of::<Header>() <= 192, "the strand header outgrew the knob's floor");
+const _: () = assert!(core::mem::size_of::<Header>() <= 200, "the strand header outgrew the knob's floor");
 
 /// `joiner` once the strand has finished.
 pub(crate) const FINISHED: *mut Header = core::ptr::dangling_mut::<Header>();
@@ -196,6 +199,16 @@ pub(crate) const FINISHED: *mut Header = core::ptr::dangling_mut::<Header>();
 impl Header {
     pub(crate) fn set_reason(&self, reason: BlockReason) {
         self.reason.store(reason as u8, Relaxed);
+    }
+
+    /// Records what the strand is about to wait for (0: nothing named).
+    pub(crate) fn set_waits_on(&self, object: usize) {
+        self.waits_on.store(object, Relaxed);
+    }
+
+    /// What the strand waits for, as recorded: its address, or 0.
+    pub(crate) fn waits_on(&self) -> usize {
+        self.waits_on.load(Relaxed)
     }
 
     pub(crate) fn reason(&self) -> BlockReason {
@@ -327,6 +340,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 context: UnsafeCell::new(Context::empty()),
                 state: AtomicU32::new(state::RUNNABLE),
                 reason: AtomicU8::new(BlockReason::None as u8),
+                waits_on: AtomicUsize::new(0),
                 refs: AtomicU32::new(2),
                 joiner: AtomicPtr::new(core::ptr::null_mut()),
                 fibre,

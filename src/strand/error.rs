@@ -115,6 +115,9 @@ pub enum WaitError {
     /// Only from [`Mutex`](crate::sync::Mutex): a strand failed while
     /// holding it, so the value may be half-updated. The lock is not held.
     Poisoned,
+    /// Only from [`Mutex`](crate::sync::Mutex): the calling strand already
+    /// holds it, so waiting for it would never end.
+    WouldDeadlock,
 }
 
 impl fmt::Display for WaitError {
@@ -125,6 +128,9 @@ impl fmt::Display for WaitError {
             Self::OutOfMemory => write!(f, "no memory to record the deadline"),
             Self::Interrupted => write!(f, "the strand was cancelled"),
             Self::Poisoned => write!(f, "the mutex is poisoned: a strand failed while holding it"),
+            Self::WouldDeadlock => {
+                write!(f, "the calling strand already holds this mutex: locking it again would wait forever")
+            }
         }
     }
 }

@@ -26,6 +26,13 @@ pub enum FailureKind {
         /// How many were alive when it returned.
         live: usize,
     },
+    /// Its pool deadlocked: every core asleep, no deadline armed, and
+    /// these strands waiting on each other. [`Failure::deadlock`] has the
+    /// report.
+    Deadlock {
+        /// How many strands were waiting.
+        waiting: usize,
+    },
 }
 
 /// Where a panic happened.
@@ -64,6 +71,7 @@ pub struct Failure {
     location: Option<Location>,
     strand: Option<StrandId>,
     others: usize,
+    deadlock: Option<Box<crate::pool::Deadlock>>,
 }
 
 impl Failure {
@@ -73,7 +81,20 @@ impl Failure {
         location: Option<Location>,
         strand: Option<StrandId>,
     ) -> Self {
-        Self { kind, message, location, strand, others: 0 }
+        Self { kind, message, location, strand, others: 0, deadlock: None }
+    }
+
+    /// The failure of a pool whose strands deadlocked, with the report.
+    #[cfg(not(loom))]
+    pub(crate) fn deadlocked(report: crate::pool::Deadlock) -> Self {
+        let kind = FailureKind::Deadlock { waiting: report.waiting.len() };
+        let message = alloc::format!("{report}");
+        Self { deadlock: Some(Box::new(report)), ..Self::new(kind, message, None, None) }
+    }
+
+    /// For [`FailureKind::Deadlock`]: who waited on what.
+    pub fn deadlock(&self) -> Option<&crate::pool::Deadlock> {
+        self.deadlock.as_deref()
     }
 
     /// What kind of failure it is.
@@ -119,15 +140,17 @@ impl Failure {
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.strand {
-            Some(strand) => write!(f, "strand {strand}")?,
-            None => f.write_str("a task")?,
+        match (self.strand, self.kind) {
+            (_, FailureKind::Deadlock { .. }) => f.write_str("the pool")?,
+            (Some(strand), _) => write!(f, "strand {strand}")?,
+            (None, _) => f.write_str("a task")?,
         }
         match self.kind {
             FailureKind::Panicked => f.write_str(" panicked")?,
             FailureKind::ReturnWithLiveStrands { live } => {
                 write!(f, " returned with {live} live strand(s), which were cancelled")?
             }
+            FailureKind::Deadlock { .. } => f.write_str(" deadlocked")?,
         }
         if let Some(location) = &self.location {
             write!(f, " at {location}")?;

@@ -31,7 +31,7 @@ pub const STACK_BYTES: usize = {
 /// included; a bigger one is refused by `spawn` with a typed error.
 pub const STRAND_BYTES: usize = {
     let bytes = parse(option_env!("ROVING_STRAND_BYTES"), 256);
-    assert!(bytes >= 192, "ROVING_STRAND_BYTES must be at least 192 (the control block's own fields)");
+    assert!(bytes >= 200, "ROVING_STRAND_BYTES must be at least 200 (the control block's own fields)");
     bytes
 };
 

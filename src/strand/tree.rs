@@ -32,6 +32,7 @@
 use super::control::{Header, flags, state};
 use super::failure::Failure;
 use super::scheduler;
+use crate::spin_lock::SpinLock;
 use alloc::boxed::Box;
 use core::cell::{Cell, UnsafeCell};
 use core::ptr::{self, NonNull};
@@ -92,7 +93,7 @@ pub(crate) struct Node {
     anchor: *const Anchor,
     /// Links among the parent's children; guarded by the parent's lock.
     siblings: UnsafeCell<[*mut Header; 2]>,
-    family: spin::Mutex<Family>,
+    family: SpinLock<Family>,
     /// The anchor of its own body, for its unscoped children.
     body: Anchor,
 }
@@ -115,11 +116,7 @@ impl Node {
             parent: parent_ptr,
             anchor,
             siblings: UnsafeCell::new([ptr::null_mut(); 2]),
-            family: spin::Mutex::new(Family {
-                first: ptr::null_mut(),
-                waiting: ptr::null(),
-                escalated: None,
-            }),
+            family: SpinLock::new(Family { first: ptr::null_mut(), waiting: ptr::null(), escalated: None }),
             body: Anchor::new(),
         }
     }
@@ -168,6 +165,36 @@ pub(crate) unsafe fn adopt(child: NonNull<Header>) {
     }
     let mut family = family;
     family.first = child.as_ptr();
+}
+
+/// Calls `visit` on `top` and on every strand below it in the tree. Each
+/// is held by a reference while it is visited and its children listed, so
+/// strands may finish meanwhile; one that finishes before it is reached
+/// may be missed. Takes each family lock alone (no nesting).
+pub(crate) fn visit_subtree(top: NonNull<Header>, visit: &mut dyn FnMut(&Header)) {
+    // SAFETY: the caller's reference keeps `top` alive meanwhile.
+    unsafe { top.as_ref() }.acquire();
+    let mut pending = alloc::vec![top];
+    while let Some(strand) = pending.pop() {
+        // SAFETY: held by the reference taken when it was listed.
+        let header = unsafe { strand.as_ref() };
+        visit(header);
+        {
+            let family = header.tree.family.lock();
+            let mut child = family.first;
+            while let Some(linked) = NonNull::new(child) {
+                // SAFETY: a linked child is alive while its parent's lock
+                // is held; the reference keeps it alive after.
+                let linked_ref = unsafe { linked.as_ref() };
+                linked_ref.acquire();
+                pending.push(linked);
+                // SAFETY: links are guarded by the lock we hold.
+                child = unsafe { (*linked_ref.tree.siblings.get())[NEXT] };
+            }
+        }
+        // SAFETY: the reference taken when it was listed, given up once.
+        unsafe { Header::release(strand) };
+    }
 }
 
 /// Unlinks a finished strand from its parent, first passing `failure` up
@@ -283,7 +310,7 @@ pub(crate) fn end_frame(me: NonNull<Header>, frame: Option<&Anchor>) -> usize {
     let waiting = frame.map_or(ALL, |anchor| anchor as *const Anchor);
     loop {
         let mut done = false;
-        let blocked = super::wait::block(super::BlockReason::Scope, None, |_| {
+        let blocked = super::wait::block(super::BlockReason::Scope, 0, None, |_| {
             let mut family = header.tree.family.lock();
             done = family.satisfied(frame);
             if !done {

@@ -39,6 +39,7 @@
 use super::control::{BlockReason, Header, NOT_QUEUED, state};
 use super::error::WaitError;
 use super::scheduler::{self, Outcome};
+use crate::spin_lock::SpinLock;
 use crate::time::Instant;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering::*;
@@ -67,7 +68,8 @@ impl Woken {
 
 /// Blocks the calling strand until it is signalled or `deadline` passes.
 /// `register` makes it findable by a waker and returns `true`; or returns
-/// `false` if there is nothing to wait for after all.
+/// `false` if there is nothing to wait for after all. `on` is the address
+/// of what it waits for (0 if nothing is named), for deadlock reports.
 ///
 /// # Errors
 ///
@@ -76,6 +78,7 @@ impl Woken {
 /// called.
 pub(crate) fn block(
     reason: BlockReason,
+    on: usize,
     deadline: Option<Instant>,
     register: impl FnOnce(NonNull<Header>) -> bool,
 ) -> Result<Woken, WaitError> {
@@ -86,6 +89,7 @@ pub(crate) fn block(
         return Ok(Woken::TimedOut);
     }
     header.set_reason(reason);
+    header.set_waits_on(on);
     let shielded = header.shield.load(Relaxed) > 0;
     header.state.store(if shielded { state::BLOCKED_SHIELDED } else { state::BLOCKED }, SeqCst);
     // SAFETY: a fibre with strands is held by a live pool.
@@ -95,6 +99,7 @@ pub(crate) fn block(
     {
         header.state.store(state::RUNNABLE, SeqCst);
         header.set_reason(BlockReason::None);
+        header.set_waits_on(0);
         return Err(WaitError::OutOfMemory);
     }
     let registered = register(me);
@@ -109,6 +114,7 @@ pub(crate) fn block(
             }
             header.state.store(state::RUNNABLE, SeqCst);
             header.set_reason(BlockReason::None);
+            header.set_waits_on(0);
             return Ok(Woken::Signalled);
         }
         // The timer fired and queued us: suspend to be resumed at once.
@@ -133,6 +139,7 @@ pub(crate) fn block(
         }
     };
     header.set_reason(BlockReason::None);
+    header.set_waits_on(0);
     Ok(woken)
 }
 
@@ -145,13 +152,13 @@ pub(crate) fn block(
 /// [`WaitError::TimedOut`], [`WaitError::Interrupted`], or as for
 /// [`block`].
 pub(crate) fn wait_in<S>(
-    state: &spin::Mutex<S>,
+    state: &SpinLock<S>,
     reason: BlockReason,
     deadline: Option<Instant>,
     queue: impl Fn(&mut S) -> &mut WaitQueue,
     done: impl FnOnce(&mut S) -> bool,
 ) -> Result<(), WaitError> {
-    let woken = block(reason, deadline, |me| {
+    let woken = block(reason, ptr::from_ref(state).addr(), deadline, |me| {
         let mut state = state.lock();
         if done(&mut state) {
             return false;

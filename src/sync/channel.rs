@@ -19,6 +19,7 @@
 //! ```
 
 use super::WaitError;
+use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
 use crate::time::Instant;
@@ -37,7 +38,7 @@ struct State<T> {
 }
 
 struct Channel<T> {
-    state: spin::Mutex<State<T>>,
+    state: SpinLock<State<T>>,
 }
 
 /// The sending half; clone it for more producers.
@@ -203,7 +204,7 @@ pub fn bounded<T: Send>(capacity: usize) -> Result<(Sender<T>, Receiver<T>), Cha
     let mut buffer = VecDeque::new();
     buffer.try_reserve_exact(capacity).map_err(|_| ChannelError::OutOfMemory)?;
     let channel = Arc::new(Channel {
-        state: spin::Mutex::new(State {
+        state: SpinLock::new(State {
             buffer,
             capacity,
             senders: 1,

@@ -1,6 +1,7 @@
 //! A condition variable whose waiters are strands.
 
 use super::{Mutex, MutexGuard, WaitError};
+use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue, Woken};
 use core::time::Duration;
@@ -10,13 +11,13 @@ use core::time::Duration;
 /// the mutex is locked again before `wait` returns. Wake-ups may be
 /// spurious: check the condition in a loop.
 pub struct Condvar {
-    waiters: spin::Mutex<WaitQueue>,
+    waiters: SpinLock<WaitQueue>,
 }
 
 impl Condvar {
     /// A condition variable nobody waits on.
     pub const fn new() -> Self {
-        Self { waiters: spin::Mutex::new(WaitQueue::new()) }
+        Self { waiters: SpinLock::new(WaitQueue::new()) }
     }
 
     /// Unlocks `guard`'s mutex, waits for a notification, locks it again.
@@ -51,12 +52,13 @@ impl Condvar {
         deadline: Option<crate::time::Instant>,
     ) -> Result<(MutexGuard<'a, T>, bool), WaitError> {
         let mutex: &'a Mutex<T> = guard.mutex();
-        let woken = wait::block(BlockReason::Condvar, deadline, move |me| {
-            // SAFETY: we stay live until we leave the queue.
-            unsafe { self.waiters.lock().push_back(me) };
-            drop(guard);
-            true
-        });
+        let woken =
+            wait::block(BlockReason::Condvar, core::ptr::from_ref(self).addr(), deadline, move |me| {
+                // SAFETY: we stay live until we leave the queue.
+                unsafe { self.waiters.lock().push_back(me) };
+                drop(guard);
+                true
+            });
         let timed_out = match woken {
             // The guard went with the closure, unused: the mutex is unlocked.
             Err(error) => return Err(error),

@@ -1,6 +1,7 @@
 //! An event strands wait for.
 
 use super::WaitError;
+use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
 use core::time::Duration;
@@ -9,13 +10,13 @@ use core::time::Duration;
 /// every waiter; it stays raised (later waits return at once) until
 /// [`reset`](Event::reset).
 pub struct Event {
-    state: spin::Mutex<(bool, WaitQueue)>,
+    state: SpinLock<(bool, WaitQueue)>,
 }
 
 impl Event {
     /// An event that is not set.
     pub const fn new() -> Self {
-        Self { state: spin::Mutex::new((false, WaitQueue::new())) }
+        Self { state: SpinLock::new((false, WaitQueue::new())) }
     }
 
     /// Raises the flag and wakes every waiting strand; returns how many.

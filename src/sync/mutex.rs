@@ -126,7 +126,8 @@ impl<T: ?Sized> Mutex<T> {
     /// [`WaitError::Interrupted`] if the strand was cancelled while it
     /// waited; [`WaitError::Poisoned`] if a holder failed (the lock is not
     /// held then); [`WaitError::OutOfMemory`] if the first lock found no
-    /// memory for the lock word.
+    /// memory for the lock word; [`WaitError::WouldDeadlock`] if the
+    /// calling strand holds it already.
     pub fn lock(&self) -> Result<MutexGuard<'_, T>, WaitError> {
         self.lock_until(None)
     }

@@ -1,6 +1,7 @@
 //! A counting semaphore whose waiters are strands.
 
 use super::WaitError;
+use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
 use core::time::Duration;
@@ -9,13 +10,13 @@ use core::time::Duration;
 /// strand while there is none; [`release`](Semaphore::release) hands
 /// permits to waiting strands first, in order, and banks the rest.
 pub struct Semaphore {
-    state: spin::Mutex<(usize, WaitQueue)>,
+    state: SpinLock<(usize, WaitQueue)>,
 }
 
 impl Semaphore {
     /// A semaphore holding `permits`.
     pub const fn new(permits: usize) -> Self {
-        Self { state: spin::Mutex::new((permits, WaitQueue::new())) }
+        Self { state: SpinLock::new((permits, WaitQueue::new())) }
     }
 
     /// Permits banked now.

@@ -33,6 +33,13 @@ pub fn with_watchdog<R>(limit: Duration, what: &'static str, f: impl FnOnce() ->
 #[cfg(feature = "std")]
 static FIBRES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Runs `f` alone among this binary's pool tests (see [`FIBRES`]).
+#[cfg(feature = "std")]
+pub fn with_turn<R>(f: impl FnOnce() -> R) -> R {
+    let _turn = FIBRES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    f()
+}
+
 /// Runs `main` as the root strand of a pool of every core of a host
 /// machine of `cores`, under a watchdog, alone among this binary's pool
 /// tests; `main` gets the pool.

@@ -29,6 +29,7 @@
 //! that gets a poisoned lock passes it straight on and reports
 //! `Poisoned`, so every waiter hears of it.
 
+use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::control::Header;
 use crate::strand::wait::{self, WaitQueue};
@@ -37,7 +38,7 @@ use crate::time::Instant;
 use alloc::boxed::Box;
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::*};
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
@@ -48,7 +49,11 @@ const CONTENDED: u32 = 2;
 pub(crate) struct Core {
     state: AtomicU32,
     poisoned: AtomicBool,
-    waiters: spin::Mutex<WaitQueue>,
+    waiters: SpinLock<WaitQueue>,
+    /// The strand holding the lock, if a strand does (null while a plain
+    /// task or outside code holds it, or while it is handed over): read by
+    /// the self-deadlock check and by deadlock reports.
+    holder: AtomicPtr<Header>,
     /// The next block in its holder's held list; only the holder touches it.
     next_held: Cell<*const Core>,
 }
@@ -72,7 +77,8 @@ impl Core {
         let core = Core {
             state: AtomicU32::new(UNLOCKED),
             poisoned: AtomicBool::new(false),
-            waiters: spin::Mutex::new(WaitQueue::new()),
+            waiters: SpinLock::new(WaitQueue::new()),
+            holder: AtomicPtr::new(ptr::null_mut()),
             next_held: Cell::new(ptr::null()),
         };
         // SAFETY: fresh memory with `Core`'s layout.
@@ -101,6 +107,12 @@ impl Core {
         }
     }
 
+    /// The strand holding the lock, if a strand does and it is not being
+    /// handed over.
+    pub(crate) fn holder(&self) -> Option<NonNull<Header>> {
+        NonNull::new(self.holder.load(Acquire))
+    }
+
     pub(crate) fn is_poisoned(&self) -> bool {
         self.poisoned.load(Acquire)
     }
@@ -120,17 +132,24 @@ impl Core {
         if self.try_acquire() {
             return Ok(());
         }
-        let woken = wait::block(BlockReason::Mutex, deadline, |me| {
-            let mut waiters = self.waiters.lock();
-            // Announce a waiter; if the holder left meanwhile, it is ours.
-            if self.state.swap(CONTENDED, Acquire) == UNLOCKED {
-                return false;
-            }
-            // SAFETY: we stay live until we leave the queue (below or by
-            // being handed the lock).
-            unsafe { waiters.push_back(me) };
-            true
-        })?;
+        if let Some(me) = scheduler::current()
+            && self.holder.load(Acquire) == me.as_ptr()
+        {
+            // Waiting for ourselves would never end.
+            return Err(WaitError::WouldDeadlock);
+        }
+        let woken =
+            wait::block(BlockReason::Mutex, ptr::from_ref(self).expose_provenance(), deadline, |me| {
+                let mut waiters = self.waiters.lock();
+                // Announce a waiter; if the holder left meanwhile, it is ours.
+                if self.state.swap(CONTENDED, Acquire) == UNLOCKED {
+                    return false;
+                }
+                // SAFETY: we stay live until we leave the queue (below or by
+                // being handed the lock).
+                unsafe { waiters.push_back(me) };
+                true
+            })?;
         match woken.error() {
             // Handed over by `unlock`, or it was free when we registered.
             None => Ok(()),
@@ -151,6 +170,7 @@ impl Core {
         }
         let holder = scheduler::current();
         if let Some(me) = holder {
+            self.holder.store(me.as_ptr(), Release);
             // SAFETY: the running strand's own list (module docs).
             unsafe {
                 let head = &mut *me.as_ref().held.get();
@@ -165,6 +185,7 @@ impl Core {
     /// the holder is unwinding from a panic, and unlocks it.
     pub(crate) fn let_go(&self, holder: Holder) {
         if let Some(holder) = holder {
+            self.holder.store(ptr::null_mut(), Release);
             // SAFETY: guards are not `Send`, so `holder` is the running
             // strand, and this block is in its list.
             unsafe { self.unlist(holder) };
@@ -224,6 +245,7 @@ pub(crate) unsafe fn release_held(me: NonNull<Header>, poison: bool) {
     while let Some(core) = unsafe { next.as_ref() } {
         next = core.next_held.get();
         if poison {
+            core.holder.store(ptr::null_mut(), Release);
             core.poisoned.store(true, Release);
             core.unlock();
         }

@@ -1,0 +1,158 @@
+//! Deadlock: a pool whose strands all wait for each other.
+//!
+//! # When a pool is deadlocked
+//!
+//! The last core of a pool to fall asleep checks for quiescence
+//! (`Shared::check_quiescence`). If it finds every core asleep, every
+//! list empty and no outside post in flight, but strands still live and
+//! no deadline armed in the timer heap, nothing in the pool can ever wake
+//! them: only code outside the pool could. A pool that stops when
+//! quiescent ([`Config::stop_when_quiescent`](super::Config::stop_when_quiescent),
+//! the default) already assumes nothing outside will post to it, so it
+//! treats this as a deadlock. A pool built not to stop when quiescent is
+//! fed from outside (interrupt handlers, other threads) and is never
+//! called deadlocked.
+//!
+//! # What happens then
+//!
+//! The checking core posts a task that runs on a woken core, outside the
+//! sleep protocol. It checks again that nothing has run since, then walks
+//! the strands of the pool (its entries and their subtrees) and lists
+//! every blocked one: what it waits for and, for a mutex, which strand
+//! holds it ([`Deadlock`]). Then, as [`OnDeadlock`] says:
+//!
+//! - [`OnDeadlock::Fail`] (the default): the report becomes the pool's
+//!   failure, with [`FailureKind::Deadlock`](crate::strand::FailureKind::Deadlock),
+//!   and every strand of the pool is cancelled, so their waits return
+//!   [`Interrupted`](crate::strand::WaitError::Interrupted), they end, and
+//!   their fibres are given back; the pool then stops at quiescence and
+//!   [`Pool::run`](super::Pool::run) returns the deadlock. If the strands
+//!   deadlock again while cancelled (shielded waits), the pool stops at
+//!   once and they are abandoned.
+//! - [`OnDeadlock::Wait`]: the report is kept ([`Pool::deadlock`](super::Pool::deadlock)),
+//!   printed on the host, and the pool keeps waiting.
+//!
+//! A strand that locks a mutex it already holds is refused at once with
+//! [`WaitError::WouldDeadlock`](crate::strand::WaitError::WouldDeadlock),
+//! in every build.
+
+use super::shared::Shared;
+use crate::strand::control::{Header, state};
+use crate::strand::{BlockReason, StrandId, tree};
+use crate::sync::MutexCore;
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::Ordering::SeqCst;
+
+/// What a pool does when it finds its strands deadlocked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDeadlock {
+    /// Fail the pool with the report (its root's run returns it) and
+    /// cancel every strand so they end.
+    #[default]
+    Fail,
+    /// Keep the report and keep waiting.
+    Wait,
+}
+
+/// A deadlocked pool's strands: who waits on what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deadlock {
+    /// Every blocked strand of the pool, in the order the tree was walked
+    /// (entries first, each before its children).
+    pub waiting: Vec<Waiter>,
+}
+
+/// One blocked strand of a [`Deadlock`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    /// The strand.
+    pub strand: StrandId,
+    /// What kind of wait it is in.
+    pub reason: BlockReason,
+    /// The address of what it waits for (a mutex, a queue, the strand it
+    /// joins), or 0 if the wait names nothing.
+    pub object: usize,
+    /// For a mutex: the strand holding it, if a strand does.
+    pub holder: Option<StrandId>,
+    /// For a join: the strand it waits to finish.
+    pub joins: Option<StrandId>,
+}
+
+impl fmt::Display for Waiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "strand {} ", self.strand)?;
+        match self.reason {
+            BlockReason::Mutex => {
+                write!(f, "waits for the mutex at {:#x}", self.object)?;
+                match self.holder {
+                    Some(holder) => write!(f, ", held by strand {holder}"),
+                    None => write!(f, ", held by no strand (a task, or code outside the pool)"),
+                }
+            }
+            BlockReason::Join => match self.joins {
+                Some(target) => write!(f, "waits to join strand {target}"),
+                None => write!(f, "waits to join a strand"),
+            },
+            BlockReason::Scope => write!(f, "waits for the strands of a scope to end"),
+            reason if self.object != 0 => write!(f, "waits ({reason:?}) on the object at {:#x}", self.object),
+            reason => write!(f, "waits ({reason:?})"),
+        }
+    }
+}
+
+impl fmt::Display for Deadlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "deadlock: every core of the pool is asleep, no deadline is armed, and {} strands wait:",
+            self.waiting.len()
+        )?;
+        for waiter in &self.waiting {
+            write!(f, "\n  {waiter}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Deadlock {
+    /// The blocked strands of `shared`, found by walking its entries'
+    /// subtrees.
+    pub(crate) fn of(shared: &Shared) -> Self {
+        let mut waiting = Vec::new();
+        shared.entries.for_each(|entry| {
+            tree::visit_subtree(entry, &mut |header| {
+                if let Some(waiter) = waiter(header) {
+                    waiting.push(waiter);
+                }
+            });
+        });
+        Self { waiting }
+    }
+}
+
+fn waiter(header: &Header) -> Option<Waiter> {
+    let blocked = matches!(header.state.load(SeqCst), state::BLOCKED | state::BLOCKED_SHIELDED);
+    if !blocked {
+        return None;
+    }
+    let reason = header.reason();
+    let object = header.waits_on();
+    let mut waiter = Waiter { strand: header.id, reason, object, holder: None, joins: None };
+    match reason {
+        BlockReason::Mutex if object != 0 => {
+            // SAFETY: a strand blocked on a mutex borrows it until it
+            // leaves the wait, and its block lives at least as long.
+            let core = unsafe { &*core::ptr::with_exposed_provenance::<MutexCore>(object) };
+            // SAFETY: a holder listed in a mutex is alive while it holds.
+            waiter.holder = core.holder().map(|holder| unsafe { holder.as_ref() }.id);
+        }
+        BlockReason::Join if object != 0 => {
+            // SAFETY: the joiner's handle keeps the target alive while it
+            // waits.
+            waiter.joins = Some(unsafe { &*core::ptr::with_exposed_provenance::<Header>(object) }.id);
+        }
+        _ => {}
+    }
+    Some(waiter)
+}
