@@ -38,7 +38,12 @@ pub(crate) fn init(info: &BootInfo) {
     });
 }
 
-/// Heap bytes: `(in use, total)`.
+/// Heap bytes: `(in use, total)`. Callable from anywhere but an
+/// interrupt handler (it takes the allocator's lock).
 pub fn usage() -> (usize, usize) {
-    (HEAP.used(), SIZE.get().copied().unwrap_or(0))
+    // Not `HEAP.used()`: in embedded-alloc 0.7 it borrows the heap's
+    // RefCell twice in one expression and always panics ("already
+    // borrowed"). Free bytes take one borrow.
+    let total = SIZE.get().copied().unwrap_or(0);
+    (total.saturating_sub(HEAP.free()), total)
 }

@@ -55,6 +55,10 @@ fn main() {
         let tokens = ring_cases::token_ring(strands, rounds);
         assert_eq!(tokens, (strands * rounds) as u64, "a token went missing");
         println!("ring: {strands} strands x {rounds} rounds in {} ms", started.elapsed().as_millis());
+        // From a strand, while other cores allocate: it once always panicked.
+        let (used, total) = roving_kernel::heap::usage();
+        assert!(0 < used && used < total, "heap usage {used} of {total} bytes");
+        println!("heap: {} KiB of {} KiB in use", used / 1024, total / 1024);
         if idle >= Duration::from_millis(100) {
             println!("idle: all {cores} cores idle, {SLEEPERS} strands asleep for {} ms", idle.as_millis());
         }
