@@ -11,7 +11,10 @@
 //! the default) already assumes nothing outside will post to it, so it
 //! treats this as a deadlock. A pool built not to stop when quiescent is
 //! fed from outside (interrupt handlers, other threads) and is never
-//! called deadlocked.
+//! called deadlocked. Nor is a pool while another pool holds a core of the
+//! machine: that pool's strands may set what these wait for (a strand
+//! joining a strand of another pool is the common case). So a deadlock
+//! that spans pools goes unreported.
 //!
 //! # What happens then
 //!

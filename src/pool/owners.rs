@@ -51,3 +51,14 @@ pub(crate) fn holds(core: usize, pool: &Shared) -> bool {
 pub(crate) fn is_free(core: usize) -> bool {
     with_word(core, |word| word.load(SeqCst) == 0)
 }
+
+/// Whether a pool other than `pool` holds any core of `0..cores`: its
+/// strands may still wake `pool`'s (`super::deadlock`).
+pub(crate) fn another_pool_runs(cores: usize, pool: &Shared) -> bool {
+    (0..cores).any(|core| {
+        with_word(core, |word| {
+            let owner = word.load(SeqCst);
+            owner != 0 && owner != key(pool)
+        })
+    })
+}

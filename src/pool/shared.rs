@@ -687,7 +687,10 @@ impl Shared {
     /// be deadlocked (strands live, none has a deadline, and no deadlock
     /// is being handled already).
     fn may_settle(&self) -> bool {
-        self.live_strands.load(SeqCst) == 0 || (self.timers.is_empty() && !self.deadlock_pending.load(SeqCst))
+        self.live_strands.load(SeqCst) == 0
+            || (self.timers.is_empty()
+                && !self.deadlock_pending.load(SeqCst)
+                && !super::owners::another_pool_runs(self.slots, self))
     }
 
     /// The checks of the module docs, in their order, but for the strands.
@@ -723,6 +726,7 @@ impl Shared {
         let stuck = others_asleep
             && self.lists_empty()
             && self.timers.is_empty()
+            && !super::owners::another_pool_runs(self.slots, self)
             && self.live_strands.load(SeqCst) > 0
             && self.state.load(SeqCst) == RUNNING;
         let report = if stuck { Deadlock::of(self) } else { Deadlock { waiting: alloc::vec::Vec::new() } };
