@@ -189,18 +189,12 @@ impl AtomicList {
     }
 }
 
-/// Host tests of the list and of the inbox built on it, with real threads;
-/// `make test` also runs them under Miri, which checks every access for
-/// data races and the pointer casts for provenance.
+/// Tasks that say who pushed them, for the tests below.
 #[cfg(all(test, feature = "std", not(loom)))]
-mod tests {
-    use super::super::inbox::Inbox;
-    use super::super::queue::TaskQueue;
+mod tests_support {
     use super::*;
+    use crate::task::queue::TaskQueue;
     use crate::task::{Action, storage::BlockCache};
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-    use std::sync::{Arc, Barrier};
-    use std::thread;
 
     /// A task that says who pushed it and when.
     #[repr(C)]
@@ -214,30 +208,44 @@ mod tests {
         unreachable!("these tests only move tasks");
     }
 
-    fn stamped(sender: usize, sequence: usize) -> NonNull<Task> {
+    pub(super) fn stamped(sender: usize, sequence: usize) -> NonNull<Task> {
         let boxed = Box::new(Stamped { task: Task::new(never_run), sender, sequence });
         NonNull::from(Box::leak(boxed)).cast()
     }
 
     /// Takes a task back: who pushed it, and when.
-    fn unstamp(task: NonNull<Task>) -> (usize, usize) {
+    pub(super) fn take(task: NonNull<Task>) -> (usize, usize) {
         // SAFETY: made by `stamped` from a leaked box, taken exactly once.
         let stamped = unsafe { Box::from_raw(task.cast::<Stamped>().as_ptr()) };
         (stamped.sender, stamped.sequence)
     }
 
-    fn push(list: &AtomicList, task: NonNull<Task>) -> Pushed {
+    pub(super) fn push(list: &AtomicList, task: NonNull<Task>) -> Pushed {
         // SAFETY: a fresh task from `stamped`, given up (or, if refused,
         // still ours).
         unsafe { list.push(task) }
     }
 
-    fn drain(chain: Chain) -> Vec<(usize, usize)> {
+    pub(super) fn drain(chain: Chain) -> Vec<(usize, usize)> {
         let mut queue = TaskQueue::new();
         // SAFETY: a taken chain is ours.
         unsafe { queue.append_reversed(chain) };
-        core::iter::from_fn(|| queue.pop_front()).map(unstamp).collect()
+        core::iter::from_fn(|| queue.pop_front()).map(take).collect()
     }
+}
+
+/// Host tests of the list and of the inbox built on it, with real threads;
+/// `make test` also runs them under Miri, which checks every access for
+/// data races and the pointer casts for provenance.
+#[cfg(all(test, feature = "std", not(loom)))]
+mod tests {
+    use super::super::inbox::Inbox;
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    use std::sync::{Arc, Barrier};
+    use std::thread;
+
+    use super::tests_support::{drain, push, stamped, take as unstamp};
 
     #[test]
     fn tags_tell_the_sender_what_it_must_do() {
@@ -349,5 +357,104 @@ mod tests {
         pushers.into_iter().for_each(|pusher| pusher.join().unwrap());
         assert_eq!(owner.drained.load(SeqCst), PUSHERS * each, "a task was stranded in an idle inbox");
         assert!(owner.retired.load(SeqCst));
+    }
+}
+
+/// The list against a model: random pushes, takes, arms, closes and
+/// reopens, one thread, every result and every task checked.
+#[cfg(all(test, feature = "std", not(loom), not(miri)))]
+mod model {
+    use super::tests_support::{push, stamped, take};
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Push(usize),
+        TakeAll,
+        TakeAllAndArm,
+        ArmIfEmpty,
+        Close,
+        Reopen,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0..3usize).prop_map(Op::Push),
+            2 => Just(Op::TakeAll),
+            1 => Just(Op::TakeAllAndArm),
+            1 => Just(Op::ArmIfEmpty),
+            1 => Just(Op::Close),
+            1 => Just(Op::Reopen),
+        ]
+    }
+
+    /// What the list should hold and say.
+    #[derive(Default)]
+    struct Model {
+        queued: VecDeque<(usize, usize)>,
+        armed: bool,
+        closed: bool,
+        next: [usize; 3],
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+        #[test]
+        fn the_list_matches_its_model(ops in prop::collection::vec(op(), 0..120)) {
+            let list = AtomicList::new();
+            let mut model = Model::default();
+            for op in ops {
+                match op {
+                    Op::Push(sender) => {
+                        let sequence = model.next[sender];
+                        model.next[sender] += 1;
+                        let task = stamped(sender, sequence);
+                        let expected = if model.closed {
+                            Pushed::Closed
+                        } else if model.armed {
+                            Pushed::WasArmed
+                        } else {
+                            Pushed::Queued
+                        };
+                        prop_assert_eq!(push(&list, task), expected);
+                        if expected == Pushed::Closed {
+                            prop_assert_eq!(take(task), (sender, sequence), "a refused task is the sender's");
+                        } else {
+                            model.queued.push_back((sender, sequence));
+                            model.armed = false;
+                        }
+                    }
+                    Op::TakeAll => {
+                        let taken = super::tests_support::drain(list.take_all());
+                        prop_assert_eq!(taken, model.queued.drain(..).collect::<Vec<_>>());
+                    }
+                    Op::TakeAllAndArm => {
+                        let taken = super::tests_support::drain(list.take_all_and_arm());
+                        prop_assert_eq!(taken, model.queued.drain(..).collect::<Vec<_>>());
+                        model.armed = true;
+                        model.closed = false;
+                    }
+                    Op::ArmIfEmpty => {
+                        let expected = model.queued.is_empty() && !model.armed && !model.closed;
+                        prop_assert_eq!(list.arm_if_empty(), expected);
+                        model.armed |= expected;
+                    }
+                    Op::Close => {
+                        let taken = super::tests_support::drain(list.take_all_and_close());
+                        prop_assert_eq!(taken, model.queued.drain(..).collect::<Vec<_>>());
+                        model.closed = true;
+                        model.armed = false;
+                    }
+                    Op::Reopen => {
+                        list.reopen();
+                        model.closed = false;
+                    }
+                }
+                prop_assert_eq!(list.has_tasks(), !model.queued.is_empty());
+            }
+            let _ = super::tests_support::drain(list.take_all());
+        }
     }
 }
