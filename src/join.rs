@@ -113,6 +113,17 @@ where
     }
     here.offer();
     let settle = Settle { here: &here, frame };
+    #[cfg(feature = "std")]
+    let ra = match std::panic::catch_unwind(core::panic::AssertUnwindSafe(a)) {
+        Ok(ra) => ra,
+        Err(payload) => {
+            // `a` failed: settle `b`, and if it failed too, count it.
+            let ended = ManuallyDrop::new(settle).settle();
+            let others = job.failures(ended);
+            crate::strand::resume_counting(here.strand, payload, others)
+        }
+    };
+    #[cfg(not(feature = "std"))]
     let ra = a();
     let ended = ManuallyDrop::new(settle).settle();
     (ra, job.finish(ended))
@@ -368,6 +379,21 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
             Outcome::Panicked(payload) => std::panic::resume_unwind(payload),
             Outcome::Failed(failure) => crate::strand::raise(*failure),
             Outcome::Pending => unreachable!("a job ended DONE has its outcome"),
+        }
+    }
+
+    /// How many failures `b`'s outcome holds (dropping it): for a join
+    /// whose `a` failed. An unrun `b` is dropped unrun.
+    #[cfg(feature = "std")]
+    fn failures(&self, settled: Settled) -> usize {
+        if let Settled::Unrun = settled {
+            return 0;
+        }
+        // SAFETY: ended with `DONE`: the thief stored the outcome and let go.
+        match core::mem::replace(unsafe { &mut *self.outcome.get() }, Outcome::Pending) {
+            Outcome::Panicked(payload) => crate::strand::failures_in(&*payload),
+            Outcome::Failed(failure) => 1 + failure.others(),
+            Outcome::Value(_) | Outcome::Pending => 0,
         }
     }
 

@@ -71,6 +71,8 @@ pub use cancel::{Shield, cancelled, checkpoint, shield};
 pub use control::BlockReason;
 pub use error::{CancelError, JoinError, SpawnError, WaitError};
 pub use failure::{Failure, FailureKind, Location, fail_running, raise};
+#[cfg(feature = "std")]
+pub(crate) use failure::{failures_in, resume_counting};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
 use crate::domain::DomainId;

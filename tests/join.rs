@@ -93,3 +93,44 @@ fn a_strand_whose_a_panics_inside_a_join_fails_only_after_b_ended() {
     let failure = run_pool(4, |_| a_fails_inside_a_join()).unwrap();
     assert_eq!(failure.message(), "a failed inside a join");
 }
+
+/// Both halves of a join fail: the strand's failure is `a`'s, and it
+/// counts `b`'s in `others` instead of losing it.
+#[test]
+fn when_both_halves_fail_the_failure_counts_the_other() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+    let error = run_pool(2, |_| {
+        let b_started = Arc::new(AtomicBool::new(false));
+        let seen = b_started.clone();
+        let child = strand::spawn(move || {
+            // Let the root block, so the other core is idle when the join
+            // offers `b`.
+            strand::sleep(Duration::from_millis(20)).unwrap();
+            roving::join(
+                move || {
+                    // Wake the other core (a task for it), which takes `b`
+                    // when it searches; fail only once it has.
+                    let here = roving::platform::current_core().unwrap();
+                    let _ = roving::post(1 - here, || ());
+                    let start = Instant::now();
+                    while !seen.load(SeqCst) && start.elapsed() < Duration::from_secs(5) {
+                        std::hint::spin_loop();
+                    }
+                    panic!("a failed on purpose")
+                },
+                move || {
+                    b_started.store(true, SeqCst);
+                    panic!("b failed on purpose")
+                },
+            )
+        })
+        .unwrap();
+        child.join().unwrap_err()
+    })
+    .unwrap();
+    let strand::JoinError::Failed(failure) = error else { panic!("not a failure: {error:?}") };
+    assert_eq!(failure.message(), "a failed on purpose");
+    assert_eq!(failure.others(), 1, "b's failure is counted: {failure}");
+}

@@ -166,6 +166,10 @@ pub(crate) struct Header {
     /// How many cancellation guards the strand holds; only it writes this.
     pub(crate) shield: AtomicU16,
     reason: AtomicU8,
+    /// Failures of joins' other halves that met a panic unwinding through
+    /// the strand (saturating), for its failure's `others`; only it
+    /// touches this.
+    pub(crate) unwinding_others: AtomicU8,
     /// The address of what it waits for (a mutex, a queue, a strand it
     /// joins), or 0: for deadlock reports.
     waits_on: AtomicUsize,
@@ -340,6 +344,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 context: UnsafeCell::new(Context::empty()),
                 state: AtomicU32::new(state::RUNNABLE),
                 reason: AtomicU8::new(BlockReason::None as u8),
+                unwinding_others: AtomicU8::new(0),
                 waits_on: AtomicUsize::new(0),
                 refs: AtomicU32::new(2),
                 joiner: AtomicPtr::new(core::ptr::null_mut()),

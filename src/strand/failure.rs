@@ -236,11 +236,12 @@ pub fn raise(failure: Failure) -> ! {
 }
 
 #[cfg(feature = "std")]
-pub(crate) use host::{from_unwind, install_hook};
+pub(crate) use host::{failures_in, from_unwind, install_hook, resume_counting};
 
 #[cfg(feature = "std")]
 mod host {
     use super::*;
+    use core::sync::atomic::Ordering::Relaxed;
     use std::cell::RefCell;
 
     std::thread_local! {
@@ -270,13 +271,43 @@ mod host {
     /// The unwind payload of [`raise`]: a failure passed on unchanged.
     pub(super) struct Raised(pub(super) Failure);
 
+    /// How many failures an unwind payload stands for: one, plus those a
+    /// raised failure had absorbed.
+    pub(crate) fn failures_in(payload: &(dyn core::any::Any + Send)) -> usize {
+        1 + payload.downcast_ref::<Raised>().map_or(0, |raised| raised.0.others)
+    }
+
+    /// Goes on unwinding with `payload` unchanged, counting `others` more
+    /// failures that met it (the other half of a `join`): in a strand, the
+    /// count goes into the failure the strand ends with. (If the strand
+    /// catches the unwind and fails later, that failure carries the count.)
+    pub(crate) fn resume_counting(
+        strand: Option<core::ptr::NonNull<Header>>,
+        payload: Box<dyn core::any::Any + Send>,
+        others: usize,
+    ) -> ! {
+        if let Some(strand) = strand {
+            // SAFETY: the running strand's header.
+            let pending = &unsafe { strand.as_ref() }.unwinding_others;
+            let more = u8::try_from(others).unwrap_or(u8::MAX);
+            let _ = pending.fetch_update(Relaxed, Relaxed, |count| Some(count.saturating_add(more)));
+        }
+        std::panic::resume_unwind(payload)
+    }
+
     /// The failure of a strand whose closure unwound with `payload`.
     pub(crate) fn from_unwind(
         header: core::ptr::NonNull<Header>,
         payload: Box<dyn core::any::Any + Send>,
     ) -> Box<Failure> {
+        // SAFETY: the running strand's header.
+        let pending = usize::from(unsafe { header.as_ref() }.unwinding_others.swap(0, Relaxed));
         let payload = match payload.downcast::<Raised>() {
-            Ok(raised) => return Box::new(raised.0),
+            Ok(raised) => {
+                let mut failure = Box::new(raised.0);
+                failure.others += pending;
+                return failure;
+            }
             Err(payload) => payload,
         };
         let noted = LAST.with(|last| last.borrow_mut().take());
@@ -287,11 +318,13 @@ mod host {
         let (location, noted_message) = noted.unwrap_or_default();
         // SAFETY: the running strand's header.
         let strand = unsafe { header.as_ref() }.id;
-        Box::new(Failure::new(
+        let mut failure = Box::new(Failure::new(
             FailureKind::Panicked,
             message.unwrap_or(noted_message),
             location,
             Some(strand),
-        ))
+        ));
+        failure.others = pending;
+        failure
     }
 }
