@@ -35,6 +35,9 @@ pub struct CoreLocal {
     entry: AtomicUsize,
     arg: AtomicUsize,
     pub(crate) panicking: AtomicBool,
+    /// The strand this core is failing after its panic (0: none), to tell
+    /// a panic inside that failure (out of memory) from a new one.
+    pub(crate) failing_strand: AtomicU64,
     #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // x86 keeps nothing per core
     pub(crate) arch: arch::CoreArch,
     pub(crate) stats: Stats,
@@ -86,6 +89,7 @@ impl CoreLocal {
             entry: AtomicUsize::new(0),
             arg: AtomicUsize::new(0),
             panicking: AtomicBool::new(false),
+            failing_strand: AtomicU64::new(0),
             arch: arch::CoreArch::new(),
             stats: Stats {
                 online_at: AtomicU64::new(0),

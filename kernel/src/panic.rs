@@ -13,7 +13,20 @@ use core::sync::atomic::Ordering::Relaxed;
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
     if let Some(strand) = roving::strand::current() {
-        let core = cores::current().map_or(usize::MAX, |c| c.index);
+        let here = cores::current();
+        let core = here.map_or(usize::MAX, |c| c.index);
+        if here.is_some_and(|c| c.failing_strand.swap(strand.get(), Relaxed) == strand.get()) {
+            // Failing the strand (which allocates its failure) panicked in
+            // turn: without memory it can never be failed, and trying
+            // again would nest panics until the stack overflows.
+            arch::cpu::disable_interrupts();
+            console::emergency(format_args!(
+                "\n*** strand {strand} on core {core} panicked again while it was being failed: {}\n\
+                 *** (out of memory?) the strand cannot be failed; stopping\n",
+                info.message()
+            ));
+            crate::exit(exit_code::PANIC);
+        }
         match info.location() {
             Some(at) => console::emergency(format_args!(
                 "*** strand {strand} on core {core} panicked at {at}: {} (the strand failed)\n",
