@@ -168,8 +168,9 @@ pub trait Sleeper {
     fn committed(&mut self);
     /// Waits for the doorbell; may return spuriously.
     fn wait(&mut self);
-    /// Passes the time between two fruitless rounds of searching.
-    fn between_rounds(&mut self) {
+    /// Passes the time after fruitless round `round` of searching.
+    fn between_rounds(&mut self, round: u32) {
+        let _ = round;
         core::hint::spin_loop();
     }
 }
@@ -244,12 +245,12 @@ impl Sleep {
         // core falls asleep while others are busy.
         if idle.rounds < self.rounds_until_sleepy {
             idle.rounds += 1;
-            me.between_rounds();
+            me.between_rounds(idle.rounds);
             Outcome::Searching
         } else if idle.rounds == self.rounds_until_sleepy {
             idle.jobs_counter = self.counters.get_sleepy();
             idle.rounds += 1;
-            me.between_rounds();
+            me.between_rounds(idle.rounds);
             Outcome::Searching
         } else {
             self.sleep(idle, core, me)

@@ -295,12 +295,14 @@ struct HostPlatform;
 /// threads.
 const LIGHT_SPIN: Duration = Duration::from_micros(50);
 
-/// What a searching core does between two fruitless rounds. With more
+/// What a searching core does after fruitless round `round`. With more
 /// cores than CPUs, a core that spins while it searches keeps a working
-/// core's thread off a CPU, so it yields its thread instead.
-pub(crate) fn between_search_rounds() {
+/// core's thread off a CPU, so every eighth round it yields its thread
+/// (not every round: on a loaded host each yield may cost a time slice,
+/// and a core must still fall asleep soon).
+pub(crate) fn between_search_rounds(round: u32) {
     let oversubscribed = MEMBERSHIP.with_borrow(|m| m.as_ref().is_some_and(|m| !m.machine.light_spin));
-    if oversubscribed {
+    if oversubscribed && round.is_multiple_of(8) {
         thread::yield_now();
     } else {
         core::hint::spin_loop();

@@ -21,9 +21,9 @@ pub struct Config {
 }
 
 impl Config {
-    /// The most [`Config::search_rounds`] a pool accepts: about a second
-    /// of searching on a fast core before it may sleep.
-    pub const MAX_SEARCH_ROUNDS: u32 = 1 << 20;
+    /// The most [`Config::search_rounds`] a pool accepts: some tens of
+    /// milliseconds of searching before a core may sleep.
+    pub const MAX_SEARCH_ROUNDS: u32 = 1 << 16;
 
     /// The longest [`Config::deep_idle_after`] a pool accepts.
     pub const MAX_DEEP_IDLE_AFTER: Duration = Duration::from_secs(3600);

@@ -294,14 +294,18 @@ impl Sleeper for CoreSleeper<'_> {
             || shared.timers.due()
     }
 
-    fn between_rounds(&mut self) {
+    fn between_rounds(&mut self, round: u32) {
         #[cfg(feature = "std")]
-        crate::platform::host::between_search_rounds();
+        crate::platform::host::between_search_rounds(round);
+        #[cfg(not(feature = "std"))]
+        let _ = round;
         #[cfg(not(feature = "std"))]
         core::hint::spin_loop();
     }
 
     fn committed(&mut self) {
+        // SAFETY: we are core `me`, between tasks.
+        unsafe { self.shared.local(self.me) }.cache.trim();
         stats::add(&self.shared.stats[self.me].sleeps, 1);
         self.slept_at = Some(Instant::now());
         self.shared.check_quiescence();

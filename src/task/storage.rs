@@ -13,7 +13,11 @@
 //! allocating. A core also hands back its partial batches before it sleeps,
 //! so blocks are never stranded on an idle core.
 //!
-//! Blocks are freed to the global allocator only when the pool is dropped.
+//! A core that is about to sleep trims its cache ([`BlockCache::trim`]):
+//! chunks all of whose blocks are back in its free list go back to the
+//! global allocator, beyond a few it keeps for the next burst. So a burst
+//! of a million tasks does not keep its 64 MB for the life of the pool.
+//! The rest is freed when the pool is dropped.
 
 use super::Task;
 use super::list::AtomicList;
@@ -33,6 +37,9 @@ pub struct Block(MaybeUninit<[u8; BLOCK_SIZE]>);
 
 /// Blocks carved from the global allocator at a time.
 const CHUNK_BLOCKS: usize = 64;
+
+/// Chunks a trimmed cache keeps, free or not, for the next burst.
+pub const KEPT_CHUNKS: usize = 4;
 
 /// Blocks a core gathers for another home core before returning them.
 pub const RETURN_BATCH: usize = 32;
@@ -155,6 +162,86 @@ impl BlockCache {
                 self.send_back(home);
             }
         }
+    }
+
+    /// Gives chunks whose blocks are all free back to the global
+    /// allocator, keeping [`KEPT_CHUNKS`]; the owner calls it when idle.
+    /// Costs a pass over the free blocks, and nothing when the cache holds
+    /// no more than it keeps.
+    pub fn trim(&mut self) {
+        if self.chunks.len() <= KEPT_CHUNKS {
+            return;
+        }
+        // Blocks other cores gave back count as free too.
+        if let Some(returned) = self.return_list(self.core).take_all() {
+            let mut tail = returned;
+            // SAFETY: a taken chain of free blocks, owned by this cache.
+            while let Some(next) = NonNull::new(unsafe { Task::next(tail) }) {
+                tail = next;
+            }
+            // SAFETY: as above.
+            unsafe { Task::set_next(tail, self.free) };
+            self.free = returned.as_ptr();
+        }
+        self.chunks.sort_unstable();
+        let chunk_of = |chunks: &[NonNull<Block>], block: *mut Task| {
+            let at = chunks.partition_point(|chunk| chunk.as_ptr().cast::<Task>() <= block);
+            at.checked_sub(1)
+        };
+        let mut free_in = alloc::vec![0usize; self.chunks.len()];
+        let mut block = self.free;
+        while let Some(free) = NonNull::new(block) {
+            if let Some(chunk) = chunk_of(&self.chunks, block) {
+                free_in[chunk] += 1;
+            }
+            // SAFETY: free blocks are linked through their first word.
+            block = unsafe { Task::next(free) };
+        }
+        let mut releasable = free_in.iter().filter(|&&n| n == CHUNK_BLOCKS).count();
+        releasable = releasable.min(self.chunks.len() - KEPT_CHUNKS);
+        if releasable == 0 {
+            return;
+        }
+        // Choose the chunks to free, then unlink their blocks.
+        let mut freeing = alloc::vec![false; self.chunks.len()];
+        for (chunk, flag) in freeing.iter_mut().enumerate() {
+            if releasable > 0 && free_in[chunk] == CHUNK_BLOCKS {
+                *flag = true;
+                releasable -= 1;
+            }
+        }
+        let (mut kept, mut last): (*mut Task, Option<NonNull<Task>>) = (ptr::null_mut(), None);
+        let mut block = self.free;
+        while let Some(free) = NonNull::new(block) {
+            // SAFETY: as above.
+            let next = unsafe { Task::next(free) };
+            if !chunk_of(&self.chunks, block).is_some_and(|chunk| freeing[chunk]) {
+                match last {
+                    // SAFETY: a kept free block, owned by this cache.
+                    Some(last) => unsafe { Task::set_next(last, block) },
+                    None => kept = block,
+                }
+                last = Some(free);
+            }
+            block = next;
+        }
+        if let Some(last) = last {
+            // SAFETY: as above.
+            unsafe { Task::set_next(last, ptr::null_mut()) };
+        }
+        self.free = kept;
+        let layout = Layout::new::<[Block; CHUNK_BLOCKS]>();
+        let mut index = 0;
+        self.chunks.retain(|&chunk| {
+            let free = freeing[index];
+            index += 1;
+            if free {
+                // SAFETY: allocated in `refill` with this layout; every one
+                // of its blocks was free and is now unlinked.
+                unsafe { dealloc(chunk.as_ptr().cast(), layout) };
+            }
+            !free
+        });
     }
 
     fn send_back(&mut self, home: usize) {
