@@ -4,36 +4,15 @@
 //! once, and all are dormant again afterwards.
 #![cfg(feature = "std")]
 
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 mod support;
 
 use roving::actor::{Actor, Addr, Context};
 use roving::sync::Event;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicIsize, AtomicU8, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 use support::run_pool;
-
-/// The system allocator, counting the bytes asked for and not yet freed.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged, only counting.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, SeqCst);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, SeqCst);
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 const ACTORS: usize = 1_000_000;
 
@@ -60,12 +39,12 @@ fn a_million_dormant_actors_cost_one_word_each_and_wake_once() {
     SEEN.set((0..ACTORS).map(|_| AtomicU8::new(0)).collect()).unwrap();
     let (bytes_per_actor, actors) = run_pool(4, |pool| {
         let mut actors: Vec<Addr<Tiny>> = Vec::with_capacity(ACTORS);
-        let before = LIVE.load(SeqCst);
+        let before = counting_alloc::live();
         for id in 0..ACTORS {
             actors.push(pool.spawn_actor(Tiny(id as u32)));
         }
         // Rounded: other cores may allocate or free a few bytes meanwhile.
-        let bytes_per_actor = ((LIVE.load(SeqCst) - before) as f64 / ACTORS as f64).round() as usize;
+        let bytes_per_actor = ((counting_alloc::live() - before) as f64 / ACTORS as f64).round() as usize;
         assert!(actors.iter().all(Addr::is_dormant));
         for (i, actor) in actors.iter().enumerate() {
             actor.send(()).unwrap();

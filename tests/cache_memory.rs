@@ -4,41 +4,20 @@
 //! the pool was dropped.)
 #![cfg(feature = "std")]
 
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
-
-/// The system allocator, counting the bytes asked for and not yet freed.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged, only counting.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, SeqCst);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, SeqCst);
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 const TASKS: usize = 1_000_000;
 
 #[test]
 fn a_burst_of_a_million_tasks_gives_its_storage_back_once_idle() {
     let (before, peak, after) = support::on_pool(2, || {
-        let before = LIVE.load(SeqCst);
+        let before = counting_alloc::live();
         let ran = Arc::new(AtomicUsize::new(0));
         for _ in 0..TASKS {
             let ran = ran.clone();
@@ -47,14 +26,14 @@ fn a_burst_of_a_million_tasks_gives_its_storage_back_once_idle() {
             })
             .unwrap();
         }
-        let peak = LIVE.load(SeqCst);
+        let peak = counting_alloc::live();
         let start = Instant::now();
         while ran.load(SeqCst) < TASKS && start.elapsed() < Duration::from_secs(60) {
             roving::strand::sleep(Duration::from_millis(5)).unwrap();
         }
         // Let the cores fall asleep, which is when they trim.
         roving::strand::sleep(Duration::from_millis(50)).unwrap();
-        (before, peak, LIVE.load(SeqCst))
+        (before, peak, counting_alloc::live())
     });
     let mb = |bytes: isize| bytes as f64 / (1 << 20) as f64;
     assert!(peak - before > 50 << 20, "the burst held {:.1} MB", mb(peak - before));
