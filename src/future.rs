@@ -183,7 +183,14 @@ where
     let cell = Cell::new(work);
     let next: Arc<dyn Slot<U>> = cell.clone();
     let shared = pool.shared().clone();
-    after.header().on_ready(Box::new(move || drop(shared.post(core, Run(cell)))));
+    after.header().on_ready(Box::new(move |broken| {
+        let run = Run(cell);
+        // A broken future's continuation breaks where it is, unposted:
+        // dropping its task breaks its future.
+        if !broken {
+            drop(shared.post(core, run));
+        }
+    }));
     Future { slot: next, pool }
 }
 

@@ -117,11 +117,16 @@ fn work_that_cannot_run_breaks_its_future_and_the_chain() {
             future::send(1, || ()).unwrap().then(0, move |()| counted.fetch_add(1, SeqCst))
         };
         after.wait().unwrap();
+        let pool = roving::Pool::current().unwrap();
+        let tasks_run = |pool: &roving::Pool| pool.stats().iter().map(|s| s.tasks_run).sum::<u64>();
+        let before = tasks_run(&pool);
         let downstream = bad.then(0, move |n| {
             counted.fetch_add(100, SeqCst);
             n
         });
-        downstream.wait()
+        let outcome = downstream.wait();
+        assert_eq!(tasks_run(&pool), before, "the continuation of a broken future was posted");
+        outcome
     });
     assert_eq!(downstream, Err(FutureError::Broken));
     assert_eq!(ran.load(SeqCst), 1, "a continuation of a broken future ran");

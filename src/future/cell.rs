@@ -40,8 +40,9 @@ struct Waiters {
     ready: bool,
     strands: WaitQueue,
     wakers: Vec<Waker>,
-    /// Continuations to start once the result is there.
-    then: Vec<Box<dyn FnOnce() + Send>>,
+    /// Continuations to start once the result is there; each is told
+    /// whether the future broke.
+    then: Vec<Box<dyn FnOnce(bool) + Send>>,
 }
 
 /// What every handle of one future reads: the result and its waiters.
@@ -80,6 +81,7 @@ impl<T> Header<T> {
     /// Stores the result and wakes every waiter. Called once, by the task
     /// (or by its drop if it never runs).
     fn complete(&self, result: Result<T, FutureError>) {
+        let broken = result.is_err();
         // SAFETY: only the one task writes, and nobody reads before `ready`.
         unsafe { *self.result.get() = Some(result) };
         let (wakers, then) = {
@@ -90,7 +92,7 @@ impl<T> Header<T> {
             (mem::take(&mut waiters.wakers), mem::take(&mut waiters.then))
         };
         wakers.into_iter().for_each(Waker::wake);
-        then.into_iter().for_each(|start| start());
+        then.into_iter().for_each(|start| start(broken));
     }
 
     /// Registers `waker` to be woken when ready; `false` if it is ready.
@@ -106,12 +108,12 @@ impl<T> Header<T> {
     }
 
     /// Runs `start` once the result is there: now, or from the task that
-    /// completes it.
-    pub(crate) fn on_ready(&self, start: Box<dyn FnOnce() + Send>) {
+    /// completes it. It is told whether the future broke.
+    pub(crate) fn on_ready(&self, start: Box<dyn FnOnce(bool) + Send>) {
         let mut waiters = self.waiters.lock();
         if waiters.ready {
             drop(waiters);
-            start();
+            start(matches!(self.get(), Some(Err(_))));
         } else {
             waiters.then.push(start);
         }
