@@ -16,8 +16,9 @@
 //! - *Leave* (the child finishes): pass a failure up if it must (which
 //!   cancels the parent), then under the parent's lock unlink, uncount,
 //!   and signal the parent if it waits on that anchor and the count is 0.
-//! - *Cancel*: set the flag (once), interrupt the strand if it is blocked,
-//!   then under its lock cancel each child.
+//! - *Cancel*: set the flag (once), under its lock cancel each child, then
+//!   interrupt the strand if it is blocked (children first, so a cancelled
+//!   strand never runs before its subtree knows it is cancelled).
 //! - *End* (a frame's end): under the lock mark the anchor ending and
 //!   cancel its children; then block, cancellation held off, until the
 //!   count is 0.
@@ -264,16 +265,21 @@ pub(crate) fn cancel(strand: &Header) -> bool {
         // Already cancelled: children adopted since were born cancelled.
         return false;
     }
-    scheduler::signal(NonNull::from(strand), state::INTERRUPTED);
-    let family = strand.tree.family.lock();
-    let mut child = family.first;
-    while let Some(next) = NonNull::new(child) {
-        // SAFETY: linked children are live while we hold the lock.
-        let next = unsafe { next.as_ref() };
-        cancel(next);
-        // SAFETY: guarded by the lock we hold.
-        child = unsafe { (*next.tree.siblings.get())[NEXT] };
+    {
+        let family = strand.tree.family.lock();
+        let mut child = family.first;
+        while let Some(next) = NonNull::new(child) {
+            // SAFETY: linked children are live while we hold the lock.
+            let next = unsafe { next.as_ref() };
+            cancel(next);
+            // SAFETY: guarded by the lock we hold.
+            child = unsafe { (*next.tree.siblings.get())[NEXT] };
+        }
     }
+    // Interrupted only once its subtree is marked: woken first, it could
+    // let go of a lock or a channel that a child waits on, and the child
+    // would see its wait end before it knew it was cancelled.
+    scheduler::signal(NonNull::from(strand), state::INTERRUPTED);
     true
 }
 
