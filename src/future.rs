@@ -1,5 +1,5 @@
 //! Futures with continuations: run a closure on a chosen core, and chain
-//! what happens to its result (seed 002, Rabid).
+//! what happens to its result.
 //!
 //! [`Pool::send`] (or [`send`] from a core of the pool) posts a closure to
 //! a core and returns a [`Future`] of its result. The closure, its result

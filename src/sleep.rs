@@ -1,5 +1,5 @@
-//! When a core may sleep, and who wakes it: the protocol of seed 004
-//! (Rayon's sleep module), with Rabid's mailbox sentinels for work that is
+//! When a core may sleep, and who wakes it: Rayon's sleep protocol, with
+//! the mailboxes' wake sentinels for work that is
 //! addressed to one core.
 //!
 //! # States

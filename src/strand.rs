@@ -1,4 +1,4 @@
-//! Strands: the threads of execution user code sees (seed 000, Avalanche).
+//! Strands: the threads of execution user code sees.
 //!
 //! A strand runs a closure on a *fibre*, one of the statically allocated
 //! stacks of [`fibre`]. When it blocks (on a [`sync`](crate::sync)
@@ -37,7 +37,7 @@
 //!   strand is blocked: its stack may be copied away. Safe Rust cannot
 //!   (blocked strands' locals are not shared without `'static` bounds);
 //!   unsafe code must not.
-//! - Strands form a tree (seed 000). A strand spawned by a strand is its
+//! - Strands form a tree. A strand spawned by a strand is its
 //!   child, anchored to its body or to a [`scope`]; a frame cannot end
 //!   while strands anchored to it live: they are cancelled and waited for,
 //!   and returning normally with any alive is a

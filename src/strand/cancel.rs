@@ -1,4 +1,4 @@
-//! Cancellation, as the running strand sees it (seed 000: a cancelled
+//! Cancellation, as the running strand sees it (a cancelled
 //! strand's blocking operations fail with an interruption, and it may hold
 //! cancellation off for cleanup that must block).
 //!

@@ -1,6 +1,6 @@
 //! Failures: what a strand that panicked, or broke a rule of the strand
-//! tree, leaves behind for whoever joins it (seed 000: an exception in a
-//! child is raised again in the parent that joins it).
+//! tree, leaves behind for whoever joins it (a failure in a child is
+//! raised again in the parent that joins it).
 //!
 //! A panic never takes its core down. On the host the strand's entry
 //! catches the unwind; on bare metal (`panic = "abort"`, no unwinding) the
@@ -219,8 +219,8 @@ fn abandon(me: core::ptr::NonNull<Header>, failure: Box<Failure>) -> Box<Failure
 }
 
 /// Fails the running strand with `failure`, unchanged: how a strand
-/// passes on a failure it got from a join (seed 000: the exception is
-/// raised again in the parent). Its joiner gets `failure` itself, with the
+/// passes on a failure it got from a join (it is raised again in the
+/// parent). Its joiner gets `failure` itself, with the
 /// original message, place and strand. Outside strands, panics with it.
 pub fn raise(failure: Failure) -> ! {
     #[cfg(feature = "std")]

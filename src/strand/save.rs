@@ -1,5 +1,5 @@
 //! Save areas: where an inactive strand's stack waits while another strand
-//! of its fibre is resident (copy-swap, seed 000).
+//! of its fibre is resident (copy-swap).
 //!
 //! A save area holds exactly the used part of a stack: the bytes from the
 //! saved stack pointer up to the stack top. Its capacity is that length

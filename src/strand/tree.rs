@@ -1,4 +1,4 @@
-//! The strand tree (seed 000, "Strand Lifecycle").
+//! The strand tree.
 //!
 //! Every strand spawned by a strand is that strand's child, anchored either
 //! to the parent's whole body ([`spawn`](super::spawn)) or to one

@@ -1,5 +1,5 @@
-//! A lock-free list of tasks with a tagged head: the mailbox of seed 002
-//! (Rabid), also used for the injector, the per-core steal lists and the
+//! A lock-free list of tasks with a tagged head: the mailbox of one
+//! ordered pair of cores, also used for the injector, the per-core steal lists and the
 //! lists of storage blocks returned to their home core.
 //!
 //! # Protocol
