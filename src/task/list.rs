@@ -426,26 +426,24 @@ mod model {
                             model.armed = false;
                         }
                     }
-                    Op::TakeAll => {
-                        let taken = super::tests_support::drain(list.take_all());
+                    Op::TakeAll | Op::TakeAllAndArm | Op::Close => {
+                        let chain = match op {
+                            Op::TakeAll => list.take_all(),
+                            Op::TakeAllAndArm => list.take_all_and_arm(),
+                            _ => list.take_all_and_close(),
+                        };
+                        let taken = super::tests_support::drain(chain);
                         prop_assert_eq!(taken, model.queued.drain(..).collect::<Vec<_>>());
-                    }
-                    Op::TakeAllAndArm => {
-                        let taken = super::tests_support::drain(list.take_all_and_arm());
-                        prop_assert_eq!(taken, model.queued.drain(..).collect::<Vec<_>>());
-                        model.armed = true;
-                        model.closed = false;
+                        match op {
+                            Op::TakeAllAndArm => (model.armed, model.closed) = (true, false),
+                            Op::Close => (model.armed, model.closed) = (false, true),
+                            _ => {}
+                        }
                     }
                     Op::ArmIfEmpty => {
                         let expected = model.queued.is_empty() && !model.armed && !model.closed;
                         prop_assert_eq!(list.arm_if_empty(), expected);
                         model.armed |= expected;
-                    }
-                    Op::Close => {
-                        let taken = super::tests_support::drain(list.take_all_and_close());
-                        prop_assert_eq!(taken, model.queued.drain(..).collect::<Vec<_>>());
-                        model.closed = true;
-                        model.armed = false;
                     }
                     Op::Reopen => {
                         list.reopen();
