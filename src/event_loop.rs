@@ -96,6 +96,7 @@ use alloc::sync::{Arc, Weak};
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use handoff::{Deferred, Drained, Handoff};
 use object::Lifecycle;
 use op::Operation;
@@ -123,6 +124,10 @@ struct Inner<T> {
     state: UnsafeCell<T>,
     home: Option<Home>,
     life: Lifecycle<T>,
+    /// The strand draining the loop on its own stack (its id; 0: none, or
+    /// a drain task). Written only by the drainer; read to refuse a
+    /// [`Context::join`] that would wait for this very drain.
+    drainer: AtomicU64,
 }
 
 // SAFETY: the state is touched only by the loop's one drainer at a time,
@@ -173,7 +178,13 @@ impl<T: Send + 'static> Loop<T> {
     }
 
     fn build(state: T, home: Option<Home>, life: Lifecycle<T>) -> Self {
-        let inner = Inner { handoff: Handoff::new(), state: UnsafeCell::new(state), home, life };
+        let inner = Inner {
+            handoff: Handoff::new(),
+            state: UnsafeCell::new(state),
+            home,
+            life,
+            drainer: AtomicU64::new(0),
+        };
         Self { inner: Arc::new(inner) }
     }
 
@@ -262,20 +273,24 @@ impl<T: Send + 'static> Loop<T> {
 
     /// As [`Loop::drain`], running `first` before the queued operations.
     fn drain_after(&self, first: impl FnOnce(), budget: usize) -> Drained {
-        struct StopOnUnwind<'a, T: Send + 'static>(&'a Loop<T>);
+        struct StopOnUnwind<'a, T: Send + 'static>(&'a Loop<T>, u64);
         impl<T: Send + 'static> Drop for StopOnUnwind<'_, T> {
             fn drop(&mut self) {
+                self.0.inner.drainer.store(self.1, Relaxed);
                 // SAFETY: still the drainer: the drain unwound.
                 unsafe { self.0.abandon(None) };
             }
         }
-        let guard = StopOnUnwind(self);
+        let me = crate::strand::current().map_or(0, |id| id.get());
+        let outer = self.inner.drainer.swap(me, Relaxed);
+        let guard = StopOnUnwind(self, outer);
         first();
         // SAFETY: the caller is the drainer (it won the drain, or holds the
         // drain task); each operation is run once, by `op::run`, with this
         // loop, which made it.
         let drained = unsafe { self.inner.handoff.drain(budget, |node| op::run(node, Some(self))) };
         core::mem::forget(guard);
+        self.inner.drainer.store(outer, Relaxed);
         drained
     }
 

@@ -216,17 +216,27 @@ impl Pool {
         self.shared.spawn(Closure(f)).map_err(unclosure)
     }
 
-    /// Stops the pool: every core leaves its loop at its next step, and
-    /// tasks not yet started are dropped unrun (counted in
-    /// [`CoreStats::discarded`]). Posting afterwards fails with
-    /// [`PostError::Stopped`]. Returns whether this call stopped it.
+    /// Stops the pool. Posting and spawning afterwards fail with
+    /// [`PostError::Stopped`] (or [`SpawnError::Stopped`]), and tasks not
+    /// yet started are dropped unrun (counted in
+    /// [`CoreStats::discarded`]).
+    ///
+    /// Strands still alive are cancelled and the cores keep running them,
+    /// and only them, until they have ended, so their destructors run and
+    /// their fibres are free again; then every core leaves its loop. A
+    /// strand that cannot end (it ignores cancellation in a loop, or waits
+    /// shielded for what will not come) is abandoned once every core is
+    /// idle with no deadline armed; one that never yields keeps its core.
+    /// Returns whether this call stopped it.
     pub fn shutdown(&self) -> bool {
         self.shared.stop()
     }
 
-    /// Whether the pool has stopped.
+    /// Whether the pool has stopped taking work: it was shut down, or
+    /// stopped by a failure. Its cores may still be winding down its
+    /// strands (see [`Pool::shutdown`]).
     pub fn is_stopped(&self) -> bool {
-        self.shared.stopped()
+        self.shared.refuses_work()
     }
 
     /// Spawns `f` as a strand on this pool; it may block (see
@@ -478,4 +488,15 @@ pub fn spawn<F: FnOnce() + Send + 'static>(f: F) -> Result<(), PostError<F>> {
         None => Err(PostError::NotInPool(Closure(f))),
     })
     .map_err(unclosure)
+}
+
+/// A task's panic on the calling core's pool: recorded, then the pool
+/// stops (`Shared::task_panicked`). Off a pool's core it keeps unwinding.
+#[cfg(feature = "std")]
+pub(crate) fn task_panicked(payload: alloc::boxed::Box<dyn core::any::Any + Send>) {
+    current::with(|worker| match worker {
+        // SAFETY: a worker's pool outlives its time as the current worker.
+        Some(worker) => unsafe { &*worker.shared }.task_panicked(payload),
+        None => std::panic::resume_unwind(payload),
+    })
 }

@@ -156,7 +156,7 @@ where
 {
     #[cfg(feature = "std")]
     failure::install_hook();
-    if shared.stopped() || shared.closing.load(SeqCst) {
+    if shared.refuses_work() || shared.closing.load(SeqCst) {
         return Err(SpawnError::Stopped(f));
     }
     if !placement.root && DomainId::current() != shared.domain {
@@ -329,6 +329,9 @@ pub fn usage() -> Usage {
 /// Dropping the handle detaches the strand: it runs on, still a child of
 /// the strand that spawned it (whose end waits for it). If it fails, its
 /// failure goes up the tree as if nobody had been told: see [`Failure`].
+/// A handle dropped after its strand failed hands the failure to the
+/// strand dropping it; dropped in another [domain](crate::domain), where it
+/// is inert, it returns the failure to the strand's own pool instead.
 pub struct JoinHandle<T> {
     raw: RawHandle<T>,
 }
@@ -538,7 +541,8 @@ impl<T> Drop for RawHandle<T> {
     /// Detaches the strand. If it already finished with a failure, the
     /// failure goes to the strand dropping the handle, as if it had failed
     /// itself (outside strands, to the pool; outside pools it is raised as
-    /// a panic): a failure is never dropped silently.
+    /// a panic): a failure is never dropped silently. In another domain it
+    /// goes back to the strand's pool (`return_to_origin`).
     fn drop(&mut self) {
         let before = self.header().flags.fetch_or(flags::HANDLE_GONE, SeqCst);
         let failure = if before & flags::DONE != 0 {
@@ -549,9 +553,21 @@ impl<T> Drop for RawHandle<T> {
         };
         // SAFETY: the handle's reference, given up.
         unsafe { Header::release(self.header) };
-        if let Some(failure) = failure {
-            pass_to_caller(failure);
+        match failure {
+            Some(failure) if DomainId::current() == self.domain => pass_to_caller(failure),
+            Some(failure) => return_to_origin(failure),
+            None => {}
         }
+    }
+}
+
+/// A failure whose handle was dropped in another domain, where it is inert
+/// data: it goes back to the pool the strand failed in, as a failure
+/// nobody handled there (tearing its domain down). If that pool has gone,
+/// its domain has ended and nobody is left to hand it to.
+fn return_to_origin(mut failure: alloc::boxed::Box<Failure>) {
+    if let Some(pool) = failure.origin() {
+        pool.fail(Some(failure));
     }
 }
 

@@ -32,7 +32,7 @@ fn locking_a_mutex_the_strand_holds_is_refused() {
         mutex.lock().map(|_| ()).unwrap_err()
     });
     assert_eq!(second, WaitError::WouldDeadlock);
-    assert!(second.to_string().contains("already holds"));
+    assert!(second.to_string().contains("holds what it would wait for"));
 }
 
 /// Two strands take two mutexes in opposite orders, each after the other

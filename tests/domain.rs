@@ -110,3 +110,33 @@ fn a_domain_needs_free_cores() {
         assert_eq!(first.join().unwrap(), Ok(()));
     });
 }
+
+#[test]
+fn a_failed_strands_handle_dropped_in_another_domain_fails_the_strands_domain() {
+    on_machine(4, || {
+        let home = Pool::with_config(Config::new().cores(1)).unwrap();
+        let outcome = home.run(|| {
+            let (to_home, from_domain) = bounded(1).unwrap();
+            let (release, released) = bounded::<()>(1).unwrap();
+            let domain = Domain::start(&[1, 2], move || {
+                let failing = strand::spawn(|| panic!("failed in the domain")).unwrap();
+                while !failing.is_finished() {
+                    strand::sleep(Duration::from_millis(1)).unwrap();
+                }
+                to_home.send(failing).unwrap();
+                // The failure comes back here and tears the domain down.
+                released.recv()
+            })
+            .unwrap();
+            let handle = from_domain.recv().unwrap();
+            drop(handle);
+            match domain.join() {
+                Err(DomainError::Failed(failure)) => assert_eq!(failure.message(), "failed in the domain"),
+                other => panic!("the domain should have failed, got {other:?}"),
+            }
+            drop(release);
+            "home unharmed"
+        });
+        assert_eq!(outcome, Ok("home unharmed"), "the failure reached the domain that dropped the handle");
+    });
+}

@@ -291,3 +291,23 @@ fn a_defer_after_the_loops_pool_stopped_comes_back() {
         })
         .unwrap();
 }
+
+#[test]
+fn joining_a_context_from_a_drain_of_its_own_loop_is_refused() {
+    struct Unit;
+    impl Object for Unit {}
+    let (inside, after) = on_pool(2, || {
+        let context = Arc::new(Context::new());
+        let unit = context.object(Unit);
+        let (tx, rx) = mpsc::channel();
+        let joiner = context.clone();
+        // No drainer: this strand drains, and the operation runs here.
+        unit.defer(move |_: &mut Unit, _: &Loop<Unit>| tx.send(joiner.join()).unwrap()).unwrap();
+        let inside = rx.recv().unwrap();
+        drop(unit);
+        // Outside the drain the same join works.
+        (inside, context.join())
+    });
+    assert_eq!(inside, Err(roving::strand::WaitError::WouldDeadlock));
+    assert_eq!(after, Ok(()));
+}

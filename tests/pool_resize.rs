@@ -77,3 +77,29 @@ fn a_core_held_by_another_pool_is_not_free() {
             .unwrap()
     });
 }
+
+#[test]
+fn a_task_that_keeps_posting_to_its_core_does_not_hold_it_in_the_pool() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    fn repost(runs: Arc<AtomicUsize>, refused: Arc<AtomicUsize>) {
+        runs.fetch_add(1, SeqCst);
+        let again = (runs.clone(), refused.clone());
+        if let Err(error) = roving::post(1, move || repost(again.0, again.1)) {
+            assert!(matches!(error, PostError::NotAMember { core: 1, .. }), "{error:?}");
+            refused.fetch_add(1, SeqCst);
+        }
+    }
+    let (runs, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (r, f) = (runs.clone(), refused.clone());
+    run_pool(2, move |pool| {
+        pool.post(1, move || repost(r, f)).unwrap();
+        while runs.load(SeqCst) < 1_000 {
+            roving::strand::yield_now().unwrap();
+        }
+        pool.remove_core(1).unwrap();
+        assert_eq!(pool.cores(), vec![0]);
+    })
+    .unwrap();
+    assert_eq!(refused.load(SeqCst), 1, "the leaving core refused the task's next post once");
+}

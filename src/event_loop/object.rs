@@ -148,11 +148,17 @@ impl<T: Object> core::fmt::Debug for Handle<T> {
 /// An object's implementation as its context sees it.
 trait Closable: Send + Sync {
     fn close(self: Arc<Self>);
+    /// Whether strand `id` is draining the object's loop on its stack.
+    fn drained_by(&self, id: u64) -> bool;
 }
 
 impl<T: Send + 'static> Closable for Inner<T> {
     fn close(self: Arc<Self>) {
         Loop::from_inner(self).close();
+    }
+
+    fn drained_by(&self, id: u64) -> bool {
+        self.drainer.load(core::sync::atomic::Ordering::Relaxed) == id
     }
 }
 
@@ -260,18 +266,27 @@ impl Context {
     /// refuse (its code sees that it was closed). A callback made for an
     /// object that had already finished is not waited for.
     ///
-    /// Join from a strand that is not draining one of the context's loops:
-    /// a drainer that waits for its own loop waits forever.
+    /// A strand that is draining one of the context's loops (it runs the
+    /// operations on its own stack) cannot join the context: it would wait
+    /// for itself.
     ///
     /// # Errors
     ///
     /// [`WaitError::NotAStrand`] if objects are unfinished and the caller
     /// cannot block (use [`Context::unfinished`] there);
-    /// [`WaitError::Interrupted`] in a cancelled strand.
+    /// [`WaitError::WouldDeadlock`] if the calling strand drains one of the
+    /// context's loops; [`WaitError::Interrupted`] in a cancelled strand.
     pub fn join(&self) -> Result<(), WaitError> {
         self.close();
         if self.unfinished() == 0 {
             return Ok(());
+        }
+        if let Some(me) = crate::strand::current() {
+            let registry = self.registry.lock();
+            let drains = registry.objects.iter().filter_map(Weak::upgrade).any(|o| o.drained_by(me.get()));
+            if drains {
+                return Err(WaitError::WouldDeadlock);
+            }
         }
         wait::wait_in(&self.registry, BlockReason::ContextJoin, None, |r| &mut r.joiners, |r| r.live == 0)
     }

@@ -201,21 +201,25 @@ impl<W: Work<T>, T: Send + 'static> Run<W, T> {
         // SAFETY: the running task owns the work.
         let work = unsafe { (*cell.work.get()).take() };
         let Some(work) = work else { return };
-        // If the work panics (on the host), the guard breaks the future.
-        let guard = Broken(&cell.header);
-        let result = work.run();
-        mem::forget(guard);
-        cell.header.complete(result);
+        cell.header.complete(run_catching_panic(work));
     }
 }
 
-/// Breaks a future whose work did not finish.
-struct Broken<'a, T>(&'a Header<T>);
-
-impl<T> Drop for Broken<'_, T> {
-    fn drop(&mut self) {
-        self.0.complete(Err(FutureError::Broken));
-    }
+/// Runs `work`. On the host a panic in it fails the pool *before* the
+/// future breaks, so whoever sees it broken also sees the pool stopped
+/// (a post then fails) and the panic recorded as the pool's failure.
+/// Bare metal does not unwind: the kernel's panic handler deals with it.
+fn run_catching_panic<W: Work<T>, T>(work: W) -> Result<T, FutureError> {
+    #[cfg(feature = "std")]
+    return match std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| work.run())) {
+        Ok(result) => result,
+        Err(payload) => {
+            crate::pool::task_panicked(payload);
+            Err(FutureError::Broken)
+        }
+    };
+    #[cfg(not(feature = "std"))]
+    return work.run();
 }
 
 impl<W: Work<T>, T: Send + 'static> Drop for Run<W, T> {

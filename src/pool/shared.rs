@@ -23,7 +23,17 @@
 //!
 //! `state` goes `READY` → `RUNNING` → `STOPPED`, and `STOPPED` is final.
 //! Posting checks it: a closure offered to a stopped pool comes back to the
-//! caller. Posts from outside the pool also count themselves in `in_flight`
+//! caller.
+//!
+//! A pool stopped while strands live first *winds down* (`WINDING`): it
+//! refuses posts and spawns as if stopped, cancels every strand, and its
+//! cores run only strands (fibres, and join jobs, which live on fibre
+//! stacks), dropping every other task unrun. It is `STOPPED` once the
+//! last strand has ended, so the strands' fibres go back to the free set
+//! and their destructors run. Strands that cannot end (blocked where a
+//! cancel does not reach, with nothing left to wake them) are abandoned:
+//! when every core is asleep, nothing is queued and no deadline is armed,
+//! the quiescence check below stops the pool anyway. Posts from outside the pool also count themselves in `in_flight`
 //! around the check and the push, so whoever stops the pool can wait until
 //! every push that saw it running has landed.
 //!
@@ -94,6 +104,9 @@ pub(crate) const READY: u32 = 0;
 pub(crate) const RUNNING: u32 = 1;
 pub(crate) const QUIESCING: u32 = 2;
 pub(crate) const STOPPED: u32 = 3;
+/// Stopped for new work, its strands being cancelled and run to their end
+/// (module docs, "Stopping and quiescence").
+pub(crate) const WINDING: u32 = 4;
 
 /// What only one core touches: its queues and its block cache.
 pub(crate) struct Local {
@@ -345,8 +358,19 @@ impl Shared {
         unsafe { &mut *self.locals[core].get() }
     }
 
+    /// Whether the cores are done: nothing runs in the pool any more.
     pub(crate) fn stopped(&self) -> bool {
         self.state.load(Relaxed) == STOPPED
+    }
+
+    /// Whether the pool takes no new work (stopped, or winding down).
+    pub(crate) fn refuses_work(&self) -> bool {
+        matches!(self.state.load(Relaxed), STOPPED | WINDING)
+    }
+
+    /// Whether the pool is winding down its strands.
+    pub(crate) fn winding_down(&self) -> bool {
+        self.state.load(Relaxed) == WINDING
     }
 
     /// Posts `work` to run on core `to`.
@@ -448,8 +472,13 @@ impl Shared {
     }
 
     fn post_from<W: IntoTask>(&self, me: usize, to: usize, work: W) -> Result<(), PostError<W>> {
-        if self.stopped() {
+        if self.refuses_work() {
             return Err(PostError::Stopped(work));
+        }
+        if to == me && self.leaving[me].load(Relaxed) {
+            // A core runs what is posted to it before it leaves, so a task
+            // that kept posting to its own core would hold it forever.
+            return Err(PostError::NotAMember { core: to, closure: work });
         }
         // SAFETY: we are core `me`, inside a task or `main`; the loop holds
         // no reference to its `Local` across those.
@@ -481,7 +510,7 @@ impl Shared {
     }
 
     fn spawn_from<W: IntoTask>(&self, me: usize, work: W) -> Result<(), PostError<W>> {
-        if self.stopped() {
+        if self.refuses_work() {
             return Err(PostError::Stopped(work));
         }
         // SAFETY: as in `post_from`.
@@ -555,9 +584,10 @@ impl Shared {
                 }
             }
             None => {
-                // A stopped pool refuses it: its strands are abandoned
-                // with the pool (`strand::scheduler::run_fibre`).
-                let _ = self.enter_from_outside(|| {
+                // A pool winding down takes it (its strands must end); a
+                // stopped one refuses it: its strands were abandoned with
+                // the pool (`strand::scheduler::run_fibre`).
+                let _ = self.enter_from_outside(true, || {
                     // SAFETY: the task is ours to give.
                     match unsafe { lane(to, self.slots).push(task) } {
                         Pushed::Queued => {}
@@ -592,7 +622,7 @@ impl Shared {
     ) -> Result<(), PostError<W>> {
         let mut work = Some(work);
         let mut result = Ok(());
-        let entered = self.enter_from_outside(|| {
+        let entered = self.enter_from_outside(false, || {
             let work = work.take().expect("entered once");
             result = match work.into_task(None) {
                 Ok(task) => push(task).map_err(|refused| {
@@ -610,14 +640,15 @@ impl Shared {
     }
 
     /// Runs `push` counted in `in_flight` if the pool is not stopped (and
-    /// not while a quiescence check holds posters off). Returns whether it
-    /// ran.
-    fn enter_from_outside(&self, push: impl FnOnce()) -> bool {
+    /// not while a quiescence check holds posters off); a pool winding
+    /// down takes only a `fibre`. Returns whether it ran.
+    fn enter_from_outside(&self, fibre: bool, push: impl FnOnce()) -> bool {
         loop {
             self.in_flight.fetch_add(1, SeqCst);
             match self.state.load(SeqCst) {
                 READY | RUNNING => break,
-                STOPPED => {
+                WINDING if fibre => break,
+                STOPPED | WINDING => {
                     self.in_flight.fetch_sub(1, SeqCst);
                     return false;
                 }
@@ -650,13 +681,66 @@ impl Shared {
         }
     }
 
-    /// Stops the pool: final. Returns whether this call stopped it.
+    /// A task (not a strand) panicked on the host: keep its payload for
+    /// `run` unless a failure came first (then it is counted there), and
+    /// only then stop the pool. The order matters: whatever sees the pool
+    /// stopped (a refused post that panics in turn, a broken future) comes
+    /// after this failure, so `run` raises the first one.
+    #[cfg(feature = "std")]
+    pub(crate) fn task_panicked(&self, payload: Box<dyn core::any::Any + Send>) {
+        let unkept = {
+            let mut failure = self.failure.lock();
+            let mut panic = self.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match (failure.as_mut(), panic.as_ref()) {
+                (Some(first), _) => {
+                    first.count_another();
+                    Some(payload)
+                }
+                (None, Some(_)) => Some(payload),
+                (None, None) => {
+                    *panic = Some(payload);
+                    None
+                }
+            }
+        };
+        // A payload's drop is user code: not under the locks.
+        drop(unkept);
+        self.stop();
+    }
+
+    /// Stops the pool: final. With strands alive it winds down first
+    /// (module docs). Returns whether this call stopped it.
     pub(crate) fn stop(&self) -> bool {
-        if self.state.swap(STOPPED, SeqCst) == STOPPED {
-            return false;
+        loop {
+            let state = self.state.load(SeqCst);
+            let next = match state {
+                STOPPED | WINDING => return false,
+                // A quiescence check ends soon, in `RUNNING` or `STOPPED`.
+                QUIESCING => {
+                    spin_hint();
+                    continue;
+                }
+                RUNNING if self.live_strands.load(SeqCst) > 0 => WINDING,
+                _ => STOPPED,
+            };
+            if self.state.compare_exchange(state, next, SeqCst, SeqCst).is_ok() {
+                if next == WINDING {
+                    self.entries.cancel_all();
+                }
+                self.sleep.wake_all(ring);
+                return true;
+            }
         }
-        self.sleep.wake_all(ring);
-        true
+    }
+
+    /// A strand of this pool ended (it no longer counts as live); the last
+    /// one ends a wind-down.
+    pub(crate) fn strand_ended(&self) {
+        if self.live_strands.fetch_sub(1, SeqCst) == 1
+            && self.state.compare_exchange(WINDING, STOPPED, SeqCst, SeqCst).is_ok()
+        {
+            self.sleep.wake_all(ring);
+        }
     }
 
     /// Called by a core that has just committed to sleep: if it is the last
@@ -664,6 +748,10 @@ impl Shared {
     /// live with no deadline armed, look into a deadlock (module docs, and
     /// `super::deadlock`).
     pub(crate) fn check_quiescence(&self) {
+        if self.winding_down() {
+            self.abandon_stuck_strands();
+            return;
+        }
         if !self.stops_when_quiescent.load(Relaxed) || !self.looks_idle() || !self.may_settle() {
             return;
         }
@@ -680,6 +768,26 @@ impl Shared {
         self.state.store(RUNNING, SeqCst);
         if deadlocked {
             self.post_deadlock_check();
+        }
+    }
+
+    /// Winding down, every core asleep, nothing queued and no deadline
+    /// armed: the strands still alive cannot end, so the pool stops
+    /// without them. The same two checks as for quiescence, with outside
+    /// posters (here only woken fibres) held off between them.
+    fn abandon_stuck_strands(&self) {
+        if !self.looks_idle() || !self.timers.is_empty() {
+            return;
+        }
+        if self.state.compare_exchange(WINDING, QUIESCING, SeqCst, SeqCst).is_err() {
+            return;
+        }
+        self.wait_for_outside_posts();
+        if self.looks_idle() && self.timers.is_empty() {
+            self.state.store(STOPPED, SeqCst);
+            self.sleep.wake_all(ring);
+        } else {
+            self.state.store(WINDING, SeqCst);
         }
     }
 

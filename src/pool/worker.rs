@@ -22,8 +22,9 @@
 //! 1. it closes its inbound mailboxes, keeping what they held: from then on
 //!    a post to it is refused, with the closure back to the sender, and a
 //!    woken fibre that preferred it goes to the injector instead;
-//! 2. it runs every task addressed to it (its pinned queue, which includes
-//!    what it posts to itself meanwhile); a strand pinned to it that
+//! 2. it runs every task addressed to it (its pinned queue); what those
+//!    post to it is refused like any other post, so a task that keeps
+//!    posting to its own core cannot hold it; a strand pinned to it that
 //!    yields or is woken later runs on another core of the pool;
 //! 3. it hands everything any core may run (its LIFO slot, its queue, its
 //!    steal list) to the injector, and announces it;
@@ -122,10 +123,17 @@ fn leave(shared: &Shared, me: usize) {
 }
 
 fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
-    stats::add(&shared.stats[me].tasks_run, 1);
     // SAFETY: we are core `me`; the reference ends with this statement,
     // before the task runs.
     let cache = NonNull::from(&mut unsafe { shared.local(me) }.cache);
+    if shared.winding_down() && !crate::strand::fibre::holds(task.as_ptr().cast()) {
+        // Winding down runs only strands (`super::shared`, "Stopping").
+        stats::add(&shared.stats[me].discarded, 1);
+        // SAFETY: the task was taken from one of our lists, so it is ours.
+        unsafe { Task::call(task, Action::Discard, cache) };
+        return;
+    }
+    stats::add(&shared.stats[me].tasks_run, 1);
     #[cfg(feature = "std")]
     {
         let call = core::panic::AssertUnwindSafe(|| {
@@ -133,8 +141,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
             unsafe { Task::call(task, Action::Run, cache) }
         });
         if let Err(payload) = std::panic::catch_unwind(call) {
-            shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(payload);
-            shared.stop();
+            shared.task_panicked(payload);
         }
     }
     #[cfg(not(feature = "std"))]

@@ -115,8 +115,10 @@ pub enum WaitError {
     /// Only from [`Mutex`](crate::sync::Mutex): a strand failed while
     /// holding it, so the value may be half-updated. The lock is not held.
     Poisoned,
-    /// Only from [`Mutex`](crate::sync::Mutex): the calling strand already
-    /// holds it, so waiting for it would never end.
+    /// Waiting would never end, because the calling strand itself holds
+    /// what it would wait for: a [`Mutex`](crate::sync::Mutex) it has
+    /// locked, or an event loop of the
+    /// [`Context`](crate::event_loop::Context) it joins that it is draining.
     WouldDeadlock,
 }
 
@@ -129,7 +131,10 @@ impl fmt::Display for WaitError {
             Self::Interrupted => write!(f, "the strand was cancelled"),
             Self::Poisoned => write!(f, "the mutex is poisoned: a strand failed while holding it"),
             Self::WouldDeadlock => {
-                write!(f, "the calling strand already holds this mutex: locking it again would wait forever")
+                write!(
+                    f,
+                    "the calling strand holds what it would wait for (a mutex it locked, or a loop it drains): it would wait forever"
+                )
             }
         }
     }

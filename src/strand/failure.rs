@@ -10,8 +10,10 @@
 
 use super::StrandId;
 use super::control::Header;
+use crate::pool::shared::Shared;
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::sync::{Arc, Weak};
 use core::fmt;
 
 /// Why a strand failed.
@@ -72,6 +74,27 @@ pub struct Failure {
     strand: Option<StrandId>,
     others: usize,
     deadlock: Option<Box<crate::pool::Deadlock>>,
+    origin: Origin,
+}
+
+/// The pool a strand failed in, kept with a failure that waits in the
+/// strand's handle: a handle dropped in another domain returns the failure
+/// there. Not part of what a failure *is*: every two origins compare equal.
+#[derive(Clone, Default)]
+struct Origin(Option<Weak<Shared>>);
+
+impl PartialEq for Origin {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Origin {}
+
+impl fmt::Debug for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Origin")
+    }
 }
 
 impl Failure {
@@ -81,7 +104,7 @@ impl Failure {
         location: Option<Location>,
         strand: Option<StrandId>,
     ) -> Self {
-        Self { kind, message, location, strand, others: 0, deadlock: None }
+        Self { kind, message, location, strand, others: 0, deadlock: None, origin: Origin::default() }
     }
 
     /// The failure of a pool whose strands deadlocked, with the report.
@@ -123,9 +146,26 @@ impl Failure {
         self.others
     }
 
+    /// Remembers the pool the strand failed in (`Origin`).
+    pub(crate) fn set_origin(&mut self, pool: Weak<Shared>) {
+        self.origin = Origin(Some(pool));
+    }
+
+    /// The pool the strand failed in, if it is still there.
+    pub(crate) fn origin(&mut self) -> Option<Arc<Shared>> {
+        self.origin.0.take().and_then(|pool| pool.upgrade())
+    }
+
     /// Counts one more failure that met this one on its way up.
     pub(crate) fn absorb(&mut self, other: &Failure) {
         self.others += 1 + other.others;
+    }
+
+    /// Counts one more failure that is not a [`Failure`] (a task's panic
+    /// on the host) behind this one.
+    #[cfg(feature = "std")]
+    pub(crate) fn count_another(&mut self) {
+        self.others += 1;
     }
 
     /// Keeps `failure` in `slot`: whole if the slot is empty, else counted

@@ -359,6 +359,17 @@ pub struct FibreRegion {
     pub stack_bytes: usize,
 }
 
+/// Whether `address` is in fibre memory: a fibre's own task, or something
+/// on a strand's stack (a `join` job). A pool winding down runs only such
+/// tasks.
+pub(crate) fn holds(address: *const u8) -> bool {
+    let inside = |start: *const u8, bytes: usize| {
+        (start as usize..start as usize + bytes).contains(&(address as usize))
+    };
+    inside(TABLE.as_ptr().cast(), size_of_val(&TABLE))
+        || inside(REGION.0.get().cast_const().cast(), FIBRES * SLOT_BYTES)
+}
+
 /// How many fibres some pool holds now.
 pub(crate) fn claimed() -> usize {
     CLAIMED.iter().map(|word| word.load(Relaxed).count_ones() as usize).sum()

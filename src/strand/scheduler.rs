@@ -136,6 +136,17 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
             unsafe { Header::fail(me, failure) };
         }
     }
+    if header.flags.load(SeqCst) & flags::FAILED != 0 {
+        // The handle may take the failure to another domain: it must be
+        // able to send it back to this pool. (A rare path: only failures.)
+        // SAFETY: our own payload, not yet published (no `DONE`).
+        if let Some(mut failure) = unsafe { Header::take_failure(me) } {
+            // SAFETY: a fibre with strands is held by a live pool.
+            failure.set_origin(unsafe { &*header.fibre.pool() }.this.clone());
+            // SAFETY: as above.
+            unsafe { Header::fail(me, failure) };
+        }
+    }
     let before = header.flags.fetch_or(flags::DONE, SeqCst);
     let failed = before & flags::FAILED != 0;
     // The handle is gone, so the result is ours: a failure goes up.
@@ -153,7 +164,7 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
     // the pool's count at once must not count us. (The core still has to
     // switch away; quiescence also waits for every core to be asleep.)
     // SAFETY: a fibre with strands is held by a live pool.
-    unsafe { &*header.fibre.pool() }.live_strands.fetch_sub(1, SeqCst);
+    unsafe { &*header.fibre.pool() }.strand_ended();
     let joiner = header.joiner.swap(FINISHED, AcqRel);
     if let Some(joiner) = NonNull::new(joiner) {
         signal(joiner, state::SIGNALLED);
