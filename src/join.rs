@@ -52,7 +52,7 @@ use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::SeqCst;
+use core::sync::atomic::Ordering::{Relaxed, SeqCst};
 use core::time::Duration;
 use frame::{DONE, Failure, Frame, RETURNED, Ring};
 use stack::Popped;
@@ -189,12 +189,14 @@ impl Here {
     }
 
     /// Publishes the oldest private job if the core's slot is free and
-    /// some core is idle to take it.
+    /// some core is idle, or some join owner waits, to take it.
     #[inline]
     fn offer(&self) {
         let shared = self.shared();
         let slot = &shared.join_slots[self.core];
-        if slot.is_empty() && shared.sleep.counters().inactive() > 0 {
+        if slot.is_empty()
+            && (shared.sleep.counters().inactive() > 0 || shared.join_helpers.load(Relaxed) > 0)
+        {
             self.publish_oldest();
         }
     }
@@ -291,6 +293,15 @@ const NAP: Duration = Duration::from_micros(50);
 /// Waits until a taken job ends, running other slots' jobs meanwhile.
 /// Returns the end (`DONE` or `RETURNED`).
 fn wait_for(shared: &Shared, frame: &Frame) -> u32 {
+    /// Counts the owner among `join_helpers` while it waits.
+    struct Helping<'a>(&'a Shared);
+    impl Drop for Helping<'_> {
+        fn drop(&mut self) {
+            self.0.join_helpers.fetch_sub(1, Relaxed);
+        }
+    }
+    shared.join_helpers.fetch_add(1, Relaxed);
+    let _helping = Helping(shared);
     let mut idle = 0;
     loop {
         let state = frame.state();
@@ -350,7 +361,7 @@ struct StackJob<B, R> {
 impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
     fn new(b: B) -> Self {
         Self {
-            frame: Frame::new(Self::run_taken, Self::fail_taken),
+            frame: Frame::new(Self::run_taken, Self::fail_taken, Self::failures_taken),
             b: UnsafeCell::new(Some(b)),
             outcome: UnsafeCell::new(Outcome::Pending),
         }
@@ -386,11 +397,25 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
     /// whose `a` failed. An unrun `b` is dropped unrun.
     #[cfg(feature = "std")]
     fn failures(&self, settled: Settled) -> usize {
-        if let Settled::Unrun = settled {
-            return 0;
+        match settled {
+            Settled::Unrun => 0,
+            // SAFETY: our own job, ended with `DONE`.
+            Settled::Done => unsafe { Self::failures_taken(self.frame()) },
         }
-        // SAFETY: ended with `DONE`: the thief stored the outcome and let go.
-        match core::mem::replace(unsafe { &mut *self.outcome.get() }, Outcome::Pending) {
+    }
+
+    /// How many failures a job that ended `DONE` holds (dropping its
+    /// outcome).
+    ///
+    /// # Safety
+    ///
+    /// `frame` is the frame of a `StackJob<B, R>` that ended with `DONE`:
+    /// the thief stored the outcome and let go; the caller owns the job.
+    unsafe fn failures_taken(frame: NonNull<Frame>) -> usize {
+        let job = frame.cast::<Self>();
+        // SAFETY: per the contract, the outcome is the caller's.
+        match core::mem::replace(unsafe { &mut *(*job.as_ptr()).outcome.get() }, Outcome::Pending) {
+            #[cfg(feature = "std")]
             Outcome::Panicked(payload) => crate::strand::failures_in(&*payload),
             Outcome::Failed(failure) => 1 + failure.others(),
             Outcome::Value(_) | Outcome::Pending => 0,
@@ -466,12 +491,14 @@ fn ring_owner(ring: Ring) {
 
 /// A strand failing on bare metal, not unwound, settles its joins before
 /// its stack is abandoned: jobs it published are taken back or waited out,
-/// and jobs it was running for others end with `failure`.
+/// and jobs it was running for others end with `failure`. Returns how many
+/// failures the jobs it waited out ended with (a `b` that failed too), for
+/// `failure` to count.
 ///
 /// # Safety
 ///
 /// `me` is the running strand, failing.
-pub(crate) unsafe fn abandon(me: NonNull<Header>, failure: &Failure) {
+pub(crate) unsafe fn abandon(me: NonNull<Header>, failure: &Failure) -> usize {
     let stack = || {
         // SAFETY: the running strand's fibre; each use is one statement.
         unsafe { &mut *me.as_ref().fibre.joins.get() }
@@ -485,13 +512,18 @@ pub(crate) unsafe fn abandon(me: NonNull<Header>, failure: &Failure) {
         unsafe { (job.fail)(NonNull::from(job), failure) };
     }
     let (published, count) = stack().take_published();
+    let mut others = 0;
     if let Some((shared, _)) = scheduler::here() {
         for job in published[..count].iter().filter_map(|job| NonNull::new(job.cast_mut())) {
-            settle_published(shared, job);
+            if let Settled::Done = settle_published(shared, job) {
+                // SAFETY: ended `DONE`, and ours: it is on our stack.
+                others += unsafe { (job.as_ref().failures)(job) };
+            }
         }
     }
     if was_joining {
         // SAFETY: as above.
         unsafe { me.as_ref() }.lent.fetch_sub(1, SeqCst);
     }
+    others
 }

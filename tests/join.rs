@@ -94,6 +94,13 @@ fn a_strand_whose_a_panics_inside_a_join_fails_only_after_b_ended() {
     assert_eq!(failure.message(), "a failed inside a join");
 }
 
+#[test]
+fn both_halves_failing_with_another_strand_running_b_counts_both() {
+    let failure = run_pool(4, |_| both_halves_fail_inside_a_join()).unwrap();
+    assert_eq!(failure.message(), "a failed, and so did b");
+    assert_eq!(failure.others(), 1, "b's failure was lost");
+}
+
 /// Both halves of a join fail: the strand's failure is `a`'s, and it
 /// counts `b`'s in `others` instead of losing it.
 #[test]

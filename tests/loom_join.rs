@@ -50,11 +50,15 @@ unsafe fn fail(_: NonNull<JoinFrame>, _: &()) {
     unreachable!("nothing fails in the model");
 }
 
+unsafe fn failures(_: NonNull<JoinFrame>) -> usize {
+    0
+}
+
 #[test]
 fn a_published_job_runs_once_and_its_owner_is_never_left_waiting() {
     loom::model(|| {
         let job = Arc::new(Job {
-            frame: JoinFrame::new(run, fail),
+            frame: JoinFrame::new(run, fail, failures),
             result: UnsafeCell::new(0),
             runs: AtomicUsize::new(0),
             bell: Notify::new(),

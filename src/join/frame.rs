@@ -87,6 +87,10 @@ pub struct Frame {
     /// Ends the job with a failure instead of a result (a thief that failed
     /// while running it on bare metal, where nothing unwinds).
     pub fail: unsafe fn(NonNull<Frame>, &Failure),
+    /// How many failures a job that ended `DONE` holds, dropping its
+    /// outcome: for an owner failing on bare metal, whose joins are
+    /// settled without their types.
+    pub failures: unsafe fn(NonNull<Frame>) -> usize,
 }
 
 // SAFETY: the cells are touched by one party at a time, as the module docs
@@ -99,15 +103,21 @@ unsafe impl Sync for Frame {}
 pub struct Ring(pub Option<usize>);
 
 impl Frame {
-    /// A private job that a thief runs with `run`, or fails with `fail`.
+    /// A private job that a thief runs with `run`, or fails with `fail`;
+    /// `failures` counts what a `DONE` job failed with.
     #[inline]
-    pub fn new(run: TaskFn, fail: unsafe fn(NonNull<Frame>, &Failure)) -> Self {
+    pub fn new(
+        run: TaskFn,
+        fail: unsafe fn(NonNull<Frame>, &Failure),
+        failures: unsafe fn(NonNull<Frame>) -> usize,
+    ) -> Self {
         Self {
             task: Task::new(run),
             state: AtomicU32::new(PRIVATE),
             published_in: Cell::new(0),
             next_stolen: Cell::new(ptr::null()),
             fail,
+            failures,
         }
     }
 

@@ -150,6 +150,10 @@ pub(crate) struct Shared {
     pub(crate) steal: Box<[CachePadded<AtomicList>]>,
     /// Each core's slot for a published fork-join job (`crate::join`).
     pub(crate) join_slots: Box<[CachePadded<Slot>]>,
+    /// Join owners waiting for their stolen jobs, taking others' meanwhile
+    /// (`crate::join::wait_for`): a job offered is taken by them as by an
+    /// idle core.
+    pub(crate) join_helpers: CachePadded<AtomicUsize>,
     /// The join stack of each core's own loop (strands keep theirs with
     /// their fibre); touched only by that core.
     pub(crate) joins: Box<[CachePadded<UnsafeCell<JoinStack>>]>,
@@ -243,6 +247,7 @@ impl Shared {
             mailboxes: lists(2 * cores * (cores + 1)),
             steal: lists(cores),
             join_slots: (0..cores).map(|_| CachePadded(Slot::new())).collect(),
+            join_helpers: CachePadded(AtomicUsize::new(0)),
             joins: (0..cores).map(|_| CachePadded(UnsafeCell::new(JoinStack::new()))).collect(),
             returns: lists(cores),
             locals: Box::new([]),
@@ -693,7 +698,7 @@ impl Shared {
             let mut panic = self.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match (failure.as_mut(), panic.as_ref()) {
                 (Some(first), _) => {
-                    first.count_another();
+                    first.count_others(1);
                     Some(payload)
                 }
                 (None, Some(_)) => Some(payload),

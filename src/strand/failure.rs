@@ -161,11 +161,10 @@ impl Failure {
         self.others += 1 + other.others;
     }
 
-    /// Counts one more failure that is not a [`Failure`] (a task's panic
-    /// on the host) behind this one.
-    #[cfg(feature = "std")]
-    pub(crate) fn count_another(&mut self) {
-        self.others += 1;
+    /// Counts `more` failures that are not kept as [`Failure`]s (a task's
+    /// panic on the host, a job settled without its type) behind this one.
+    pub(crate) fn count_others(&mut self, more: usize) {
+        self.others += more;
     }
 
     /// Keeps `failure` in `slot`: whole if the slot is empty, else counted
@@ -250,8 +249,10 @@ fn abandon(me: core::ptr::NonNull<Header>, failure: Box<Failure>) -> Box<Failure
     if header.flags.fetch_or(FINISHING, core::sync::atomic::Ordering::SeqCst) & FINISHING != 0 {
         return failure;
     }
+    let mut failure = failure;
     // SAFETY: the running strand, failing; its stack is still here.
-    unsafe { crate::join::abandon(me, &failure) };
+    let others = unsafe { crate::join::abandon(me, &failure) };
+    failure.count_others(others);
     // SAFETY: the running strand's payload; its closure was moved onto the
     // stack being abandoned.
     unsafe { Header::fail(me, failure) };

@@ -47,9 +47,13 @@ unsafe extern "C" fn boot_primary(start_info: usize) -> ! {
     info.arch.mwait = cpu::has_mwait();
     apic::init_this_core();
     timer::calibrate(info);
-    // SAFETY: single core; the tables change only where the board and the
-    // fibre stacks say, and the running code and stack stay mapped.
-    unsafe { paging::finish(board()) };
+    // SAFETY: single core, before the heap; the tables change only where
+    // RAM, the board and the fibre stacks say, and the running code and
+    // stack stay mapped.
+    unsafe {
+        info.arch.unmapped_ram = paging::map_high_ram(info, cpu::has_gigabyte_pages());
+        paging::finish(board());
+    }
     crate::boot::primary_main()
 }
 

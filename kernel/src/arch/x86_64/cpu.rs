@@ -42,6 +42,13 @@ pub(crate) fn has_mwait() -> bool {
     leaf.ecx & (1 << 3) != 0
 }
 
+/// Whether the processor maps 1 GiB pages (CPUID `pdpe1gb`).
+pub(crate) fn has_gigabyte_pages() -> bool {
+    // Leaf 0x8000_0000 says which extended leaves exist.
+    let highest = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+    highest >= 0x8000_0001 && core::arch::x86_64::__cpuid(0x8000_0001).edx & (1 << 26) != 0
+}
+
 /// The interrupt flag of RFLAGS.
 const IF: usize = 1 << 9;
 

@@ -35,11 +35,14 @@ pub struct ArchInfo {
     pub tsc_hz: u64,
     /// Local APIC timer counts per second (divide-by-16), as calibrated.
     pub apic_timer_hz: u64,
+    /// Bytes of RAM above 4 GiB the page tables could not map, left out
+    /// of [`BootInfo::ram`](crate::boot_info::BootInfo::ram).
+    pub unmapped_ram: usize,
 }
 
 impl ArchInfo {
     pub(crate) const EMPTY: Self =
-        Self { rsdp: None, madt: false, mwait: false, tsc_hz: 0, apic_timer_hz: 0 };
+        Self { rsdp: None, madt: false, mwait: false, tsc_hz: 0, apic_timer_hz: 0, unmapped_ram: 0 };
 }
 
 /// QEMU's `isa-debug-exit` device (`-device isa-debug-exit,iobase=0xf4,iosize=4`):
@@ -114,5 +117,9 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
     write!(out, "PVH entry, ")?;
     out.write_str(if info.madt { "cores from the ACPI MADT" } else { "no ACPI MADT (one core)" })?;
     write!(out, ", local APIC at {:#x}, ", apic::base())?;
-    out.write_str(if info.mwait { "MWAIT light tier" } else { "no MWAIT (light tier spins)" })
+    out.write_str(if info.mwait { "MWAIT light tier" } else { "no MWAIT (light tier spins)" })?;
+    if info.unmapped_ram > 0 {
+        write!(out, ", {} MiB of RAM left unmapped", info.unmapped_ram >> 20)?;
+    }
+    Ok(())
 }

@@ -2,6 +2,10 @@
 //! before long mode; finished here on the boot core before any other core
 //! starts:
 //!
+//! - RAM above 4 GiB (up to 512 GiB, one PML4 entry) is mapped too: whole
+//!   gigabytes with 1 GiB pages where the processor has them, the rest in
+//!   2 MiB pages from a few spare page directories. RAM that does not fit
+//!   is dropped from the boot facts, so the heap never reaches it.
 //! - the board's device ranges (the local APIC and I/O APIC) become
 //!   uncached (PCD | PWT);
 //! - the guard gap below every fibre stack becomes unmapped, so a strand
@@ -10,7 +14,8 @@
 //!
 //! Every core runs on these same tables (the trampoline loads them).
 
-use crate::board::Board;
+use crate::board::{Board, Region};
+use crate::boot_info::BootInfo;
 use roving::strand::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
 
 const ENTRIES: usize = 512;
@@ -23,6 +28,9 @@ const CACHE_DISABLE: u64 = 1 << 4;
 const HUGE: u64 = 1 << 7;
 /// Page directories: four, one per gigabyte mapped.
 const DIRECTORIES: usize = 4;
+/// Spare page directories for RAM above 4 GiB mapped in 2 MiB pages.
+const HIGH_DIRECTORIES: usize = 4;
+const GIGABYTE: usize = 1 << 30;
 /// Page tables for the pages around the fibre region (as on AArch64).
 const PAGE_TABLES: usize = (FIBRES * (GUARD_BYTES + STACK_BYTES)).div_ceil(LARGE_PAGE) + 1;
 
@@ -37,6 +45,68 @@ pub(super) static mut PDPT: Table = Table([0; ENTRIES]);
 /// As `PML4`: entry `i` maps `[i * 2 MiB, (i + 1) * 2 MiB)`.
 pub(super) static mut PD: [Table; DIRECTORIES] = [const { Table([0; ENTRIES]) }; DIRECTORIES];
 static mut PT: [Table; PAGE_TABLES] = [const { Table([0; ENTRIES]) }; PAGE_TABLES];
+/// As `PML4`: directories for RAM above 4 GiB that 1 GiB pages cannot map.
+static mut HIGH_PD: [Table; HIGH_DIRECTORIES] = [const { Table([0; ENTRIES]) }; HIGH_DIRECTORIES];
+
+/// Maps the RAM `info` lists above 4 GiB (module documentation) and trims
+/// each such region to what was mapped: 2 MiB aligned, and ending where
+/// the spare directories ran out. Returns the bytes of RAM left unmapped.
+///
+/// # Safety
+///
+/// Boot core only, before any other core starts and before the heap.
+pub(super) unsafe fn map_high_ram(info: &mut BootInfo, gigabyte_pages: bool) -> usize {
+    let (pdpt, spare): (*mut Table, *mut [Table; HIGH_DIRECTORIES]) = (&raw mut PDPT, &raw mut HIGH_PD);
+    // SAFETY: exclusive per this function's contract.
+    let (pdpt, spare) = unsafe { (&mut *pdpt, &mut *spare) };
+    let mut spare_used = 0;
+    let mut unmapped = 0;
+    for region in info.ram.iter_mut().filter(|r| r.end() > DIRECTORIES * GIGABYTE) {
+        let start = region.base.max(DIRECTORIES * GIGABYTE).next_multiple_of(LARGE_PAGE);
+        let end = region.end() / LARGE_PAGE * LARGE_PAGE;
+        let mut mapped_to = start;
+        while mapped_to < end {
+            let gigabyte = mapped_to / GIGABYTE;
+            let whole = mapped_to % GIGABYTE == 0 && end - mapped_to >= GIGABYTE;
+            if whole && gigabyte_pages {
+                pdpt.0[gigabyte] = mapped_to as u64 | HUGE | WRITABLE | PRESENT;
+                mapped_to += GIGABYTE;
+                continue;
+            }
+            let directory = match pdpt.0[gigabyte] {
+                0 if spare_used < HIGH_DIRECTORIES => {
+                    spare_used += 1;
+                    let table = &mut spare[spare_used - 1];
+                    pdpt.0[gigabyte] = table as *const Table as u64 | WRITABLE | PRESENT;
+                    table
+                }
+                // SAFETY: a directory entry not huge points at one of
+                // `spare`, set by an earlier region that shares this
+                // gigabyte; nothing else holds a reference to it now.
+                entry if entry & HUGE == 0 && entry != 0 => unsafe {
+                    &mut *((entry & 0x000f_ffff_ffff_f000) as *mut Table)
+                },
+                _ => break,
+            };
+            let stop = end.min((gigabyte + 1) * GIGABYTE);
+            while mapped_to < stop {
+                directory.0[(mapped_to / LARGE_PAGE) % ENTRIES] =
+                    mapped_to as u64 | HUGE | WRITABLE | PRESENT;
+                mapped_to += LARGE_PAGE;
+            }
+        }
+        let kept = mapped_to.saturating_sub(region.base.max(start));
+        let below = (DIRECTORIES * GIGABYTE).saturating_sub(region.base);
+        unmapped += region.size - below - kept;
+        if region.base >= DIRECTORIES * GIGABYTE {
+            *region = Region { base: start, size: kept };
+        } else {
+            region.size = below + kept;
+        }
+    }
+    info.ram.retain(|r| r.size > 0);
+    unmapped
+}
 
 /// Why the map could not be finished.
 enum PagingError {

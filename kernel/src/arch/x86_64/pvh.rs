@@ -8,8 +8,9 @@ use crate::boot_info::BootInfo;
 const MAGIC: u32 = 0x336e_c578;
 /// Memory map entry type of usable RAM.
 const RAM: u32 = 1;
-/// Only the first 4 GiB are mapped (boot.s); RAM above is left unused.
-const MAPPED_END: u64 = 1 << 32;
+/// What one PML4 entry covers, the most RAM the kernel maps
+/// (`paging::map_high_ram` maps what lies above the first 4 GiB).
+const MAPPED_END: u64 = 1 << 39;
 
 #[repr(C)]
 struct StartInfo {

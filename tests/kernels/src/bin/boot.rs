@@ -1,8 +1,11 @@
 //! Every core boots once, on its own stack, with its own per-core data, its
 //! MMU on, FP/SIMD usable, and atomics and critical sections that work
-//! across cores.
+//! across cores. With `roving.expect_ram_mib=N` (the suite boots it with
+//! more RAM than 4 GiB), all of that RAM is found and the heap uses it.
 #![no_std]
 #![no_main]
+
+extern crate alloc;
 
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
@@ -29,6 +32,9 @@ fn main() {
         _ => assert_eq!(info.cores_found, count, "the firmware lists every core once"),
     }
     assert!(info.ram_bytes() >= 64 << 20, "RAM found: {} bytes", info.ram_bytes());
+    if let Some(mib) = info.bootarg("roving.expect_ram_mib").and_then(|v| v.parse::<usize>().ok()) {
+        all_ram_is_heap(mib);
+    }
     on_every_core(check_in, Duration::from_secs(60));
 
     for (core, checked_in) in CHECKED_IN.iter().enumerate().take(count) {
@@ -52,6 +58,44 @@ fn main() {
     assert_eq!(CAS_ADDED.load(SeqCst), total, "compare_exchange lost updates");
     assert_eq!(critical_section::with(|cs| GUARDED.borrow(cs).get()), total, "critical sections overlapped");
     pass("boot");
+}
+
+/// The firmware's RAM is found, the heap holds nearly all of it, and a
+/// block larger than the RAM below 4 GiB can be had and written.
+fn all_ram_is_heap(expected_mib: usize) {
+    use alloc::alloc::{Layout, alloc, dealloc};
+    let ram = boot_info().ram_bytes();
+    assert!(ram >> 20 >= expected_mib, "RAM found: {} MiB of {expected_mib} MiB", ram >> 20);
+    let (_, heap) = roving_kernel::heap::usage();
+    assert!(heap + (64 << 20) >= ram, "the heap has {} MiB of {} MiB of RAM", heap >> 20, ram >> 20);
+    const STEP: usize = 64 << 20;
+    let layout = Layout::from_size_align(3 << 30, 4096).expect("a valid layout");
+    // SAFETY: a non-zero size.
+    let block = unsafe { alloc(layout) };
+    assert!(!block.is_null(), "no 3 GiB block in a heap of {} MiB", heap >> 20);
+    let words = (0..layout.size()).step_by(STEP).chain([layout.size() - 8]);
+    for (i, offset) in words.clone().enumerate() {
+        // SAFETY: inside the block just allocated, 8-byte aligned.
+        unsafe { block.add(offset).cast::<u64>().write_volatile(i as u64 ^ 0x5a5a) };
+    }
+    for (i, offset) in words.enumerate() {
+        // SAFETY: as above, written just before.
+        let read = unsafe { block.add(offset).cast::<u64>().read_volatile() };
+        assert_eq!(
+            read,
+            i as u64 ^ 0x5a5a,
+            "heap memory at {:#x} did not keep a word",
+            block as usize + offset
+        );
+    }
+    let at = block as usize;
+    roving_kernel::println!(
+        "boot: {} MiB of RAM, {} MiB of heap, a 3 GiB block at {at:#x}",
+        ram >> 20,
+        heap >> 20
+    );
+    // SAFETY: allocated above with `layout`.
+    unsafe { dealloc(block, layout) };
 }
 
 /// Runs on every core, the boot core included.

@@ -3,7 +3,8 @@
 //! fib(32) with `join` give the right answers, and with more than one
 //! core the sum's leaves ran on more than one core. A strand that panics
 //! in `a` (not unwound here) fails only once its `b`, perhaps running on
-//! another core, has ended.
+//! another core, has ended; with 3 cores or more, a strand whose halves
+//! both fail (its `b` run by another strand) counts `b`'s failure.
 #![no_std]
 #![no_main]
 
@@ -36,6 +37,13 @@ fn main() {
     let failure = Pool::new().expect("a pool").run(a_fails_inside_a_join).expect("the pool runs");
     assert_eq!(failure.message(), "a failed inside a join");
     println!("failure: a strand that panicked inside a join failed once b had ended; the pool ran on");
+    if cores >= 3 {
+        let failure =
+            Pool::new().expect("a pool").run(both_halves_fail_inside_a_join).expect("the pool runs");
+        assert_eq!(failure.message(), "a failed, and so did b");
+        assert_eq!(failure.others(), 1, "b's failure (in the strand that ran it) was not counted");
+        println!("failure: both halves failed; the strand's failure counts b's");
+    }
     pass("join");
 }
 
