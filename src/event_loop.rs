@@ -276,22 +276,31 @@ impl<T: Send + 'static> Loop<T> {
         struct StopOnUnwind<'a, T: Send + 'static>(&'a Loop<T>, u64);
         impl<T: Send + 'static> Drop for StopOnUnwind<'_, T> {
             fn drop(&mut self) {
-                self.0.inner.drainer.store(self.1, Relaxed);
+                self.0.unmark_drainer(self.1);
                 // SAFETY: still the drainer: the drain unwound.
                 unsafe { self.0.abandon(None) };
             }
         }
         let me = crate::strand::current().map_or(0, |id| id.get());
-        let outer = self.inner.drainer.swap(me, Relaxed);
-        let guard = StopOnUnwind(self, outer);
+        self.inner.drainer.store(me, Relaxed);
+        let guard = StopOnUnwind(self, me);
         first();
         // SAFETY: the caller is the drainer (it won the drain, or holds the
         // drain task); each operation is run once, by `op::run`, with this
         // loop, which made it.
         let drained = unsafe { self.inner.handoff.drain(budget, |node| op::run(node, Some(self))) };
         core::mem::forget(guard);
-        self.inner.drainer.store(outer, Relaxed);
+        self.unmark_drainer(me);
         drained
+    }
+
+    /// Clears the drainer mark if it is still `me`'s. The drain has let
+    /// go of the loop by now, so the next drainer may already have put its
+    /// own mark there: that one stays. The mark reads `me` only while `me`
+    /// drains (or is about to clear it here), so a strand never sees a
+    /// stale mark of its own.
+    fn unmark_drainer(&self, me: u64) {
+        let _ = self.inner.drainer.compare_exchange(me, 0, Relaxed, Relaxed);
     }
 
     /// Posts the drain to the loop's core, for a defer that won it. If the

@@ -11,7 +11,11 @@
 //! "Model exceeded maximum number of branches"). The wake latch is a count
 //! only senders write, as in `loom_doorbell.rs`.
 //!
-//! A second model closes the list (a core leaving its pool) while two
+//! Another model adds a thief that steals the whole list while the
+//! receiver drains, arms and sleeps: nothing is lost or taken twice, and
+//! the thief never hides a push from the sleeping receiver.
+//!
+//! A further model closes the list (a core leaving its pool) while two
 //! senders push: every task is either in the chain the close took or
 //! refused back to its sender, never both and never neither, and nothing
 //! is queued on a closed list.
@@ -190,5 +194,59 @@ fn closing_loses_no_task_and_takes_none_twice() {
         let refused: usize = senders.into_iter().map(|sender| sender.join().unwrap()).sum();
         assert_eq!(received.total + refused, SENDERS, "a task was lost or taken twice");
         assert!(!mailbox.list.has_tasks(), "a task was queued on a closed list");
+    });
+}
+
+/// One sender pushes two tasks; a thief steals whatever it finds, twice;
+/// the receiver drains, arms and sleeps until woken, or until every task
+/// is accounted for (a sleeping core does not need the tasks a thief ran).
+#[test]
+fn a_thief_takes_nothing_twice_and_never_hides_a_wake_up() {
+    loom::model(|| {
+        let mailbox = Arc::new(Mailbox { list: AtomicList::new(), wakes: AtomicUsize::new(0) });
+        let stolen = Arc::new(AtomicUsize::new(0));
+        let sender = {
+            let mailbox = mailbox.clone();
+            thread::spawn(move || sender(&mailbox, 0, false))
+        };
+        let thief = {
+            let (mailbox, stolen) = (mailbox.clone(), stolen.clone());
+            thread::spawn(move || {
+                let mut got = Received::default();
+                for _ in 0..2 {
+                    let count = got.take(mailbox.list.steal_all());
+                    stolen.fetch_add(count, Release);
+                }
+                got
+            })
+        };
+        let mut received = Received::default();
+        let mut seen_wakes = 0;
+        let done = |received: &Received| received.total + stolen.load(Acquire) == PER_SENDER;
+        while !done(&received) {
+            if received.take(mailbox.list.take_all()) > 0 {
+                continue;
+            }
+            if received.take(mailbox.list.take_all_and_arm()) > 0 {
+                continue;
+            }
+            loop {
+                let wakes = mailbox.wakes.load(Acquire);
+                if wakes > seen_wakes {
+                    seen_wakes = wakes;
+                    break;
+                }
+                if done(&received) {
+                    break;
+                }
+                thread::yield_now();
+            }
+        }
+        sender.join().unwrap();
+        let got = thief.join().unwrap();
+        let mut seqs: Vec<usize> = received.by_sender[0].iter().chain(&got.by_sender[0]).copied().collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (0..PER_SENDER).collect::<Vec<_>>(), "a task was lost or taken twice");
+        assert!(!mailbox.list.has_tasks(), "a task was left behind");
     });
 }

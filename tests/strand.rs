@@ -276,3 +276,31 @@ fn a_joined_strand_is_no_longer_counted_live_when_join_returns() {
     .unwrap();
     assert!(wrong.is_empty(), "(round, live strands) read right after a join: {wrong:?}");
 }
+
+/// A strand's sleep ends while the core that last ran it is busy with a
+/// long task: an idle core takes it from that core's mailbox instead of
+/// leaving it to wait for the task.
+#[test]
+fn a_strand_woken_while_its_core_is_busy_runs_on_an_idle_core() {
+    let slept = support::run_pool(2, |pool| {
+        let sleeper = strand::spawn(|| {
+            let start = Instant::now();
+            strand::sleep(Duration::from_millis(10)).unwrap();
+            (start.elapsed(), roving::platform::current_core())
+        })
+        .unwrap();
+        // Let it block on core 0, then keep core 0 busy for a second.
+        strand::sleep(Duration::from_millis(2)).unwrap();
+        pool.post(0, || {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(1) {
+                std::hint::spin_loop();
+            }
+        })
+        .unwrap();
+        sleeper.join().unwrap()
+    })
+    .unwrap();
+    assert!(slept.0 < Duration::from_millis(500), "slept {:?}: it waited for the busy core", slept.0);
+    assert_eq!(slept.1, Some(1), "it woke on the busy core");
+}

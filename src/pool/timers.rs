@@ -16,6 +16,13 @@
 //!   proof sketch and loom model there). A timer is only inserted by a
 //!   running core, which will itself watch if nobody else does when it
 //!   runs out of work.
+//! - A watcher that wakes and finds work while deadlines remain hands the
+//!   watch on: it wakes a sleeping core, which watches when it sleeps
+//!   again. Otherwise a long task on the old watcher would leave every
+//!   deadline unwatched while other cores sleep.
+//! - A strand whose deadline passed prefers the core that last ran it; if
+//!   that core is busy, an idle core takes it from its fibre mailbox
+//!   (`worker::steal_woken_fibres`).
 //!
 //! Expiry signals the strand under the lock; a strand woken by something
 //! else removes its entry under the same lock before it moves on, so the
@@ -117,9 +124,15 @@ impl Timers {
         self.watch.watch(core).filter(|&earliest| earliest != NONE).map(Instant::from_ticks)
     }
 
-    /// `core` stops watching, if it was the watcher.
-    pub(crate) fn unwatch(&self, core: usize) {
-        self.watch.unwatch(core);
+    /// `core` stops watching, if it was the watcher; returns whether it
+    /// was.
+    pub(crate) fn unwatch(&self, core: usize) -> bool {
+        self.watch.unwatch(core)
+    }
+
+    /// Whether any deadline is armed (one load).
+    pub(crate) fn armed(&self) -> bool {
+        self.watch.earliest() != NONE
     }
 }
 

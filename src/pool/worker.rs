@@ -5,7 +5,8 @@
 //!    every sender's tasks run in the order they were posted;
 //! 3. its own steal list, then the injector;
 //! 4. the pool's poller, if any (one core at a time);
-//! 5. steal: take a busy core's whole steal list, or else a job some
+//! 5. steal: take a busy core's whole steal list, or else the woken
+//!    fibres waiting in a busy core's fibre mailboxes, or else a job some
 //!    core's `join` published in its slot;
 //! 6. nothing: the sleep protocol (`crate::sleep`), one round per call.
 //!
@@ -71,6 +72,7 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             continue;
         }
         let mut idle = shared.sleep.start_looking();
+        let mut watched = false;
         let found = loop {
             if shared.stopped() || shared.leaving[me].load(Relaxed) {
                 break None;
@@ -78,13 +80,17 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             if let Some(task) = find_work(shared, me) {
                 break Some(task);
             }
-            let mut sleeper = CoreSleeper { shared, me, slept_at: None, deep: false };
+            let mut sleeper = CoreSleeper { shared, me, slept_at: None, deep: false, watched: false };
             if shared.sleep.no_work_found(&mut idle, me, &mut sleeper) == Outcome::Slept && sleeper.deep {
                 stats::add(&shared.stats[me].deep_sleeps, 1);
             }
+            watched |= sleeper.watched;
         };
         shared.sleep.work_found();
         if let Some(task) = found {
+            if watched && shared.timers.armed() {
+                hand_off_watch(shared, me);
+            }
             run_task(shared, me, task);
         }
     }
@@ -254,9 +260,42 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
             return local.queue.pop_front();
         }
     }
+    if let Some(task) = steal_woken_fibres(shared, me, start) {
+        return Some(task);
+    }
     let job = crate::join::take_any(shared, me)?;
     stats::add(&shared.stats[me].stolen, 1);
     Some(crate::join::as_task(job))
+}
+
+/// Takes the woken fibres waiting in another core's fibre mailboxes: a
+/// fibre prefers the core that last ran it, but that core may be busy with
+/// a long task while this one idles (a strand whose sleep ended would wait
+/// for it). Never takes from an armed (sleeping) or closed mailbox.
+fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
+    let cores = shared.slots;
+    for victim in (0..cores).map(|offset| (start + offset) % cores).filter(|&victim| victim != me) {
+        for from in 0..=cores {
+            let Some(chain) = shared.fibre_mailbox(victim, from).steal_all() else { continue };
+            // SAFETY: we are core `me`, between tasks.
+            let local = unsafe { shared.local(me) };
+            // SAFETY: a stolen chain is ours.
+            let stolen = unsafe { local.queue.append_reversed(Some(chain)) };
+            stats::add(&shared.stats[me].stolen, stolen as u64);
+            return local.queue.pop_front();
+        }
+    }
+    None
+}
+
+/// Core `me` watched the deadlines while it slept and now has work: wakes
+/// another sleeping core, which watches when it sleeps again (`timers`).
+fn hand_off_watch(shared: &Shared, me: usize) {
+    let cores = shared.slots;
+    let mut others = (1..cores).map(|offset| (me + offset) % cores).filter(|&core| shared.is_member(core));
+    if others.any(|core| shared.sleep.wake(core, ring)) {
+        stats::add(&shared.stats[me].wakeups, 1);
+    }
 }
 
 /// xorshift32: cheap, and good enough to spread thieves over victims.
@@ -275,6 +314,8 @@ struct CoreSleeper<'a> {
     me: usize,
     slept_at: Option<Instant>,
     deep: bool,
+    /// Whether it watched the deadlines in a sleep of this round.
+    watched: bool,
 }
 
 impl Sleeper for CoreSleeper<'_> {
@@ -331,6 +372,6 @@ impl Sleeper for CoreSleeper<'_> {
             self.deep = true;
             platform::wait_for_event(Depth::Deep, timer);
         }
-        timers.unwatch(self.me);
+        self.watched |= timers.unwatch(self.me);
     }
 }

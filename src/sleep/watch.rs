@@ -89,8 +89,9 @@ impl Watch {
         })
     }
 
-    /// `core` stops watching, if it was the watcher.
-    pub fn unwatch(&self, core: usize) {
-        let _ = self.watcher.compare_exchange(core, NO_WATCHER, SeqCst, SeqCst);
+    /// `core` stops watching, if it was the watcher; returns whether it
+    /// was.
+    pub fn unwatch(&self, core: usize) -> bool {
+        self.watcher.compare_exchange(core, NO_WATCHER, SeqCst, SeqCst).is_ok()
     }
 }

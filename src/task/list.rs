@@ -22,6 +22,11 @@
 //! - **Arm** (the receiver, before sleeping): swap the head with the bare
 //!   tag. It returns whatever was pushed meanwhile, so the receiver runs
 //!   that instead of sleeping.
+//! - **Steal all** (another core, from a receiver that is awake but busy):
+//!   compare-exchange a head that holds tasks, and so carries no tag, with
+//!   null. It fails, taking nothing, if the receiver took or armed
+//!   meanwhile: a thief never clears a sentinel, so it never hides a push
+//!   from a sleeping receiver.
 //! - **Close** (the receiver, when its core leaves the pool): swap the head
 //!   with the *closed* tag, a second low bit, and own what was there. A
 //!   push that finds the closed tag does not link its task: it returns
@@ -159,6 +164,18 @@ impl AtomicList {
             return None;
         }
         NonNull::new((self.head.swap(0, SeqCst) & !TAGS) as *mut Task)
+    }
+
+    /// Takes every task if the list holds some and is untouched since the
+    /// look: what another core takes from a busy receiver. Never clears a
+    /// tag (see the module docs).
+    pub fn steal_all(&self) -> Chain {
+        let head = self.head.load(SeqCst);
+        if head & !TAGS == 0 || head & TAGS != 0 {
+            return None;
+        }
+        let taken = self.head.compare_exchange(head, 0, SeqCst, Relaxed).ok()?;
+        NonNull::new(taken as *mut Task)
     }
 
     /// Takes every task and leaves the wake sentinel in their place.
