@@ -88,22 +88,26 @@ fn sender(mailbox: &Mailbox, me: usize, wake_always: bool) {
 }
 
 /// The receiver: drain; if empty, arm and, if still empty, sleep until a
-/// wake signal.
-fn receiver(mailbox: &Mailbox) -> Received {
+/// wake signal, until `done` says every task is accounted for (a sleeping
+/// receiver also looks at `done`: tasks a thief took need no wake-up).
+fn receive_until(mailbox: &Mailbox, done: impl Fn(&Received) -> bool) -> Received {
     let mut received = Received::default();
     let mut seen_wakes = 0;
-    while received.total < SENDERS * PER_SENDER {
+    while !done(&received) {
         if received.take(mailbox.list.take_all()) > 0 {
             continue;
         }
         if received.take(mailbox.list.take_all_and_arm()) > 0 {
             continue;
         }
-        // Asleep: only a wake signal ends this.
+        // Asleep: only a wake signal (or the end) ends this.
         loop {
             let wakes = mailbox.wakes.load(Acquire);
             if wakes > seen_wakes {
                 seen_wakes = wakes;
+                break;
+            }
+            if done(&received) {
                 break;
             }
             thread::yield_now();
@@ -121,7 +125,7 @@ fn model(wake_always: bool) {
                 thread::spawn(move || sender(&mailbox, me, wake_always))
             })
             .collect();
-        let received = receiver(&mailbox);
+        let received = receive_until(&mailbox, |r| r.total == SENDERS * PER_SENDER);
         for sender in senders {
             sender.join().unwrap();
         }
@@ -220,28 +224,7 @@ fn a_thief_takes_nothing_twice_and_never_hides_a_wake_up() {
                 got
             })
         };
-        let mut received = Received::default();
-        let mut seen_wakes = 0;
-        let done = |received: &Received| received.total + stolen.load(Acquire) == PER_SENDER;
-        while !done(&received) {
-            if received.take(mailbox.list.take_all()) > 0 {
-                continue;
-            }
-            if received.take(mailbox.list.take_all_and_arm()) > 0 {
-                continue;
-            }
-            loop {
-                let wakes = mailbox.wakes.load(Acquire);
-                if wakes > seen_wakes {
-                    seen_wakes = wakes;
-                    break;
-                }
-                if done(&received) {
-                    break;
-                }
-                thread::yield_now();
-            }
-        }
+        let received = receive_until(&mailbox, |r| r.total + stolen.load(Acquire) == PER_SENDER);
         sender.join().unwrap();
         let got = thief.join().unwrap();
         let mut seqs: Vec<usize> = received.by_sender[0].iter().chain(&got.by_sender[0]).copied().collect();
