@@ -81,6 +81,10 @@ mod spin_lock;
 pub mod strand;
 #[cfg(not(loom))]
 pub mod sync;
+// A signal's state word alone, for its loom model.
+#[cfg(loom)]
+#[path = "sync/signal/word.rs"]
+mod signal_word;
 mod task;
 pub mod time;
 
@@ -100,6 +104,7 @@ pub mod loom_api {
     pub use crate::actor_schedule::{Closing, Finished, Link, Pushed as ActorPushed, Schedule, reverse};
     pub use crate::event_loop_handoff::{Deferred, Drained, Handoff};
     pub use crate::join_frame::{DONE as JOB_DONE, Frame as JoinFrame, Ring, Slot as JoinSlot};
+    pub use crate::signal_word::{Register as SignalRegister, SignalWord};
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
     pub use crate::task::inbox::Inbox;

@@ -196,6 +196,15 @@ pub unsafe trait Platform {
     /// `state` must come from `disable_interrupts` on this core, and
     /// save/restore pairs must nest.
     unsafe fn restore_interrupts(state: InterruptState);
+
+    /// Whether the calling code runs in an interrupt handler. There roving
+    /// reaches a pool as code outside it would (through a mailbox, never
+    /// the interrupted core's own queues), so the handler does not touch
+    /// what the code it interrupted holds. A platform that never calls
+    /// roving from a handler keeps the default, `false`.
+    fn in_interrupt() -> bool {
+        false
+    }
 }
 
 /// Registers `$t` as the [`Platform`] of this program. Use it exactly once,
@@ -251,6 +260,10 @@ macro_rules! set_platform {
                 // SAFETY: forwarded unchanged; the caller upholds the contract.
                 unsafe { <$t as Platform>::restore_interrupts(state) }
             }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_in_interrupt() -> bool {
+                <$t as Platform>::in_interrupt()
+            }
         };
     };
 }
@@ -267,6 +280,7 @@ unsafe extern "Rust" {
     fn _roving_platform_start_core(core: usize, entry: CoreEntry, arg: usize) -> Result<(), StartCoreError>;
     fn _roving_platform_disable_interrupts() -> InterruptState;
     fn _roving_platform_restore_interrupts(state: InterruptState);
+    fn _roving_platform_in_interrupt() -> bool;
 }
 
 /// The index of the calling core, or `None` on a thread that is not a core.
@@ -354,4 +368,32 @@ pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     // SAFETY: defined by `set_platform!` with this signature.
     let _restore = Restore(unsafe { _roving_platform_disable_interrupts() });
     f()
+}
+
+/// Masks interrupts on the calling core; returns the state to restore
+/// (for guards that cannot take a closure, such as a lock's).
+#[inline]
+pub(crate) fn disable_interrupts_raw() -> InterruptState {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_disable_interrupts() }
+}
+
+/// Restores a state [`disable_interrupts_raw`] returned.
+///
+/// # Safety
+///
+/// `state` came from `disable_interrupts_raw` on this core, and the pairs
+/// nest.
+#[inline]
+pub(crate) unsafe fn restore_interrupts_raw(state: InterruptState) {
+    // SAFETY: defined by `set_platform!`; the state is as the contract says.
+    unsafe { _roving_platform_restore_interrupts(state) }
+}
+
+/// Whether the calling code runs in an interrupt handler (see
+/// [`Platform::in_interrupt`]).
+#[inline]
+pub fn in_interrupt() -> bool {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_in_interrupt() }
 }

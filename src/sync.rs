@@ -6,6 +6,7 @@
 //! | [`Condvar`] | waits for a condition under a [`Mutex`] |
 //! | [`Semaphore`] | counted permits; a release hands a permit to the first waiter |
 //! | [`Event`] | a flag strands wait for; setting it wakes them all |
+//! | [`Signal`] | a flag one strand waits for, raised from anywhere, an interrupt handler included |
 //! | [`channel::bounded`] | a bounded multi-producer, multi-consumer channel |
 //!
 //! Every blocking call returns a `Result`: [`WaitError::NotAStrand`] when
@@ -15,14 +16,23 @@
 //! [`WaitError::Poisoned`] from a [`Mutex`] whose holder failed. Waiters are recorded in their strands' control blocks,
 //! never on a stack (the copy-swap invariant, [`strand`](crate::strand)).
 //!
-//! The short internal locks are spin locks: do not use these primitives
-//! from interrupt handlers.
+//! # From an interrupt handler
+//!
+//! These calls are interrupt-safe: they never allocate, and the only lock
+//! they take is an internal spin lock, held with interrupts masked on its
+//! core, so a handler never finds its own core holding it:
+//! [`Signal::signal`], [`Signal::try_take`], [`Signal::is_set`],
+//! [`Event::set`], [`Event::is_set`], [`Semaphore::release`] and
+//! [`Semaphore::try_acquire`]. A strand they wake is reached through its
+//! pool's mailboxes, as from outside the pool. Everything that blocks, and
+//! [`Mutex`], [`Condvar`] and the channels, are for strands only.
 
 pub mod channel;
 mod condvar;
 mod event;
 mod mutex;
 mod semaphore;
+mod signal;
 
 pub use crate::strand::WaitError;
 pub use condvar::Condvar;
@@ -30,6 +40,7 @@ pub use event::Event;
 pub use mutex::{Mutex, MutexGuard, TryLockError};
 pub(crate) use mutex::{MutexCore, release_held};
 pub use semaphore::{Semaphore, TooManyPermits};
+pub use signal::Signal;
 
 use crate::time::Instant;
 use core::time::Duration;

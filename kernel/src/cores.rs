@@ -38,6 +38,8 @@ pub struct CoreLocal {
     /// The strand this core is failing after its panic (0: none), to tell
     /// a panic inside that failure (out of memory) from a new one.
     pub(crate) failing_strand: AtomicU64,
+    /// Interrupt handlers this core is inside (they may nest).
+    in_handler: AtomicUsize,
     #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // x86 keeps nothing per core
     pub(crate) arch: arch::CoreArch,
     pub(crate) stats: Stats,
@@ -90,6 +92,7 @@ impl CoreLocal {
             arg: AtomicUsize::new(0),
             panicking: AtomicBool::new(false),
             failing_strand: AtomicU64::new(0),
+            in_handler: AtomicUsize::new(0),
             arch: arch::CoreArch::new(),
             stats: Stats {
                 online_at: AtomicU64::new(0),
@@ -214,4 +217,22 @@ pub(crate) fn run_secondary(index: usize) -> ! {
             crate::idle::wait(me, Depth::Deep, None);
         }
     }
+}
+
+/// Runs `handler` as an interrupt handler of the calling core: roving sees
+/// [`in_interrupt`] true meanwhile, so it reaches pools as outside code.
+pub(crate) fn as_interrupt_handler(handler: impl FnOnce()) {
+    let me = current();
+    if let Some(me) = me {
+        me.in_handler.fetch_add(1, Relaxed);
+    }
+    handler();
+    if let Some(me) = me {
+        me.in_handler.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Whether the calling core is inside an interrupt handler.
+pub(crate) fn in_interrupt() -> bool {
+    current().is_some_and(|me| me.in_handler.load(Relaxed) > 0)
 }

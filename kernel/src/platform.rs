@@ -61,6 +61,10 @@ unsafe impl Platform for KernelPlatform {
     unsafe fn restore_interrupts(state: InterruptState) {
         arch::cpu::restore_interrupts(state.into_raw());
     }
+
+    fn in_interrupt() -> bool {
+        cores::in_interrupt()
+    }
 }
 
 roving::set_platform!(KernelPlatform);

@@ -92,9 +92,17 @@ impl Drop for Entered {
     }
 }
 
-/// Calls `f` with the calling core's worker, if it is one.
+/// Calls `f` with the calling core's worker, if it is one. An interrupt
+/// handler is no worker, even on a pool's core: it reaches pools as code
+/// outside them does, through mailboxes, and never touches the queues or
+/// the running strand of the code it interrupted. (The host delivers no
+/// interrupts to cores, so only bare metal asks.)
 #[inline]
 pub(crate) fn with<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
+    #[cfg(not(feature = "std"))]
+    if crate::platform::in_interrupt() {
+        return f(None);
+    }
     // SAFETY: a non-null slot points at a live `Worker` (contract of
     // `enter`), used only on the core that set it.
     f(unsafe { slot::get().as_ref() })

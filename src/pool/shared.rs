@@ -194,6 +194,10 @@ pub(crate) struct Shared {
     pub(crate) deadlock: SpinLock<Option<Deadlock>>,
     /// A deadlock check is posted or its report stands: no new one.
     deadlock_pending: AtomicBool,
+    /// Strands waiting for what code outside the pool raises (a
+    /// [`Signal`](crate::sync::Signal), typically from an interrupt
+    /// handler): while any does, an idle pool is waiting, not deadlocked.
+    pub(crate) outside_waits: AtomicUsize,
     /// Deadlocks acted on with `OnDeadlock::Fail`.
     deadlocks_failed: AtomicU32,
 }
@@ -269,6 +273,7 @@ impl Shared {
             panic: std::sync::Mutex::new(None),
             deadlock: SpinLock::new(None),
             deadlock_pending: AtomicBool::new(false),
+            outside_waits: AtomicUsize::new(0),
             deadlocks_failed: AtomicU32::new(0),
         };
         let returns: &[CachePadded<AtomicList>] = &shared.returns;
@@ -752,7 +757,15 @@ impl Shared {
     /// and nothing is queued anywhere, stop the pool, or, if strands still
     /// live with no deadline armed, look into a deadlock (module docs, and
     /// `super::deadlock`).
+    ///
+    /// Runs with interrupts masked: while the state is `QUIESCING`, a
+    /// handler that posts (or wakes a strand) from outside waits for it,
+    /// and must not do so on the core that holds it.
     pub(crate) fn check_quiescence(&self) {
+        crate::platform::without_interrupts(|| self.check_quiescence_masked());
+    }
+
+    fn check_quiescence_masked(&self) {
         if self.winding_down() {
             self.abandon_stuck_strands();
             return;
@@ -802,6 +815,7 @@ impl Shared {
     fn may_settle(&self) -> bool {
         self.live_strands.load(SeqCst) == 0
             || (self.timers.is_empty()
+                && self.outside_waits.load(SeqCst) == 0
                 && !self.deadlock_pending.load(SeqCst)
                 && !super::owners::another_pool_runs(self.slots, self))
     }
@@ -843,7 +857,9 @@ impl Shared {
             && self.live_strands.load(SeqCst) > 0
             && self.state.load(SeqCst) == RUNNING;
         let report = if stuck { Deadlock::of(self) } else { Deadlock { waiting: alloc::vec::Vec::new() } };
-        if report.waiting.is_empty() {
+        // A strand that began to wait for a signal as the check started.
+        let outside = report.waiting.iter().any(|w| w.reason == crate::strand::BlockReason::Signal);
+        if report.waiting.is_empty() || outside {
             // Something moved meanwhile, or no strand could be described.
             self.deadlock_pending.store(false, SeqCst);
             return;

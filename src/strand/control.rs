@@ -92,11 +92,13 @@ pub enum BlockReason {
     /// In [`Context::join`](crate::event_loop::Context::join), waiting for
     /// event-loop objects to finish.
     ContextJoin,
+    /// Waiting for a [`Signal`](crate::sync::Signal).
+    Signal,
 }
 
 impl BlockReason {
     fn from_raw(raw: u8) -> Self {
-        const ALL: [BlockReason; 12] = [
+        const ALL: [BlockReason; 13] = [
             BlockReason::None,
             BlockReason::Sleeping,
             BlockReason::Mutex,
@@ -109,6 +111,7 @@ impl BlockReason {
             BlockReason::Scope,
             BlockReason::Future,
             BlockReason::ContextJoin,
+            BlockReason::Signal,
         ];
         ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
     }

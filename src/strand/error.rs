@@ -120,6 +120,9 @@ pub enum WaitError {
     /// locked, or an event loop of the
     /// [`Context`](crate::event_loop::Context) it joins that it is draining.
     WouldDeadlock,
+    /// Only from [`Signal`](crate::sync::Signal): another strand already
+    /// waits for it, and a signal has one waiter at a time.
+    Occupied,
 }
 
 impl fmt::Display for WaitError {
@@ -135,6 +138,9 @@ impl fmt::Display for WaitError {
                     f,
                     "the calling strand holds what it would wait for (a mutex it locked, or a loop it drains): it would wait forever"
                 )
+            }
+            Self::Occupied => {
+                write!(f, "another strand already waits for this signal (one waiter at a time)")
             }
         }
     }

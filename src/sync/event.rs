@@ -20,6 +20,7 @@ impl Event {
     }
 
     /// Raises the flag and wakes every waiting strand; returns how many.
+    /// Interrupt-safe (see [`sync`](super)).
     pub fn set(&self) -> usize {
         let mut state = self.state.lock();
         state.0 = true;
@@ -31,7 +32,7 @@ impl Event {
         self.state.lock().0 = false;
     }
 
-    /// Whether the flag is raised.
+    /// Whether the flag is raised. Interrupt-safe.
     pub fn is_set(&self) -> bool {
         self.state.lock().0
     }

@@ -25,6 +25,7 @@ impl Semaphore {
     }
 
     /// Takes a permit if one is banked; never blocks.
+    /// Interrupt-safe (see [`sync`](super)).
     pub fn try_acquire(&self) -> bool {
         let mut state = self.state.lock();
         let banked = state.0 > 0;
@@ -68,7 +69,7 @@ impl Semaphore {
     }
 
     /// Gives back `permits`: each goes to a waiting strand if there is one,
-    /// and the rest are banked.
+    /// and the rest are banked. Interrupt-safe (see [`sync`](super)).
     ///
     /// # Errors
     ///

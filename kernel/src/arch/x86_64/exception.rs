@@ -163,9 +163,16 @@ pub(super) fn install_this_core(index: usize) {
 
 /// Called by the stubs with the saved state.
 extern "C" fn handle_vector(frame: &mut Frame) {
-    let expected = match frame.vector as u8 {
-        apic::SPURIOUS_VECTOR => return,
+    match frame.vector as u8 {
+        apic::SPURIOUS_VECTOR => {}
         vector if vector < 32 => fault::report_and_exit(frame),
+        vector => crate::cores::as_interrupt_handler(|| handle_interrupt(vector)),
+    }
+}
+
+/// A device or kernel interrupt (not a fault), acknowledged at the end.
+fn handle_interrupt(vector: u8) {
+    let expected = match vector {
         apic::WAKE_VECTOR => true,
         apic::TIMER_VECTOR => {
             super::timer::disarm();

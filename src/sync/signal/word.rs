@@ -1,0 +1,142 @@
+//! The state word of a [`Signal`](super::Signal): the protocol alone, so
+//! loom can check it (`tests/loom_signal.rs`) with the waiter's strand
+//! replaced by a stand-in.
+//!
+//! # Protocol
+//!
+//! One word: `EMPTY`, `SET`, `BUSY`, or the address of the one waiting
+//! strand (a control block, so at least 8-aligned and never one of the
+//! three small values).
+//!
+//! - **Fire** (any context, an interrupt handler included): `EMPTY` →
+//!   `SET` by compare-exchange; `SET` or `BUSY` stays (signals coalesce);
+//!   a waiter's address → `BUSY`, then wake it, then store `EMPTY` if the
+//!   wake reached it (the signal is delivered) or `SET` if it had already
+//!   left its wait (a deadline or a cancel won; the signal stays for the
+//!   next wait).
+//! - **Register** (the waiter, before it blocks): `EMPTY` → its address.
+//!   Finding `SET`, it takes the signal instead of blocking; finding
+//!   `BUSY`, it waits until the firer is done (a waiter the firer has just
+//!   woken may be back before the firer's last store); finding an
+//!   address, another strand waits: refused.
+//! - **Withdraw** (the waiter, woken by its deadline or a cancel): its
+//!   address → `EMPTY`. If that fails a firer has it: the waiter waits
+//!   while the word is `BUSY`, then takes the `SET` the firer left.
+//!
+//! # Why no signal is lost and no freed strand is touched
+//!
+//! Every change is a read-modify-write or a store by the one party that
+//! owns the word's current value (`BUSY` belongs to its firer), so the
+//! changes are totally ordered. A fire either finds no waiter and leaves
+//! `SET`, which the next register or take sees, or moves the waiter's
+//! address to `BUSY`: then exactly one of its wake and the waiter's own
+//! deadline or cancel ends the wait (the strand's state word decides), and
+//! the firer stores `EMPTY` only in the first case, where the waiter was
+//! woken by the signal itself. The firer uses the address only while the
+//! word is `BUSY`, and a waiter that withdraws late does not leave until
+//! the word stops being `BUSY`, so its control block is live all along.
+
+use crate::atomics::{AtomicUsize, Ordering::SeqCst};
+
+const EMPTY: usize = 0;
+const SET: usize = 1;
+const BUSY: usize = 2;
+
+/// The outcome of a [`SignalWord::register`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Register {
+    /// The waiter's address is in: it may block.
+    Registered,
+    /// The signal was set: the waiter took it and must not block.
+    Taken,
+    /// Another strand waits (or is being woken).
+    Occupied,
+}
+
+/// See the module documentation.
+pub struct SignalWord(AtomicUsize);
+
+impl Default for SignalWord {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SignalWord {
+    /// Not set, nobody waiting.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self(AtomicUsize::new(EMPTY))
+    }
+
+    /// Not set, nobody waiting (loom's atomics are not `const`).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self(AtomicUsize::new(EMPTY))
+    }
+
+    /// Sets the signal, or hands it to the waiter through `wake(address)`,
+    /// which returns whether the wake reached the waiter.
+    pub fn fire(&self, wake: impl FnOnce(usize) -> bool) {
+        let mut word = self.0.load(SeqCst);
+        loop {
+            let next = match word {
+                SET | BUSY => return,
+                EMPTY => SET,
+                _waiter => BUSY,
+            };
+            match self.0.compare_exchange(word, next, SeqCst, SeqCst) {
+                Ok(_) if next == SET => return,
+                Ok(waiter) => {
+                    let delivered = wake(waiter);
+                    self.0.store(if delivered { EMPTY } else { SET }, SeqCst);
+                    return;
+                }
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Takes the signal if it is set.
+    pub fn try_take(&self) -> bool {
+        self.0.compare_exchange(SET, EMPTY, SeqCst, SeqCst).is_ok()
+    }
+
+    /// Whether the signal is set (and nobody waits).
+    pub fn is_set(&self) -> bool {
+        self.0.load(SeqCst) == SET
+    }
+
+    /// The waiter at `address` registers before it blocks, calling
+    /// `relax` while a firer finishes a delivery.
+    pub fn register(&self, address: usize, mut relax: impl FnMut()) -> Register {
+        debug_assert!(address > BUSY && address.is_multiple_of(8), "a waiter is an aligned control block");
+        loop {
+            match self.0.compare_exchange(EMPTY, address, SeqCst, SeqCst) {
+                Ok(_) => return Register::Registered,
+                Err(SET) => {
+                    if self.try_take() {
+                        return Register::Taken;
+                    }
+                }
+                Err(BUSY) => relax(),
+                Err(_) => return Register::Occupied,
+            }
+        }
+    }
+
+    /// The waiter at `address`, woken by its deadline or a cancel, leaves.
+    /// Returns `true` if it leaves without the signal, and `false` if a
+    /// signal arrived meanwhile, which it has now taken. (A firer that took
+    /// the address leaves the signal set; only a `try_take` by someone
+    /// else can take it first.)
+    pub fn withdraw(&self, address: usize, mut relax: impl FnMut()) -> bool {
+        if self.0.compare_exchange(address, EMPTY, SeqCst, SeqCst).is_ok() {
+            return true;
+        }
+        while self.0.load(SeqCst) == BUSY {
+            relax();
+        }
+        !self.try_take()
+    }
+}

@@ -1,0 +1,89 @@
+//! loom model of a signal's state word (`src/sync/signal/word.rs`): a
+//! waiter registers and then either is woken by the firer or is woken by
+//! its deadline first and withdraws, while a firer (an interrupt handler,
+//! modelled as a thread) raises the signal.
+//!
+//! Run with `make loom`, or:
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p roving --release --target host-tuple --test loom_signal`
+//!
+//! Checked: the signal is never lost and never taken twice (the waiter got
+//! it, or it is still set, exactly one of the two), the firer never
+//! touches the waiter after the waiter has left, and a waiter back for the
+//! next signal while the firer finishes is let in, not refused.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering::SeqCst};
+use loom::thread;
+use roving::loom_api::{SignalRegister, SignalWord};
+
+const BLOCKED: u8 = 0;
+const SIGNALLED: u8 = 1;
+const TIMED_OUT: u8 = 2;
+
+/// The waiting strand: its wait state (which of a wake and its deadline
+/// ends the wait, as a control block's state word decides), and whether it
+/// has left (after which nothing may touch it).
+struct Waiter {
+    state: AtomicU8,
+    left: AtomicBool,
+}
+
+/// An address for the waiter: any aligned value above the word's three.
+const ADDRESS: usize = 64;
+
+fn model(deadline_races: bool) {
+    loom::model(move || {
+        let word = Arc::new(SignalWord::new());
+        let waiter = Arc::new(Waiter { state: AtomicU8::new(BLOCKED), left: AtomicBool::new(false) });
+        let firer = {
+            let (word, waiter) = (word.clone(), waiter.clone());
+            thread::spawn(move || {
+                word.fire(|address| {
+                    assert_eq!(address, ADDRESS);
+                    assert!(!waiter.left.load(SeqCst), "the firer touched a waiter that had left");
+                    waiter.state.compare_exchange(BLOCKED, SIGNALLED, SeqCst, SeqCst).is_ok()
+                });
+            })
+        };
+        let got = match word.register(ADDRESS, thread::yield_now) {
+            SignalRegister::Taken => true,
+            SignalRegister::Occupied => unreachable!("one waiter"),
+            SignalRegister::Registered => {
+                if deadline_races && waiter.state.compare_exchange(BLOCKED, TIMED_OUT, SeqCst, SeqCst).is_ok()
+                {
+                    // The deadline won: leave, unless a signal came.
+                    !word.withdraw(ADDRESS, thread::yield_now)
+                } else {
+                    // Blocked until the firer's wake.
+                    while waiter.state.load(SeqCst) != SIGNALLED {
+                        thread::yield_now();
+                    }
+                    true
+                }
+            }
+        };
+        if got {
+            // Back for the next signal at once, maybe before the firer's
+            // last store: it must be let in, not refused.
+            match word.register(ADDRESS, thread::yield_now) {
+                SignalRegister::Registered => assert!(word.withdraw(ADDRESS, thread::yield_now)),
+                other => panic!("the waiter's next wait was {other:?}"),
+            }
+        }
+        waiter.left.store(true, SeqCst);
+        firer.join().unwrap();
+        let still_set = word.try_take();
+        assert!(got ^ still_set, "the signal was lost or taken twice (got {got}, still set {still_set})");
+    });
+}
+
+#[test]
+fn a_signal_reaches_a_blocked_waiter_once() {
+    model(false);
+}
+
+#[test]
+fn a_signal_racing_a_deadline_is_taken_once_and_never_touches_a_gone_waiter() {
+    model(true);
+}
