@@ -39,6 +39,7 @@ mod drivers;
 mod fault;
 pub mod heap;
 mod idle;
+pub mod interrupts;
 mod panic;
 mod platform;
 

@@ -18,7 +18,7 @@ use arm_gic::gicv3::registers::{Gicd as GicdV3, GicrSgi};
 use arm_gic::gicv3::{GicCpuInterface, GicV3, SgiTarget, SgiTargetGroup};
 use arm_gic::{IntId, InterruptGroup, UniqueMmioPointer};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU16, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU16, AtomicUsize, Ordering::Relaxed};
 use spin::{Mutex, Once};
 
 use super::cpu;
@@ -33,7 +33,7 @@ const GICD_ITARGETSR0: usize = 0x800;
 
 enum Gic {
     V2 { driver: Mutex<GicV2<'static>>, distributor: usize },
-    V3 { driver: Mutex<GicV3<'static>> },
+    V3 { driver: Mutex<GicV3<'static>>, distributor: usize },
 }
 
 static GIC: Once<Gic> = Once::new();
@@ -86,7 +86,7 @@ pub(super) fn init_primary() {
             };
             let frame = redistributor_frame(&mut driver, cpu::hw_id());
             driver.setup(frame);
-            GIC.call_once(|| Gic::V3 { driver: Mutex::new(driver) });
+            GIC.call_once(|| Gic::V3 { driver: Mutex::new(driver), distributor: gic.distributor });
         }
     }
 }
@@ -111,8 +111,14 @@ pub(super) fn init_this_core() {
             let target =
                 unsafe { core::ptr::read_volatile((distributor + GICD_ITARGETSR0) as *const u32) } & 0xff;
             me.arch.v2_target.store(target as u16, Relaxed);
+            // Lines bound to this core before it first ran.
+            for (line, route) in V2_ROUTES.iter().enumerate() {
+                if route.load(Relaxed) == me.index + 1 {
+                    write_byte(GICD_ITARGETSR + line, target as u8);
+                }
+            }
         }
-        Gic::V3 { driver } => {
+        Gic::V3 { driver, .. } => {
             let mut driver = driver.lock();
             let frame = redistributor_frame(&mut driver, cpu::hw_id());
             driver.init_cpu(frame);
@@ -167,17 +173,22 @@ pub(super) fn handle_irq() {
     let Some(gic) = GIC.get() else { return };
     match gic {
         Gic::V2 { driver, .. } => {
-            let mut driver = driver.lock();
-            while let Some(id) = driver.get_and_acknowledge_interrupt(InterruptGroup::Group0) {
+            // The lock is not held while a bound handler runs: it may wake
+            // a core, which takes the lock to send the SGI.
+            loop {
+                // Its own statement: a guard in a `while let` condition
+                // would live through the body.
+                let acknowledged = driver.lock().get_and_acknowledge_interrupt(InterruptGroup::Group0);
+                let Some(id) = acknowledged else { break };
                 // The acknowledged value carries an SGI's sender in bits
                 // 12:10; the number is bits 9:0. The EOI takes it whole.
-                super::irq::handle(classify(id.raw_value() & 0x3ff));
-                driver.end_interrupt(id, InterruptGroup::Group0);
+                handle(id.raw_value() & 0x3ff);
+                driver.lock().end_interrupt(id, InterruptGroup::Group0);
             }
         }
         Gic::V3 { .. } => {
             while let Some(id) = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1) {
-                super::irq::handle(classify(id.raw_value()));
+                handle(id.raw_value());
                 GicCpuInterface::end_interrupt(id, InterruptGroup::Group1);
             }
         }
@@ -192,9 +203,104 @@ pub(super) fn name(out: &mut impl core::fmt::Write) -> core::fmt::Result {
     }
 }
 
-/// What interrupt `number` is to the kernel.
-fn classify(number: u32) -> Pending {
+/// Handles acknowledged interrupt `number`: the kernel's own, or a
+/// device line's bound handler (`crate::interrupts`).
+fn handle(number: u32) {
     let timer = number == boot_info().arch.timer_intid;
     let wake = number == WAKE_SGI.raw_value();
-    Pending { wake, timer, other: !(wake || timer) }
+    let device = !(wake || timer) && number >= FIRST_SPI && crate::interrupts::dispatch(number);
+    super::irq::handle(Pending { wake, timer, other: !(wake || timer || device) });
+}
+
+/// The first shared peripheral interrupt: device lines start here.
+const FIRST_SPI: u32 = 32;
+/// Distributor registers (the same offsets on GICv2 and GICv3).
+const GICD_TYPER: usize = 0x004;
+const GICD_ISENABLER: usize = 0x100;
+const GICD_ICENABLER: usize = 0x180;
+const GICD_ISPENDR: usize = 0x200;
+const GICD_IPRIORITYR: usize = 0x400;
+/// GICv2: one byte of CPU-interface bits per line.
+const GICD_ITARGETSR: usize = 0x800;
+/// GICv3: one affinity word per line.
+const GICD_IROUTER: usize = 0x6000;
+
+/// GICv2: the core (index + 1; 0: none) each bound line is routed to.
+static V2_ROUTES: [AtomicUsize; crate::interrupts::MAX_LINES] =
+    [const { AtomicUsize::new(0) }; crate::interrupts::MAX_LINES];
+
+fn distributor() -> Option<usize> {
+    match GIC.get()? {
+        Gic::V2 { distributor, .. } | Gic::V3 { distributor, .. } => Some(*distributor),
+    }
+}
+
+/// Writes `value` to the distributor register at `offset`.
+fn write32(offset: usize, value: u32) {
+    let Some(base) = distributor() else { return };
+    // SAFETY: a register of the distributor, mapped as device memory.
+    unsafe { core::ptr::write_volatile((base + offset) as *mut u32, value) };
+}
+
+/// Device lines the GIC has: its shared peripheral interrupts.
+pub(crate) fn device_lines() -> Option<core::ops::Range<u32>> {
+    let base = distributor()?;
+    // SAFETY: GICD_TYPER, read-only, in the mapped distributor.
+    let typer = unsafe { core::ptr::read_volatile((base + GICD_TYPER) as *const u32) };
+    let lines = (32 * ((typer & 0x1f) + 1)).min(1020);
+    Some(FIRST_SPI..lines)
+}
+
+/// Whether `line` is one of the kernel's own interrupts.
+pub(crate) fn is_kernel_line(line: u32) -> bool {
+    line == WAKE_SGI.raw_value() || line == boot_info().arch.timer_intid
+}
+
+/// Routes SPI `line` to core `core` and enables it.
+pub(crate) fn enable_line(line: u32, core: usize) {
+    let Some(gic) = GIC.get() else { return };
+    let target = crate::cores::local(core);
+    let (word, bit) = (4 * (line as usize / 32), 1 << (line % 32));
+    cpu::without_interrupts(|| {
+        write32(GICD_ICENABLER + word, bit);
+        match gic {
+            Gic::V2 { .. } => {
+                // A core's CPU interface bit is known once it has run; until
+                // then `init_this_core` sets the target when it does.
+                V2_ROUTES[line as usize].store(core + 1, Relaxed);
+                let targets = u32::from(target.arch.v2_target.load(Relaxed)) & 0xff;
+                write_byte(GICD_ITARGETSR + line as usize, targets as u8);
+            }
+            Gic::V3 { .. } => {
+                let id = target.hw_id();
+                // Aff3 in bits 39:32, Aff2.Aff1.Aff0 in 23:0; routing mode
+                // 0 (this one core).
+                let route = (id & 0x00ff_ffff) | ((id >> 32) & 0xff) << 32;
+                let Some(base) = distributor() else { return };
+                // SAFETY: GICD_IROUTER<line>, in the mapped distributor.
+                unsafe {
+                    core::ptr::write_volatile((base + GICD_IROUTER + 8 * line as usize) as *mut u64, route)
+                };
+            }
+        }
+        write_byte(GICD_IPRIORITYR + line as usize, 0x80);
+        write32(GICD_ISENABLER + word, bit);
+    });
+}
+
+/// Disables SPI `line`.
+pub(crate) fn disable_line(line: u32) {
+    write32(GICD_ICENABLER + 4 * (line as usize / 32), 1 << (line % 32));
+}
+
+/// Makes SPI `line` pending.
+pub(crate) fn pend_line(line: u32) {
+    write32(GICD_ISPENDR + 4 * (line as usize / 32), 1 << (line % 32));
+}
+
+fn write_byte(offset: usize, value: u8) {
+    let Some(base) = distributor() else { return };
+    // SAFETY: a byte-accessible distributor register (priority, target),
+    // mapped as device memory.
+    unsafe { core::ptr::write_volatile((base + offset) as *mut u8, value) };
 }

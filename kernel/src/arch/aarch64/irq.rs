@@ -77,3 +77,11 @@ pub(super) fn name(out: &mut impl core::fmt::Write) -> core::fmt::Result {
         None => gic::name(out),
     }
 }
+
+/// Device lines that can be bound (`crate::interrupts`): a GIC's SPIs; a
+/// board's own controller has none yet.
+pub(crate) fn device_lines() -> Option<core::ops::Range<u32>> {
+    if chip().is_some() { None } else { gic::device_lines() }
+}
+
+pub(crate) use gic::{disable_line, enable_line, is_kernel_line, pend_line};

@@ -123,3 +123,22 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
     }
     Ok(())
 }
+
+/// Device lines that can be bound: none yet (the I/O APIC is not driven).
+pub(crate) fn device_lines() -> Option<core::ops::Range<u32>> {
+    None
+}
+
+/// No line is bindable, so none is the kernel's.
+pub(crate) fn is_kernel_line(_line: u32) -> bool {
+    false
+}
+
+/// Unreachable until `device_lines` lists lines.
+pub(crate) fn enable_line(_line: u32, _core: usize) {}
+
+/// Unreachable until `device_lines` lists lines.
+pub(crate) fn disable_line(_line: u32) {}
+
+/// Unreachable until `device_lines` lists lines.
+pub(crate) fn pend_line(_line: u32) {}
