@@ -9,10 +9,9 @@
 //! Lines are the controller's numbers. So far only a GIC's shared
 //! peripheral interrupts can be bound; on other controllers (the PC's
 //! I/O APIC, the Raspberry Pi 3's) [`bind`] says
-//! [`BindError::NoController`]. Checked under QEMU virt with GICv3 at 1 to
-//! 8 cores and GICv2 at 1 and 2; with GICv2 at 4 cores or more the test
-//! hangs, for a reason not found yet. Work still runs with interrupts
-//! masked, so a line's handler runs when its core next idles.
+//! [`BindError::NoController`]. Checked under QEMU virt with GICv2 and
+//! GICv3 at 1 to 8 cores. Work still runs with interrupts masked, so a
+//! line's handler runs when its core next idles.
 
 use crate::arch;
 use core::fmt;

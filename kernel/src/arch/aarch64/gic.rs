@@ -265,11 +265,16 @@ pub(crate) fn enable_line(line: u32, core: usize) {
         write32(GICD_ICENABLER + word, bit);
         match gic {
             Gic::V2 { .. } => {
-                // A core's CPU interface bit is known once it has run; until
-                // then `init_this_core` sets the target when it does.
+                // A core's CPU interface bit is read by the core itself when
+                // it sets up its interface (`init_this_core`, which also
+                // rewrites this route). Before that, guess the usual
+                // numbering (interface = affinity 0, one cluster): a line
+                // raised with no target would be lost, not held.
                 V2_ROUTES[line as usize].store(core + 1, Relaxed);
-                let targets = u32::from(target.arch.v2_target.load(Relaxed)) & 0xff;
-                write_byte(GICD_ITARGETSR + line as usize, targets as u8);
+                let known = target.arch.v2_target.load(Relaxed) as u8;
+                let id = target.hw_id();
+                let guessed = if id < 8 { 1 << id } else { 0 };
+                write_byte(GICD_ITARGETSR + line as usize, if known != 0 { known } else { guessed });
             }
             Gic::V3 { .. } => {
                 let id = target.hw_id();
