@@ -14,8 +14,9 @@
 //! line's handler runs when its core next idles.
 
 use crate::arch;
+use crate::boot_info::MAX_CORES;
 use core::fmt;
-use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 
 /// What runs when a line fires: the line's number.
 pub type Handler = fn(u32);
@@ -24,6 +25,16 @@ pub type Handler = fn(u32);
 pub const MAX_LINES: usize = 1020;
 
 static HANDLERS: [AtomicUsize; MAX_LINES] = [const { AtomicUsize::new(0) }; MAX_LINES];
+
+/// The line each core's bound handler is running for (`NONE`: none), so a
+/// panic in a handler is reported with its line.
+static HANDLING: [AtomicU32; MAX_CORES] = [const { AtomicU32::new(NONE) }; MAX_CORES];
+const NONE: u32 = u32::MAX;
+
+/// The line whose bound handler `core` is running, if it is in one.
+pub(crate) fn handling(core: usize) -> Option<u32> {
+    HANDLING.get(core).map(|line| line.load(Relaxed)).filter(|&line| line != NONE)
+}
 
 /// Why a line could not be bound, unbound or raised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +160,11 @@ pub(crate) fn dispatch(line: u32) -> bool {
     // SAFETY: only `bind` stores a non-zero value, and it stores a
     // `Handler`.
     let handler: Handler = unsafe { core::mem::transmute::<usize, Handler>(handler) };
+    let me = crate::cores::current().and_then(|core| HANDLING.get(core.index));
+    let outer = me.map(|slot| slot.swap(line, Relaxed));
     handler(line);
+    if let (Some(slot), Some(outer)) = (me, outer) {
+        slot.store(outer, Relaxed);
+    }
     true
 }

@@ -3,8 +3,10 @@
 //! the failure for the strand's joiner, abandons the strand's stack and
 //! switches the core back to its scheduler. A panic anywhere else (boot,
 //! the scheduler, a plain task, or a strand failing while it finishes)
-//! prints the core, the location and the message, then ends the run with
-//! a non-zero status.
+//! prints the core, the location and the message (and, in a device's
+//! interrupt handler, its line), then ends the run with a non-zero status.
+//! A handler's panic is never taken for the strand it interrupted: there
+//! roving reports no current strand.
 
 use crate::{arch, console, cores, exit_code};
 use core::panic::PanicInfo;
@@ -50,6 +52,19 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         crate::exit(exit_code::PANIC);
     }
     let index = core.map(|c| c.index);
+    if let Some((i, line)) = index.and_then(|i| crate::interrupts::handling(i).map(|line| (i, line))) {
+        match info.location() {
+            Some(at) => console::emergency(format_args!(
+                "\n*** core {i} panicked in the handler of interrupt line {line} at {at}:\n{}\n",
+                info.message()
+            )),
+            None => console::emergency(format_args!(
+                "\n*** core {i} panicked in the handler of interrupt line {line}:\n{}\n",
+                info.message()
+            )),
+        }
+        crate::exit(exit_code::PANIC)
+    }
     match (index, info.location()) {
         (Some(i), Some(at)) => {
             console::emergency(format_args!("\n*** core {i} panicked at {at}:\n{}\n", info.message()))

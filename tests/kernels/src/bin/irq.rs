@@ -49,6 +49,9 @@ fn main() {
     let mut latencies = Pool::new()
         .expect("a pool")
         .run(|| {
+            if roving_test_kernels::bootarg_u64("roving.panic_in_handler", 0) == 1 {
+                panic_in_a_handler(target);
+            }
             let mut latencies = alloc::vec::Vec::with_capacity(ROUNDS);
             for round in 0..ROUNDS {
                 let raised_at = platform::ticks();
@@ -72,6 +75,17 @@ fn main() {
         latencies[ROUNDS - 1]
     );
     pass("irq");
+}
+
+/// Must fail: a handler on `target` panics; the suite expects the report
+/// to name the core and the line.
+fn panic_in_a_handler(target: usize) {
+    interrupts::bind(LINE + 1, target, |line| panic!("deliberate panic in the handler of line {line}"))
+        .expect("binding a second line");
+    interrupts::raise(LINE + 1).expect("a bound line");
+    let never = Signal::new();
+    let _ = never.wait_timeout(core::time::Duration::from_secs(10));
+    panic!("the handler that panics on purpose never ran");
 }
 
 extern crate alloc;
