@@ -360,13 +360,12 @@ pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     struct Restore(InterruptState);
     impl Drop for Restore {
         fn drop(&mut self) {
-            // SAFETY: the state came from `disable_interrupts` on this core,
-            // and the guard's scope makes the pair nest.
-            unsafe { _roving_platform_restore_interrupts(self.0) }
+            // SAFETY: the state came from `disable_interrupts_raw` on this
+            // core, and the guard's scope makes the pair nest.
+            unsafe { restore_interrupts_raw(self.0) }
         }
     }
-    // SAFETY: defined by `set_platform!` with this signature.
-    let _restore = Restore(unsafe { _roving_platform_disable_interrupts() });
+    let _restore = Restore(disable_interrupts_raw());
     f()
 }
 

@@ -85,16 +85,17 @@ impl<T> Drop for SpinGuard<'_, T> {
     }
 }
 
-/// The interrupt state saved when a lock was taken.
-struct Masked(#[cfg(not(loom))] crate::platform::InterruptState);
+/// The interrupt state saved when a lock was taken. Only bare metal runs
+/// interrupt handlers that call roving (the host platform delivers none
+/// to cores, and loom links no platform), so only there is it kept.
+struct Masked(#[cfg(not(any(feature = "std", loom)))] crate::platform::InterruptState);
 
 impl Masked {
     #[inline]
     fn mask() -> Self {
-        #[cfg(not(loom))]
+        #[cfg(not(any(feature = "std", loom)))]
         return Self(crate::platform::disable_interrupts_raw());
-        // Under loom no platform is linked, and nothing interrupts.
-        #[cfg(loom)]
+        #[cfg(any(feature = "std", loom))]
         return Self();
     }
 
@@ -102,7 +103,7 @@ impl Masked {
     fn restore(&self) {
         // SAFETY: saved by `mask` on this core: no section spans a strand
         // switch, so a guard is dropped where it was taken, and guards nest.
-        #[cfg(not(loom))]
+        #[cfg(not(any(feature = "std", loom)))]
         unsafe {
             crate::platform::restore_interrupts_raw(self.0)
         };

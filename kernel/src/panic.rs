@@ -52,24 +52,17 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         crate::exit(exit_code::PANIC);
     }
     let index = core.map(|c| c.index);
-    if let Some((i, line)) = index.and_then(|i| crate::interrupts::handling(i).map(|line| (i, line))) {
-        match info.location() {
-            Some(at) => console::emergency(format_args!(
-                "\n*** core {i} panicked in the handler of interrupt line {line} at {at}:\n{}\n",
-                info.message()
-            )),
-            None => console::emergency(format_args!(
-                "\n*** core {i} panicked in the handler of interrupt line {line}:\n{}\n",
-                info.message()
-            )),
-        }
-        crate::exit(exit_code::PANIC)
-    }
     match (index, info.location()) {
-        (Some(i), Some(at)) => {
-            console::emergency(format_args!("\n*** core {i} panicked at {at}:\n{}\n", info.message()))
-        }
-        (Some(i), None) => console::emergency(format_args!("\n*** core {i} panicked:\n{}\n", info.message())),
+        (Some(i), Some(at)) => console::emergency(format_args!(
+            "\n*** core {i} panicked{} at {at}:\n{}\n",
+            InHandler(crate::interrupts::handling(i)),
+            info.message()
+        )),
+        (Some(i), None) => console::emergency(format_args!(
+            "\n*** core {i} panicked{}:\n{}\n",
+            InHandler(crate::interrupts::handling(i)),
+            info.message()
+        )),
         (None, Some(at)) => console::emergency(format_args!(
             "\n*** panicked during early boot at {at}:\n{}\n",
             info.message()
@@ -79,4 +72,16 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         }
     }
     crate::exit(exit_code::PANIC)
+}
+
+/// Names the device line whose handler a core was running, if any.
+struct InHandler(Option<u32>);
+
+impl core::fmt::Display for InHandler {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(line) => write!(f, " in the handler of interrupt line {line}"),
+            None => Ok(()),
+        }
+    }
 }

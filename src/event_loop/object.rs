@@ -247,14 +247,22 @@ impl Context {
     /// made later is closed at once). Each close hook runs on its object's
     /// loop.
     pub fn close(&self) {
+        drop(self.close_objects());
+    }
+
+    /// [`Context::close`], returning the objects it closed. They are
+    /// collected under the lock and used (and dropped: dropping one may
+    /// run user code) outside it.
+    fn close_objects(&self) -> Vec<Arc<dyn Closable>> {
         let objects: Vec<Arc<dyn Closable>> = {
             let mut registry = self.registry.lock();
             registry.closed = true;
             registry.objects.iter().filter_map(Weak::upgrade).collect()
         };
-        for object in objects {
-            object.close();
+        for object in &objects {
+            object.clone().close();
         }
+        objects
     }
 
     /// Closes every object (as [`Context::close`]) and blocks the calling
@@ -277,17 +285,15 @@ impl Context {
     /// [`WaitError::WouldDeadlock`] if the calling strand drains one of the
     /// context's loops; [`WaitError::Interrupted`] in a cancelled strand.
     pub fn join(&self) -> Result<(), WaitError> {
-        self.close();
+        let objects = self.close_objects();
         if self.unfinished() == 0 {
             return Ok(());
         }
-        if let Some(me) = crate::strand::current() {
-            let registry = self.registry.lock();
-            let drains = registry.objects.iter().filter_map(Weak::upgrade).any(|o| o.drained_by(me.get()));
-            if drains {
-                return Err(WaitError::WouldDeadlock);
-            }
+        let me = crate::strand::current().map(|id| id.get());
+        if me.is_some_and(|me| objects.iter().any(|object| object.drained_by(me))) {
+            return Err(WaitError::WouldDeadlock);
         }
+        drop(objects);
         wait::wait_in(&self.registry, BlockReason::ContextJoin, None, |r| &mut r.joiners, |r| r.live == 0)
     }
 

@@ -23,7 +23,9 @@
 //!
 //! `state` goes `READY` → `RUNNING` → `STOPPED`, and `STOPPED` is final.
 //! Posting checks it: a closure offered to a stopped pool comes back to the
-//! caller.
+//! caller. Posts from outside the pool also count themselves in `in_flight`
+//! around the check and the push, so whoever stops the pool can wait until
+//! every push that saw it running has landed.
 //!
 //! A pool stopped while strands live first *winds down* (`WINDING`): it
 //! refuses posts and spawns as if stopped, cancels every strand, and its
@@ -33,9 +35,7 @@
 //! and their destructors run. Strands that cannot end (blocked where a
 //! cancel does not reach, with nothing left to wake them) are abandoned:
 //! when every core is asleep, nothing is queued and no deadline is armed,
-//! the quiescence check below stops the pool anyway. Posts from outside the pool also count themselves in `in_flight`
-//! around the check and the push, so whoever stops the pool can wait until
-//! every push that saw it running has landed.
+//! the quiescence check below stops the pool anyway.
 //!
 //! Quiescence (no task anywhere, every core asleep) is detected by the last
 //! core to fall asleep, after its final checks: it sees every list empty
@@ -773,20 +773,33 @@ impl Shared {
         if !self.stops_when_quiescent.load(Relaxed) || !self.looks_idle() || !self.may_settle() {
             return;
         }
-        if self.state.compare_exchange(RUNNING, QUIESCING, SeqCst, SeqCst).is_err() {
-            return;
-        }
-        self.wait_for_outside_posts();
-        if self.looks_idle() && self.live_strands.load(SeqCst) == 0 {
-            self.state.store(STOPPED, SeqCst);
-            self.sleep.wake_all(ring);
-            return;
-        }
-        let deadlocked = self.looks_idle() && self.may_settle() && !self.deadlock_pending.swap(true, SeqCst);
-        self.state.store(RUNNING, SeqCst);
-        if deadlocked {
+        let deadlocked = self.with_posters_held(RUNNING, || {
+            if self.looks_idle() && self.live_strands.load(SeqCst) == 0 {
+                return (true, false);
+            }
+            (false, self.looks_idle() && self.may_settle() && !self.deadlock_pending.swap(true, SeqCst))
+        });
+        if deadlocked == Some(true) {
             self.post_deadlock_check();
         }
+    }
+
+    /// The second check of the module docs: moves the state `from` →
+    /// `QUIESCING` (outside posters wait), lets the posts in flight land,
+    /// and asks `decide` whether to stop. The state is then `STOPPED`
+    /// (every core woken) or `from` again. Returns what `decide` returned
+    /// beside that, or `None` if the state was not `from`.
+    fn with_posters_held<R>(&self, from: u32, decide: impl FnOnce() -> (bool, R)) -> Option<R> {
+        self.state.compare_exchange(from, QUIESCING, SeqCst, SeqCst).ok()?;
+        self.wait_for_outside_posts();
+        let (stop, value) = decide();
+        if stop {
+            self.state.store(STOPPED, SeqCst);
+            self.sleep.wake_all(ring);
+        } else {
+            self.state.store(from, SeqCst);
+        }
+        Some(value)
     }
 
     /// Winding down, every core asleep, nothing queued and no deadline
@@ -794,18 +807,9 @@ impl Shared {
     /// without them. The same two checks as for quiescence, with outside
     /// posters (here only woken fibres) held off between them.
     fn abandon_stuck_strands(&self) {
-        if !self.looks_idle() || !self.timers.is_empty() {
-            return;
-        }
-        if self.state.compare_exchange(WINDING, QUIESCING, SeqCst, SeqCst).is_err() {
-            return;
-        }
-        self.wait_for_outside_posts();
-        if self.looks_idle() && self.timers.is_empty() {
-            self.state.store(STOPPED, SeqCst);
-            self.sleep.wake_all(ring);
-        } else {
-            self.state.store(WINDING, SeqCst);
+        let stuck = || self.looks_idle() && self.timers.is_empty();
+        if stuck() {
+            self.with_posters_held(WINDING, || (stuck(), ()));
         }
     }
 
