@@ -17,6 +17,8 @@ pub(crate) fn primary_main() -> ! {
     arch::init_interrupts_primary();
     cores::init(info);
     boot_info::publish();
+    // From here on work runs with interrupts open (`crate::masking`).
+    arch::cpu::enable_interrupts();
     // SAFETY: `entry!` defines the symbol with this signature.
     unsafe { _roving_kernel_main() };
     crate::exit(0)
@@ -26,6 +28,7 @@ pub(crate) fn primary_main() -> ! {
 pub(crate) fn secondary_main(index: usize) -> ! {
     boot_info::wait_published();
     arch::init_interrupts_secondary();
+    arch::cpu::enable_interrupts();
     cores::run_secondary(index)
 }
 

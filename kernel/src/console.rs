@@ -34,7 +34,7 @@ fn me() -> usize {
 #[doc(hidden)]
 pub fn _print(args: fmt::Arguments<'_>) {
     let me = me();
-    arch::cpu::without_interrupts(|| {
+    crate::masking::without_interrupts(|| {
         let mut console = CONSOLE.lock();
         HOLDER.store(me, Relaxed);
         if let Some(uart) = console.as_mut() {
@@ -52,6 +52,14 @@ pub(crate) fn emergency(args: fmt::Arguments<'_>) {
         let _ = open(board().console).write_fmt(args);
         return;
     }
+    // Masked: a handler on this core that printed would spin on the lock
+    // this report holds.
+    let saved = arch::cpu::disable_interrupts();
+    write_report(args);
+    arch::cpu::restore_interrupts(saved);
+}
+
+fn write_report(args: fmt::Arguments<'_>) {
     let me = me();
     let mut spins = 0;
     loop {

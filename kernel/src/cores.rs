@@ -42,6 +42,8 @@ pub struct CoreLocal {
     in_handler: AtomicUsize,
     #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // x86 keeps nothing per core
     pub(crate) arch: arch::CoreArch,
+    /// How long this core keeps interrupts masked (`crate::masking`).
+    pub(crate) masking: crate::masking::Record,
     pub(crate) stats: Stats,
 }
 
@@ -77,8 +79,15 @@ pub struct CoreReport {
     pub deep_sleeps: u64,
     /// Interrupts taken (wake-up SGIs and timer deadlines).
     pub interrupts: u64,
-    /// Interrupts that were neither of those.
+    /// Interrupts that were neither of those nor a bound device line's.
     pub unexpected_interrupts: u64,
+    /// The longest section with interrupts masked, in cycles of the core's
+    /// own counter ([`crate::cycles`]), since
+    /// [`interrupts::measure_masking`](crate::interrupts::measure_masking)
+    /// turned timing on (0 while it is off).
+    pub longest_masked: u64,
+    /// The longest interrupt handler, in cycles, timed likewise.
+    pub longest_handler: u64,
 }
 
 impl CoreLocal {
@@ -94,6 +103,7 @@ impl CoreLocal {
             failing_strand: AtomicU64::new(0),
             in_handler: AtomicUsize::new(0),
             arch: arch::CoreArch::new(),
+            masking: crate::masking::Record::new(),
             stats: Stats {
                 online_at: AtomicU64::new(0),
                 starts: AtomicU64::new(0),
@@ -123,6 +133,7 @@ impl CoreLocal {
     fn report(&self) -> CoreReport {
         let s = &self.stats;
         let online_at = s.online_at.load(Relaxed);
+        let (longest_masked, longest_handler) = self.masking.longest();
         CoreReport {
             index: self.index,
             hw_id: self.hw_id(),
@@ -133,6 +144,8 @@ impl CoreLocal {
             deep_sleeps: s.deep_sleeps.load(Relaxed),
             interrupts: s.interrupts.load(Relaxed),
             unexpected_interrupts: s.unexpected_interrupts.load(Relaxed),
+            longest_masked,
+            longest_handler,
         }
     }
 }
@@ -222,6 +235,7 @@ pub(crate) fn run_secondary(index: usize) -> ! {
 /// Runs `handler` as an interrupt handler of the calling core: roving sees
 /// [`in_interrupt`] true meanwhile, so it reaches pools as outside code.
 pub(crate) fn as_interrupt_handler(handler: impl FnOnce()) {
+    let began = crate::masking::handler_began();
     let me = current();
     if let Some(me) = me {
         me.in_handler.fetch_add(1, Relaxed);
@@ -229,6 +243,9 @@ pub(crate) fn as_interrupt_handler(handler: impl FnOnce()) {
     handler();
     if let Some(me) = me {
         me.in_handler.fetch_sub(1, Relaxed);
+    }
+    if let Some(began) = began {
+        crate::masking::handler_ran(began);
     }
 }
 

@@ -2,7 +2,7 @@
 //! core, plus one machine-wide lock, since other cores run at the same time.
 //! Nested sections on one core do not take the lock again.
 
-use crate::{arch, cores};
+use crate::cores;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 const FREE: usize = usize::MAX;
@@ -17,7 +17,7 @@ struct KernelCriticalSection;
 // unless this core already holds it; `release` undoes exactly that.
 unsafe impl critical_section::Impl for KernelCriticalSection {
     unsafe fn acquire() -> critical_section::RawRestoreState {
-        let saved = arch::cpu::disable_interrupts() as u64;
+        let saved = crate::masking::disable() as u64;
         let me = cores::current().map_or(FREE - 1, |core| core.index);
         if OWNER.load(Ordering::Relaxed) == me {
             return saved | NESTED;
@@ -32,7 +32,7 @@ unsafe impl critical_section::Impl for KernelCriticalSection {
         if state & NESTED == 0 {
             OWNER.store(FREE, Ordering::Release);
         }
-        arch::cpu::restore_interrupts((state & !NESTED) as usize);
+        crate::masking::restore((state & !NESTED) as usize);
     }
 }
 

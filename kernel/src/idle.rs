@@ -3,14 +3,26 @@
 //! Each architecture's `idle` module supplies only the instructions:
 //! `sleep_light` (WFE, MONITOR/MWAIT), `sleep_deep` (WFI, HLT) and
 //! `take_interrupts`.
+//!
+//! The wait runs with interrupts masked, from the doorbell check to the
+//! sleep instruction, so an interrupt that rings the doorbell in between
+//! cannot be taken (and its ring missed) before the core sleeps: it stays
+//! pending and ends the sleep instead. Each tier opens interrupts for the
+//! sleep itself, or takes them right after it.
 
-use crate::arch;
 use crate::cores::CoreLocal;
+use crate::{arch, masking};
 use core::sync::atomic::Ordering::Relaxed;
 use roving::platform::Depth;
 
 /// Waits on the calling core's doorbell (see `Platform::wait_for_event`).
 pub(crate) fn wait(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
+    let saved = masking::disable();
+    wait_masked(me, depth, deadline);
+    masking::restore(saved);
+}
+
+fn wait_masked(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
     if me.doorbell.answer() {
         me.stats.rings_answered.fetch_add(1, Relaxed);
         return;
@@ -27,11 +39,13 @@ pub(crate) fn wait(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
         Depth::Light => {
             me.stats.light_sleeps.fetch_add(1, Relaxed);
             arch::idle::sleep_light(me);
+            masking::woke();
         }
         Depth::Deep => {
             me.stats.deep_sleeps.fetch_add(1, Relaxed);
             let answered = if me.doorbell.enter_deep() {
                 arch::idle::sleep_deep();
+                masking::woke();
                 me.doorbell.leave_deep()
             } else {
                 true

@@ -40,6 +40,7 @@ mod fault;
 pub mod heap;
 mod idle;
 pub mod interrupts;
+mod masking;
 mod panic;
 mod platform;
 
@@ -52,6 +53,14 @@ pub mod arch;
 
 pub use arch::exit;
 pub use boot_info::{BootInfo, MAX_CORES, boot_info};
+
+/// The calling core's cycle counter: processor cycles on hardware (the
+/// AArch64 PMU's PMCCNTR_EL0, the x86 TSC); under QEMU, virtual
+/// nanoseconds, which with `-icount shift=0` is one per instruction. For
+/// intervals on one core; use `roving::platform::ticks` across cores.
+pub fn cycles() -> u64 {
+    arch::timer::cycles()
+}
 
 /// Exit statuses the kernel itself uses.
 pub mod exit_code {

@@ -39,6 +39,7 @@ fn panic(info: &PanicInfo<'_>) -> ! {
                 info.message()
             )),
         }
+        crate::masking::abandon_strand_sections();
         // Returns only if the strand cannot be failed (it was finishing).
         roving::strand::fail_running(info);
     }

@@ -55,11 +55,11 @@ unsafe impl Platform for KernelPlatform {
     }
 
     fn disable_interrupts() -> InterruptState {
-        InterruptState::from_raw(arch::cpu::disable_interrupts())
+        InterruptState::from_raw(crate::masking::disable())
     }
 
     unsafe fn restore_interrupts(state: InterruptState) {
-        arch::cpu::restore_interrupts(state.into_raw());
+        crate::masking::restore(state.into_raw());
     }
 
     fn in_interrupt() -> bool {

@@ -652,7 +652,15 @@ impl Shared {
     /// Runs `push` counted in `in_flight` if the pool is not stopped (and
     /// not while a quiescence check holds posters off); a pool winding
     /// down takes only a `fibre`. Returns whether it ran.
+    ///
+    /// Masked: a quiescence check waits for `in_flight` to drain, and a
+    /// handler that interrupted this post and then waited for the check
+    /// (below) would wait for itself.
     fn enter_from_outside(&self, fibre: bool, push: impl FnOnce()) -> bool {
+        crate::platform::masked(|| self.enter_from_outside_masked(fibre, push))
+    }
+
+    fn enter_from_outside_masked(&self, fibre: bool, push: impl FnOnce()) -> bool {
         loop {
             self.in_flight.fetch_add(1, SeqCst);
             match self.state.load(SeqCst) {
@@ -762,7 +770,7 @@ impl Shared {
     /// handler that posts (or wakes a strand) from outside waits for it,
     /// and must not do so on the core that holds it.
     pub(crate) fn check_quiescence(&self) {
-        crate::platform::without_interrupts(|| self.check_quiescence_masked());
+        crate::platform::masked(|| self.check_quiescence_masked());
     }
 
     fn check_quiescence_masked(&self) {

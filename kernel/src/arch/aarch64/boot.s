@@ -106,6 +106,9 @@ from_el2:
     mov     x0, #0x33ff                 // CPTR_EL2: no FP/SIMD traps
     msr     cptr_el2, x0
     msr     hstr_el2, xzr
+    mrs     x0, pmcr_el0                // MDCR_EL2: EL1 owns every PMU counter, no traps
+    ubfx    x0, x0, #11, #5             // PMCR_EL0.N
+    msr     mdcr_el2, x0
     mrs     x0, id_aa64pfr0_el1         // GICv3 system registers present?
     ubfx    x0, x0, #24, #4
     cbz     x0, 4f

@@ -41,6 +41,17 @@ pub(crate) fn restore_interrupts(saved: usize) {
     DAIF.set(saved as u64);
 }
 
+/// Whether a state [`disable_interrupts`] returned had IRQs unmasked.
+pub(crate) fn enabled_in(saved: usize) -> bool {
+    saved & (1 << 7) == 0 // DAIF.I
+}
+
+/// Unmasks IRQs (and FIQs) on this core: work runs with them open.
+pub(crate) fn enable_interrupts() {
+    // SAFETY: the handlers save and restore all state they touch.
+    unsafe { asm!("msr daifclr, #3", options(nomem, nostack, preserves_flags)) };
+}
+
 /// Lets any pending IRQ be taken now, then masks IRQs again.
 pub(crate) fn take_pending_interrupts() {
     // SAFETY: the IRQ handler saves and restores all state it touches; the
@@ -92,14 +103,6 @@ fn for_each_dcache_line(start: usize, len: usize, mut f: impl FnMut(usize)) {
     }
     // SAFETY: a barrier has no memory effects of its own.
     unsafe { asm!("dsb sy", options(nostack, preserves_flags)) };
-}
-
-/// Runs `f` with IRQs and FIQs masked, then restores the previous state.
-pub(crate) fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
-    let saved = disable_interrupts();
-    let result = f();
-    restore_interrupts(saved);
-    result
 }
 
 /// Stops this core for good, with interrupts masked.

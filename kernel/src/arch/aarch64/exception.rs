@@ -1,9 +1,11 @@
 //! Exception entry: the vector table and the dispatch to handlers.
 //!
-//! Kernel code runs with IRQs masked except while a core waits for an
-//! event (see `idle.rs`), so an IRQ only ever interrupts the idle path.
-//! Every other exception is a fault: it is reported and the run ends
-//! (except a semihosting call trapping inside a probe; see `semihosting.rs`).
+//! Work runs with IRQs open, so an IRQ may interrupt any code outside the
+//! short masked sections (`crate::masking`). Its handler runs with IRQs
+//! masked and returns to the interrupted code, all of whose registers the
+//! vectors keep. Every other exception is a fault: it is reported and the
+//! run ends (except a semihosting call trapping inside a probe; see
+//! `semihosting.rs`).
 //!
 //! Kernel code and strands run on SP_EL0 (`boot.s` selects it), and the
 //! vectors run on SP_EL1, a small stack of each core's own: an exception
@@ -31,12 +33,12 @@ pub(super) struct Frame {
     pub fpcr: u64,
     pub fpsr: u64,
     _pad: u64,
-    /// q0..=q7, then q16..=q31.
-    pub q: [u128; 24],
+    /// q0..=q31.
+    pub q: [u128; 32],
 }
 
 const FRAME_SIZE: usize = core::mem::size_of::<Frame>();
-const _: () = assert!(FRAME_SIZE == 592 && FRAME_SIZE.is_multiple_of(16));
+const _: () = assert!(FRAME_SIZE == 720 && FRAME_SIZE.is_multiple_of(16));
 
 global_asm!(
     include_str!("vectors.s"),

@@ -96,7 +96,7 @@ pub(super) fn init_this_core() {
     let Some(gic) = GIC.get() else { return };
     let me = crate::cores::current().expect("per-core data is set before interrupts");
     let timer = IntId::ppi(boot_info().arch.timer_intid - 16);
-    cpu::without_interrupts(|| match gic {
+    crate::masking::without_interrupts(|| match gic {
         Gic::V2 { driver, distributor } => {
             let mut driver = driver.lock();
             // The driver has no CPU-interface-only set-up; the distributor
@@ -143,7 +143,7 @@ fn redistributor_frame(driver: &mut GicV3<'static>, hw_id: u64) -> usize {
 pub(super) fn send_wake(target: &CoreLocal) {
     let Some(gic) = GIC.get() else { return };
     match gic {
-        Gic::V2 { driver, .. } => cpu::without_interrupts(|| {
+        Gic::V2 { driver, .. } => crate::masking::without_interrupts(|| {
             let target_list = target.arch.v2_target.load(Relaxed);
             driver.lock().send_sgi(
                 WAKE_SGI,
@@ -261,7 +261,7 @@ pub(crate) fn enable_line(line: u32, core: usize) {
     let Some(gic) = GIC.get() else { return };
     let target = crate::cores::local(core);
     let (word, bit) = (4 * (line as usize / 32), 1 << (line % 32));
-    cpu::without_interrupts(|| {
+    crate::masking::without_interrupts(|| {
         write32(GICD_ICENABLER + word, bit);
         match gic {
             Gic::V2 { .. } => {

@@ -7,12 +7,12 @@
 //!   when the wait has a deadline. Costs an IPI to wake; uses no host CPU
 //!   under QEMU.
 //!
-//! IRQs are masked in kernel code except here. The light tier unmasks them
-//! around `WFE` so the timer's interrupt is taken; its handler executes
-//! `SEVL`, so a `WFE` reached after the interrupt was taken still returns.
-//! The deep tier keeps them masked across the doorbell check and `WFI`
-//! (a pending interrupt ends `WFI` even when masked, so none is missed), then
-//! unmasks them briefly to take and acknowledge it.
+//! The wait runs with IRQs masked (`crate::idle`). The light tier unmasks
+//! them around `WFE` so the timer's interrupt is taken; its handler
+//! executes `SEVL`, so a `WFE` reached after the interrupt was taken still
+//! returns. The deep tier keeps them masked across the doorbell check and
+//! `WFI` (a pending interrupt ends `WFI` even when masked, so none is
+//! missed), then unmasks them briefly to take and acknowledge it.
 
 use super::{cpu, irq};
 use crate::cores::CoreLocal;

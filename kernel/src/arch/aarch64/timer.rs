@@ -1,8 +1,15 @@
 //! The generic timer: the shared tick counter, and one deadline per core
-//! (the EL1 virtual timer) that ends a wait.
+//! (the EL1 virtual timer) that ends a wait. Also each core's cycle
+//! counter (the PMU's PMCCNTR_EL0), for measuring short intervals.
 
 use aarch64_cpu::asm::barrier;
 use aarch64_cpu::registers::{CNTFRQ_EL0, CNTV_CTL_EL0, CNTV_CVAL_EL0, CNTVCT_EL0, Readable, Writeable};
+use core::arch::asm;
+
+/// PMCR_EL0: E (enable the counters) and LC (the cycle counter is 64-bit).
+const PMCR_E_LC: u64 = 1 | 1 << 6;
+/// PMCNTENSET_EL0.C: the cycle counter counts.
+const PMCNTENSET_C: u64 = 1 << 31;
 
 /// The counter all cores share; it never goes backwards.
 pub(crate) fn ticks() -> u64 {
@@ -16,9 +23,36 @@ pub(crate) fn hz() -> u64 {
     CNTFRQ_EL0.get()
 }
 
-/// Starts with the timer off on this core.
+/// Starts with the timer off on this core, and its cycle counter running.
 pub(super) fn init_this_core() {
     CNTV_CTL_EL0.write(CNTV_CTL_EL0::ENABLE::CLEAR);
+    // (aarch64-cpu has no PMU registers.) MDCR_EL2, set at boot when the
+    // core came through EL2, leaves every counter to EL1.
+    // SAFETY: enabling this core's PMU counters changes nothing else.
+    unsafe {
+        asm!(
+            "mrs {t}, pmcr_el0",
+            "orr {t}, {t}, {e_lc}",
+            "msr pmcr_el0, {t}",
+            "msr pmcntenset_el0, {c}",
+            "isb",
+            t = out(reg) _,
+            e_lc = in(reg) PMCR_E_LC,
+            c = in(reg) PMCNTENSET_C,
+            options(nomem, nostack, preserves_flags),
+        )
+    };
+}
+
+/// This core's cycle counter: processor cycles on hardware; under QEMU,
+/// virtual nanoseconds, which with `-icount shift=0` is one per
+/// instruction. Not synchronised between cores.
+pub(crate) fn cycles() -> u64 {
+    let cycles: u64;
+    // SAFETY: reads this core's cycle counter (enabled by
+    // `init_this_core`); the ISB keeps the read in program order.
+    unsafe { asm!("isb", "mrs {}, pmccntr_el0", out(reg) cycles, options(nomem, nostack, preserves_flags)) };
+    cycles
 }
 
 /// Raises this core's timer interrupt when the counter reaches `deadline`.

@@ -1,8 +1,10 @@
 // The EL1 exception vector table. Each entry saves the caller-saved state
 // into a Frame (layout in exception.rs) and calls the Rust handler with the
 // entry's number; if the handler returns, the state is restored and the
-// interrupted code resumes. Callee-saved registers (x19-x28, d8-d15) are
-// preserved by the handler itself, as the procedure call standard requires.
+// interrupted code resumes. x19-x28 are preserved by the handler itself, as
+// the procedure call standard requires. All 32 vector registers are saved:
+// an IRQ can arrive in the middle of any code, and the standard only makes
+// a callee keep the low 64 bits of v8-v15.
 
 .macro VECTOR kind
 .balign 0x80
@@ -54,26 +56,34 @@ exception_entry:
     stp     q2, q3, [sp, #240]
     stp     q4, q5, [sp, #272]
     stp     q6, q7, [sp, #304]
-    stp     q16, q17, [sp, #336]
-    stp     q18, q19, [sp, #368]
-    stp     q20, q21, [sp, #400]
-    stp     q22, q23, [sp, #432]
-    stp     q24, q25, [sp, #464]
-    stp     q26, q27, [sp, #496]
-    stp     q28, q29, [sp, #528]
-    stp     q30, q31, [sp, #560]
+    stp     q8, q9, [sp, #336]
+    stp     q10, q11, [sp, #368]
+    stp     q12, q13, [sp, #400]
+    stp     q14, q15, [sp, #432]
+    stp     q16, q17, [sp, #464]
+    stp     q18, q19, [sp, #496]
+    stp     q20, q21, [sp, #528]
+    stp     q22, q23, [sp, #560]
+    stp     q24, q25, [sp, #592]
+    stp     q26, q27, [sp, #624]
+    stp     q28, q29, [sp, #656]
+    stp     q30, q31, [sp, #688]
 
     mov     x1, sp
     bl      {handler}
 
-    ldp     q30, q31, [sp, #560]
-    ldp     q28, q29, [sp, #528]
-    ldp     q26, q27, [sp, #496]
-    ldp     q24, q25, [sp, #464]
-    ldp     q22, q23, [sp, #432]
-    ldp     q20, q21, [sp, #400]
-    ldp     q18, q19, [sp, #368]
-    ldp     q16, q17, [sp, #336]
+    ldp     q30, q31, [sp, #688]
+    ldp     q28, q29, [sp, #656]
+    ldp     q26, q27, [sp, #624]
+    ldp     q24, q25, [sp, #592]
+    ldp     q22, q23, [sp, #560]
+    ldp     q20, q21, [sp, #528]
+    ldp     q18, q19, [sp, #496]
+    ldp     q16, q17, [sp, #464]
+    ldp     q14, q15, [sp, #432]
+    ldp     q12, q13, [sp, #400]
+    ldp     q10, q11, [sp, #368]
+    ldp     q8, q9, [sp, #336]
     ldp     q6, q7, [sp, #304]
     ldp     q4, q5, [sp, #272]
     ldp     q2, q3, [sp, #240]

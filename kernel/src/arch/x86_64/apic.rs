@@ -102,18 +102,22 @@ pub(super) fn eoi() {
     write(EOI, 0);
 }
 
+/// Sends an IPI. Masked: a handler that sent one of its own between the
+/// two writes would send this one to its target.
 fn send(apic_id: u64, command: u32) {
-    while read(ICR_LOW) & ICR_DELIVERY_PENDING != 0 {
-        core::hint::spin_loop();
-    }
-    write(ICR_HIGH, (apic_id as u32) << 24);
-    write(ICR_LOW, command);
+    crate::masking::without_interrupts(|| {
+        while read(ICR_LOW) & ICR_DELIVERY_PENDING != 0 {
+            core::hint::spin_loop();
+        }
+        write(ICR_HIGH, (apic_id as u32) << 24);
+        write(ICR_LOW, command);
+    });
 }
 
 /// Sends the wake-up IPI to the core with APIC id `apic_id`. The caller has
 /// made the ring it announces visible first.
 pub(super) fn send_wake(apic_id: u64) {
-    super::cpu::without_interrupts(|| send(apic_id, ICR_ASSERT | u32::from(WAKE_VECTOR)));
+    send(apic_id, ICR_ASSERT | u32::from(WAKE_VECTOR));
 }
 
 /// INIT: the core resets and waits for a STARTUP.

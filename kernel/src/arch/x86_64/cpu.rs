@@ -67,12 +67,14 @@ pub(crate) fn restore_interrupts(saved: usize) {
     }
 }
 
-/// Runs `f` with interrupts disabled, then restores the previous state.
-pub(crate) fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
-    let saved = disable_interrupts();
-    let result = f();
-    restore_interrupts(saved);
-    result
+/// Whether a state [`disable_interrupts`] returned had interrupts enabled.
+pub(crate) fn enabled_in(saved: usize) -> bool {
+    saved & IF != 0
+}
+
+/// Enables interrupts on this core: work runs with them open.
+pub(crate) fn enable_interrupts() {
+    x86_64::instructions::interrupts::enable();
 }
 
 /// Paging is always on in long mode.

@@ -1,8 +1,10 @@
 //! Interrupts and exceptions: the IDT, and the GDT with one TSS per core.
 //!
-//! Kernel code runs with interrupts disabled except while a core waits for
-//! an event (see `idle.rs`), so an interrupt only ever arrives in the idle
-//! path. Every exception is a fault: it is reported and the run ends.
+//! Work runs with interrupts enabled, so an interrupt may arrive in any
+//! code outside the short masked sections (`crate::masking`); its handler
+//! runs with them disabled (interrupt gates) and returns to it with every
+//! register kept. Every exception is a fault: it is reported and the run
+//! ends.
 //!
 //! Every vector runs on its core's interrupt stack (IST 1 of its TSS), a
 //! small stack of its own: a strand that overflows into its guard page

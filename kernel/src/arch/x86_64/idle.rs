@@ -10,7 +10,8 @@
 //!   instruction, so an interrupt that arrived after the doorbell check is
 //!   taken by the `HLT`, not before it: none is missed.
 //!
-//! Interrupts are disabled in kernel code except inside these waits.
+//! The wait runs with interrupts disabled (`crate::idle`) except inside
+//! these instructions.
 
 use super::apic;
 use crate::boot_info::boot_info;
