@@ -42,6 +42,28 @@ pub enum ConsoleDevice {
     },
 }
 
+/// A device's interrupt line, as a board names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// The controller's own number for the line: a GIC interrupt id (32
+    /// and up for a device), a BCM2835 peripheral interrupt (0-63), an I/O
+    /// APIC line (a global system interrupt).
+    Number(u32),
+    /// x86: an ISA IRQ, which the ACPI MADT's interrupt source overrides
+    /// map to an I/O APIC line (QEMU's q35 puts IRQ 0 on line 2).
+    Isa(u8),
+}
+
+/// A device's interrupt line, by the device's name
+/// ([`interrupts::line_of`](crate::interrupts::line_of)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLine {
+    /// The device, as programs ask for it ("rtc", "system timer 1").
+    pub device: &'static str,
+    /// Its line.
+    pub line: Line,
+}
+
 /// How the kernel starts the cores other than the boot core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoreStart {
@@ -110,6 +132,11 @@ pub struct Pending {
 /// The kernel calls `init_core` once on every core before that core first
 /// waits, `send_wake` from any core, and `acknowledge` from the interrupt
 /// handler of the core that took the interrupt, with interrupts masked.
+///
+/// A controller that also carries device lines implements the `line`
+/// methods too (the defaults say it has none). The kernel calls them with
+/// interrupts masked, one at a time for a given line, and never for a line
+/// outside [`device_lines`](InterruptChip::device_lines).
 pub trait InterruptChip: Sync {
     /// The controller's name, for the boot banner.
     fn name(&self) -> &'static str;
@@ -120,8 +147,43 @@ pub trait InterruptChip: Sync {
     fn send_wake(&self, hw_id: u64);
     /// Reports what is pending on the calling core `hw_id`, clearing the
     /// wake-up. The timer is level-triggered and is cleared by the kernel
-    /// (it masks the timer), not here.
+    /// (it masks the timer), not here. Device lines are reported by
+    /// [`next_line`](InterruptChip::next_line), not as `other`.
     fn acknowledge(&self, hw_id: u64) -> Pending;
+
+    /// The device lines this controller has, if any.
+    fn device_lines(&self) -> Option<core::ops::Range<u32>> {
+        None
+    }
+
+    /// Whether every device line reaches the cores through one route, so
+    /// routing one line routes them all.
+    fn shared_route(&self) -> bool {
+        false
+    }
+
+    /// Routes `line` to the core with hardware id `hw_id`.
+    fn route_line(&self, line: u32, hw_id: u64) {
+        let _ = (line, hw_id);
+    }
+
+    /// Enables (`true`) or disables `line`.
+    fn enable_line(&self, line: u32, enabled: bool) {
+        let _ = (line, enabled);
+    }
+
+    /// Makes `line` pending in software; `false` if the controller cannot.
+    fn pend_line(&self, line: u32) -> bool {
+        let _ = line;
+        false
+    }
+
+    /// An enabled device line pending on the calling core `hw_id`, if any:
+    /// the kernel runs its handler, then asks again.
+    fn next_line(&self, hw_id: u64) -> Option<u32> {
+        let _ = hw_id;
+        None
+    }
 }
 
 /// A board's description.
@@ -142,6 +204,11 @@ pub struct Board {
     pub core_start: CoreStart,
     /// Where the wake-up and timer interrupts come from.
     pub interrupts: InterruptController,
+    /// The console UART's interrupt line: the kernel takes serial input
+    /// through it (`crate::serial`). `None`: the console only writes.
+    pub console_line: Option<Line>,
+    /// Other devices' interrupt lines, for programs that drive them.
+    pub device_lines: &'static [DeviceLine],
     /// Address ranges holding device registers: mapped as device memory,
     /// never cached.
     pub device_memory: &'static [Region],

@@ -1,7 +1,7 @@
 //! The architecture-independent part of boot: after the architecture has
 //! turned the MMU on, before `main`.
 
-use crate::{arch, board::board, boot_info, console, cores, heap, println};
+use crate::{arch, board::board, boot_info, console, cores, heap, println, serial};
 
 unsafe extern "Rust" {
     // Defined by `roving_kernel::entry!` in the program.
@@ -16,6 +16,7 @@ pub(crate) fn primary_main() -> ! {
     heap::init(info);
     arch::init_interrupts_primary();
     cores::init(info);
+    serial::init();
     boot_info::publish();
     // From here on work runs with interrupts open (`crate::masking`).
     arch::cpu::enable_interrupts();

@@ -1,31 +1,97 @@
-//! Device interrupt lines: bind a handler to a line, routed to one core.
+//! Device interrupt lines: bind a handler to a line, route it to a core,
+//! mask it and unmask it.
 //!
-//! A bound handler runs on its core when the line fires, inside the
-//! kernel's interrupt handling (`roving::platform::in_interrupt` is true
-//! there), with interrupts masked. It may call roving's interrupt-safe
-//! operations (`roving::sync::Signal::signal`, `Event::set`,
-//! `Semaphore::release`), which is how a device's interrupt wakes a strand.
+//! A bound handler runs on the core its line is routed to, as soon as the
+//! line fires, whatever that core is doing (work runs with interrupts
+//! open; only the kernel's short masked sections hold a handler off). It
+//! runs on the core's exception stack with interrupts masked, and
+//! `roving::platform::in_interrupt` is true there. Its job is to quiet
+//! the device and wake whoever does the work, with roving's
+//! interrupt-safe operations (`roving::sync::Signal::signal`,
+//! `Event::set`, `Semaphore::release`, `roving::strand::Unparker::unpark`,
+//! an actor's `InterruptSender`): see `docs/interrupts.md`.
 //!
-//! Lines are the controller's numbers. So far only a GIC's shared
-//! peripheral interrupts can be bound; on other controllers (the PC's
-//! I/O APIC, the Raspberry Pi 3's) [`bind`] says
-//! [`BindError::NoController`]. Checked under QEMU virt with GICv2 and
-//! GICv3 at 1 to 8 cores. Work runs with interrupts open, so a line's
-//! handler runs as soon as it fires, whatever its core is doing, unless
-//! the core is inside one of the kernel's short masked sections.
+//! Lines are the controller's numbers:
+//!
+//! | board | controller | lines | [`raise`] |
+//! |---|---|---|---|
+//! | QEMU virt | GICv2 or GICv3 | shared peripheral interrupts, 32 and up | yes, through the distributor |
+//! | Raspberry Pi 4 | GIC-400 | shared peripheral interrupts (the VideoCore's start at 96) | yes |
+//! | Raspberry Pi 3 | BCM2835 peripheral controller | its 64 peripheral interrupts; all reach the cores through one route | no ([`BindError::CannotRaise`]) |
+//! | PC | I/O APIC(s) | global system interrupts | yes, as an IPI with the line's vector (the I/O APIC itself cannot) |
+//!
+//! The board names its devices' lines ([`line_of`]); ISA devices on the PC
+//! are mapped through the ACPI MADT's interrupt source overrides. The
+//! kernel's own interrupts (the wake-up and the timer) are not device
+//! lines, and the console's line, which the kernel binds for serial input,
+//! can be routed and masked but not bound again.
+//!
+//! A line that keeps firing while its handler finds nothing to do is an
+//! interrupt storm: it is masked and reported (`storm.rs` has the rule).
 
-use crate::arch;
+mod storm;
+
+use crate::board::{Line, board};
 use crate::boot_info::MAX_CORES;
+use crate::{arch, cores, masking};
 use core::fmt;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use spin::Mutex;
 
-/// What runs when a line fires: the line's number.
-pub type Handler = fn(u32);
+/// What runs when a line fires: it gets the line's number, quiets its
+/// device and says whether the device had anything to report.
+pub type Handler = fn(u32) -> Handled;
+
+/// What a [`Handler`] found when its line fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handled {
+    /// Its device had something to report, and the handler dealt with it.
+    Yes,
+    /// Its device had nothing to report: the line fired for nothing. Many
+    /// of these in a row are an interrupt storm (`storm.rs`).
+    No,
+}
 
 /// The most lines a controller may have (a GIC's 1020).
 pub const MAX_LINES: usize = 1020;
 
-static HANDLERS: [AtomicUsize; MAX_LINES] = [const { AtomicUsize::new(0) }; MAX_LINES];
+/// Line flags.
+const KERNEL: u8 = 1;
+const MASKED: u8 = 2;
+const STORMED: u8 = 4;
+
+/// One line's binding. `handler` is read by the line's handler path
+/// without a lock; every change holds `CONFIG`.
+struct LineState {
+    /// The bound [`Handler`] as an address; 0 if unbound.
+    handler: AtomicUsize,
+    core: AtomicUsize,
+    flags: AtomicU8,
+    fired: AtomicU64,
+    streak: storm::Streak,
+}
+
+impl LineState {
+    const fn new() -> Self {
+        Self {
+            handler: AtomicUsize::new(0),
+            core: AtomicUsize::new(0),
+            flags: AtomicU8::new(0),
+            fired: AtomicU64::new(0),
+            streak: storm::Streak::new(),
+        }
+    }
+
+    fn bound(&self) -> bool {
+        self.handler.load(SeqCst) != 0
+    }
+}
+
+static LINES: [LineState; MAX_LINES] = [const { LineState::new() }; MAX_LINES];
+
+/// Serialises binding, routing and masking (always with interrupts
+/// masked: a storm masks its line from a handler).
+static CONFIG: Mutex<()> = Mutex::new(());
 
 /// The line each core's bound handler is running for (`NONE`: none), so a
 /// panic in a handler is reported with its line.
@@ -37,21 +103,23 @@ pub(crate) fn handling(core: usize) -> Option<u32> {
     HANDLING.get(core).map(|line| line.load(Relaxed)).filter(|&line| line != NONE)
 }
 
-/// Why a line could not be bound, unbound or raised.
+/// Why a line could not be bound, routed, masked or raised. Nothing
+/// changed when one is returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BindError {
-    /// This board's interrupt controller has no device lines the kernel
-    /// can bind yet.
+    /// This board's interrupt controller has no device lines.
     NoController,
     /// The controller has no such line (or it is not a device line).
     NoSuchLine {
         /// The line asked for.
         line: u32,
-        /// Lines the controller has.
+        /// Lines end here (device lines are below it).
         lines: u32,
     },
-    /// The line is one the kernel itself uses (the wake-up or the timer).
+    /// The line is one the kernel itself uses: the wake-up, the timer, or
+    /// the console's (serial input), which may be routed and masked but
+    /// not bound.
     KernelLine {
         /// The line asked for.
         line: u32,
@@ -71,28 +139,68 @@ pub enum BindError {
         /// The core asked for.
         core: usize,
     },
+    /// The controller cannot make this line pending in software (the
+    /// Raspberry Pi 3's); only its device can.
+    CannotRaise {
+        /// The line asked for.
+        line: u32,
+    },
+    /// Every line of this controller reaches the cores through one route
+    /// (the Raspberry Pi 3's), and other bound lines go to another core:
+    /// bind to that core, or [`route`] one of them (which moves them all).
+    SharedRoute {
+        /// The line asked for.
+        line: u32,
+        /// The core the bound lines go to.
+        core: usize,
+    },
 }
 
 impl fmt::Display for BindError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NoController => {
-                f.write_str("this board's interrupt controller has no bindable device lines yet")
-            }
+            Self::NoController => f.write_str("this board's interrupt controller has no device lines"),
             Self::NoSuchLine { line, lines } => {
-                write!(f, "no device line {line} (the controller has {lines})")
+                write!(f, "no device line {line} (the controller's lines end at {lines})")
             }
-            Self::KernelLine { line } => write!(f, "line {line} is the kernel's own (wake-up or timer)"),
+            Self::KernelLine { line } => {
+                write!(f, "line {line} is the kernel's own (the wake-up, the timer or the console)")
+            }
             Self::AlreadyBound { line } => write!(f, "line {line} already has a handler"),
             Self::NotBound { line } => write!(f, "line {line} has no handler"),
             Self::NoSuchCore { core } => write!(f, "no core {core}"),
+            Self::CannotRaise { line } => {
+                write!(f, "this controller cannot raise line {line} in software; only its device can")
+            }
+            Self::SharedRoute { line, core } => write!(
+                f,
+                "line {line}: this controller routes every line to one core, and bound lines go to core {core}"
+            ),
         }
     }
 }
 
 impl core::error::Error for BindError {}
 
-fn check(line: u32) -> Result<&'static AtomicUsize, BindError> {
+/// A line's binding, as [`status`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineStatus {
+    /// The line.
+    pub line: u32,
+    /// The core it is routed to.
+    pub core: usize,
+    /// Masked, by [`mask`] or because it stormed.
+    pub masked: bool,
+    /// Masked by the kernel as an interrupt storm; [`unmask`] clears it.
+    pub stormed: bool,
+    /// Bound by the kernel itself (the console's line).
+    pub kernel: bool,
+    /// Times its handler has run.
+    pub fired: u64,
+}
+
+/// The state of device line `line`, if the controller has it.
+fn device_line(line: u32) -> Result<&'static LineState, BindError> {
     let lines = arch::device_lines().ok_or(BindError::NoController)?;
     if arch::is_kernel_line(line) {
         return Err(BindError::KernelLine { line });
@@ -100,7 +208,41 @@ fn check(line: u32) -> Result<&'static AtomicUsize, BindError> {
     if !lines.contains(&line) {
         return Err(BindError::NoSuchLine { line, lines: lines.end });
     }
-    Ok(&HANDLERS[line as usize])
+    LINES.get(line as usize).ok_or(BindError::NoSuchLine { line, lines: lines.end })
+}
+
+/// A bound line's state.
+fn bound_line(line: u32) -> Result<&'static LineState, BindError> {
+    let state = device_line(line)?;
+    if !state.bound() {
+        return Err(BindError::NotBound { line });
+    }
+    Ok(state)
+}
+
+fn check_core(core: usize) -> Result<(), BindError> {
+    if core >= cores::count() { Err(BindError::NoSuchCore { core }) } else { Ok(()) }
+}
+
+/// On a controller with one route for every line, the core the other
+/// bound lines go to, if that is not `core`.
+fn shared_route_elsewhere(line: u32, core: usize) -> Option<usize> {
+    if !arch::shared_route() {
+        return None;
+    }
+    LINES
+        .iter()
+        .enumerate()
+        .filter(|&(other, state)| other != line as usize && state.bound())
+        .map(|(_, state)| state.core.load(Relaxed))
+        .find(|&other| other != core)
+}
+
+fn configure<R>(f: impl FnOnce() -> R) -> R {
+    masking::without_interrupts(|| {
+        let _guard = CONFIG.lock();
+        f()
+    })
 }
 
 /// Binds `handler` to `line`, routes the line to `core` and enables it.
@@ -109,15 +251,37 @@ fn check(line: u32) -> Result<&'static AtomicUsize, BindError> {
 ///
 /// [`BindError`] says why; nothing changed then.
 pub fn bind(line: u32, core: usize, handler: Handler) -> Result<(), BindError> {
-    let slot = check(line)?;
-    if core >= crate::cores::count() {
-        return Err(BindError::NoSuchCore { core });
-    }
-    if slot.compare_exchange(0, handler as usize, SeqCst, SeqCst).is_err() {
-        return Err(BindError::AlreadyBound { line });
-    }
-    arch::enable_line(line, core);
-    Ok(())
+    bind_as(line, core, handler, 0)
+}
+
+/// [`bind`] for the kernel's own use: the line is then a kernel line.
+pub(crate) fn bind_kernel(line: u32, core: usize, handler: Handler) -> Result<(), BindError> {
+    bind_as(line, core, handler, KERNEL)
+}
+
+fn bind_as(line: u32, core: usize, handler: Handler, flags: u8) -> Result<(), BindError> {
+    let state = device_line(line)?;
+    check_core(core)?;
+    configure(|| {
+        if state.bound() {
+            return Err(if state.flags.load(Relaxed) & KERNEL != 0 {
+                BindError::KernelLine { line }
+            } else {
+                BindError::AlreadyBound { line }
+            });
+        }
+        if let Some(other) = shared_route_elsewhere(line, core) {
+            return Err(BindError::SharedRoute { line, core: other });
+        }
+        arch::route_line(line, core);
+        state.core.store(core, Relaxed);
+        state.flags.store(flags, Relaxed);
+        state.fired.store(0, Relaxed);
+        state.streak.reset();
+        state.handler.store(handler as usize, SeqCst);
+        arch::enable_line(line);
+        Ok(())
+    })
 }
 
 /// Disables `line` and unbinds its handler. A firing already under way on
@@ -125,55 +289,182 @@ pub fn bind(line: u32, core: usize, handler: Handler) -> Result<(), BindError> {
 ///
 /// # Errors
 ///
-/// [`BindError::NotBound`], or as for [`bind`].
+/// [`BindError::NotBound`], [`BindError::KernelLine`] for the console's
+/// line, or as for [`bind`].
 pub fn unbind(line: u32) -> Result<(), BindError> {
-    let slot = check(line)?;
-    arch::disable_line(line);
-    if slot.swap(0, SeqCst) == 0 {
-        return Err(BindError::NotBound { line });
-    }
+    let state = bound_line(line)?;
+    configure(|| {
+        if state.flags.load(Relaxed) & KERNEL != 0 {
+            return Err(BindError::KernelLine { line });
+        }
+        if state.handler.load(SeqCst) == 0 {
+            return Err(BindError::NotBound { line });
+        }
+        arch::disable_line(line);
+        state.handler.store(0, SeqCst);
+        Ok(())
+    })
+}
+
+/// Routes bound `line` to `core`. On a controller with one route for every
+/// line (the Raspberry Pi 3's) this moves every bound line there.
+///
+/// # Errors
+///
+/// [`BindError::NotBound`], [`BindError::NoSuchCore`], or as for [`bind`].
+pub fn route(line: u32, core: usize) -> Result<(), BindError> {
+    let state = bound_line(line)?;
+    check_core(core)?;
+    configure(|| {
+        arch::route_line(line, core);
+        state.core.store(core, Relaxed);
+        if arch::shared_route() {
+            LINES.iter().filter(|other| other.bound()).for_each(|other| other.core.store(core, Relaxed));
+        }
+    });
     Ok(())
 }
 
-/// Makes `line` pending, as if its device had raised it: for tests, and
-/// for software that wants a handler run on the line's core.
+/// Masks bound `line`: it stays bound but does not fire until [`unmask`].
 ///
 /// # Errors
 ///
 /// [`BindError::NotBound`], or as for [`bind`].
-pub fn raise(line: u32) -> Result<(), BindError> {
-    if check(line)?.load(SeqCst) == 0 {
-        return Err(BindError::NotBound { line });
-    }
-    arch::pend_line(line);
+pub fn mask(line: u32) -> Result<(), BindError> {
+    let state = bound_line(line)?;
+    configure(|| {
+        arch::disable_line(line);
+        state.flags.fetch_or(MASKED, Relaxed);
+    });
     Ok(())
 }
 
+/// Unmasks bound `line`, which also clears a storm the kernel found on it.
+///
+/// # Errors
+///
+/// [`BindError::NotBound`], or as for [`bind`].
+pub fn unmask(line: u32) -> Result<(), BindError> {
+    let state = bound_line(line)?;
+    configure(|| {
+        state.flags.fetch_and(!(MASKED | STORMED), Relaxed);
+        state.streak.reset();
+        arch::enable_line(line);
+    });
+    Ok(())
+}
+
+/// Makes bound `line` pending, as if its device had raised it: for tests,
+/// and for software that wants the line's handler run on its core.
+///
+/// # Errors
+///
+/// [`BindError::NotBound`], [`BindError::CannotRaise`] where the
+/// controller cannot (the Raspberry Pi 3), or as for [`bind`].
+pub fn raise(line: u32) -> Result<(), BindError> {
+    let state = bound_line(line)?;
+    arch::pend_line(line, state.core.load(Relaxed))
+}
+
+/// How `line` is bound.
+///
+/// # Errors
+///
+/// [`BindError::NotBound`], or as for [`bind`].
+pub fn status(line: u32) -> Result<LineStatus, BindError> {
+    let state = match device_line(line) {
+        Err(BindError::KernelLine { .. }) => return Err(BindError::KernelLine { line }),
+        other => other?,
+    };
+    if !state.bound() {
+        return Err(BindError::NotBound { line });
+    }
+    Ok(status_of(line, state))
+}
+
+fn status_of(line: u32, state: &LineState) -> LineStatus {
+    let flags = state.flags.load(Relaxed);
+    LineStatus {
+        line,
+        core: state.core.load(Relaxed),
+        masked: flags & (MASKED | STORMED) != 0,
+        stormed: flags & STORMED != 0,
+        kernel: flags & KERNEL != 0,
+        fired: state.fired.load(Relaxed),
+    }
+}
+
+/// Every bound line, lowest first.
+pub fn bound() -> impl Iterator<Item = LineStatus> {
+    let lines = arch::device_lines().unwrap_or(0..0);
+    LINES
+        .iter()
+        .enumerate()
+        .filter(move |&(line, state)| lines.contains(&(line as u32)) && state.bound())
+        .map(|(line, state)| status_of(line as u32, state))
+}
+
+/// The line of the device the board calls `device` ("console" is the
+/// console UART's), if the board names one and the controller has it.
+pub fn line_of(device: &str) -> Option<u32> {
+    let board = board();
+    let line = if device == "console" {
+        board.console_line?
+    } else {
+        board.device_lines.iter().find(|named| named.device == device)?.line
+    };
+    resolve(line)
+}
+
+/// The controller's number for `line`.
+pub(crate) fn resolve(line: Line) -> Option<u32> {
+    match line {
+        Line::Number(number) => Some(number),
+        Line::Isa(irq) => arch::isa_line(irq),
+    }
+}
+
 /// Starts or stops timing how long each core keeps interrupts masked, and
-/// how long each handler runs; [`cores::report`](crate::cores::report)
+/// how long each handler runs; [`cores::report`]
 /// shows the longest of each. Starting clears what was recorded. Off by
 /// default: it costs two cycle-counter reads per masked section.
 pub fn measure_masking(on: bool) {
-    crate::masking::measure(on);
+    masking::measure(on);
 }
 
 /// Runs the handler bound to `line`, if any; returns whether one ran.
 /// Called by the controller code with the line acknowledged.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // the PC binds no lines yet
 pub(crate) fn dispatch(line: u32) -> bool {
-    let Some(slot) = HANDLERS.get(line as usize) else { return false };
-    let handler = slot.load(SeqCst);
+    let Some(state) = LINES.get(line as usize) else { return false };
+    let handler = state.handler.load(SeqCst);
     if handler == 0 {
         return false;
     }
-    // SAFETY: only `bind` stores a non-zero value, and it stores a
+    // SAFETY: only `bind_as` stores a non-zero value, and it stores a
     // `Handler`.
     let handler: Handler = unsafe { core::mem::transmute::<usize, Handler>(handler) };
-    let me = crate::cores::current().and_then(|core| HANDLING.get(core.index));
+    state.fired.fetch_add(1, Relaxed);
+    let me = cores::current().and_then(|core| HANDLING.get(core.index));
     let outer = me.map(|slot| slot.swap(line, Relaxed));
-    handler(line);
+    let handled = handler(line);
     if let (Some(slot), Some(outer)) = (me, outer) {
         slot.store(outer, Relaxed);
     }
+    if storm::continues(&state.streak, handled) {
+        stormed(line, state);
+    }
     true
+}
+
+/// Masks a storming line and says so.
+fn stormed(line: u32, state: &LineState) {
+    configure(|| {
+        arch::disable_line(line);
+        state.flags.fetch_or(STORMED, Relaxed);
+    });
+    crate::println!(
+        "roving-kernel: interrupt storm on line {line} (core {}): it fired {} times in a row with nothing for its handler to do; masked (interrupts::unmask({line}) enables it again)",
+        state.core.load(Relaxed),
+        storm::FIRINGS
+    );
 }

@@ -43,6 +43,7 @@ pub mod interrupts;
 mod masking;
 mod panic;
 mod platform;
+pub mod serial;
 
 #[cfg(target_arch = "aarch64")]
 #[path = "arch/aarch64/mod.rs"]

@@ -600,6 +600,14 @@ impl Shared {
                 let _ = self.enter_from_outside(true, || {
                     // SAFETY: the task is ours to give.
                     match unsafe { lane(to, self.slots).push(task) } {
+                        // `to` is awake, but may be busy for long: the
+                        // fibre is announced like any new job, so a
+                        // sleeping core is woken to take it from `to`'s
+                        // mailbox if no core is idle (a strand woken by an
+                        // interrupt should not wait for a long task).
+                        Pushed::Queued if !pinned => {
+                            self.sleep.new_jobs(1, true, to + 1, ring);
+                        }
                         Pushed::Queued => {}
                         Pushed::WasArmed => {
                             self.sleep.wake(to, ring);

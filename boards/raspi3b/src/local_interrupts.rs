@@ -4,16 +4,20 @@
 //! set, which make the wake-up interrupt.
 //!
 //! Registers (32-bit), for core n:
+//! - `0x0C` GPU interrupt routing (one for all cores): bits 1:0 name the
+//!   core that takes the peripheral controller's interrupt;
 //! - `0x40 + 4n` timer interrupt control: bit 3 routes the virtual timer
 //!   (CNTV) to core n's IRQ;
 //! - `0x50 + 4n` mailbox interrupt control: bit 0 raises an IRQ while
 //!   mailbox 0 is non-zero;
-//! - `0x60 + 4n` IRQ source (read-only): bit 3 CNTV, bit 4 mailbox 0;
+//! - `0x60 + 4n` IRQ source (read-only): bit 3 CNTV, bit 4 mailbox 0, bit
+//!   8 the peripheral controller;
 //! - `0x80 + 16n` mailbox 0 write-set: ones written are OR'd in;
 //! - `0xC0 + 16n` mailbox 0 read / write-clear: ones written are cleared.
 
-use roving_kernel::board::{InterruptChip, Pending};
+use roving_kernel::board::Pending;
 
+const GPU_ROUTING: usize = 0x0C;
 const TIMER_CONTROL: usize = 0x40;
 const MAILBOX_CONTROL: usize = 0x50;
 const IRQ_SOURCE: usize = 0x60;
@@ -22,6 +26,7 @@ const MAILBOX0_CLEAR: usize = 0xC0;
 
 const CNTV_IRQ: u32 = 1 << 3;
 const MAILBOX0_IRQ: u32 = 1 << 4;
+const GPU_IRQ: u32 = 1 << 8;
 const MAILBOX0_ENABLE: u32 = 1 << 0;
 /// The one bit the kernel's wake-up sets in the target's mailbox 0.
 const WAKE_BIT: u32 = 1;
@@ -60,28 +65,36 @@ fn per_core(offset: usize, stride: usize, hw_id: u64) -> usize {
     offset + stride * (hw_id & 0x3) as usize
 }
 
-impl InterruptChip for LocalInterrupts {
-    fn name(&self) -> &'static str {
-        "BCM2836 local interrupts"
-    }
-
-    fn init_core(&self, hw_id: u64) {
+impl LocalInterrupts {
+    /// Routes the wake-up and the timer of core `hw_id` to it as IRQs,
+    /// and clears a stale wake-up.
+    pub fn init_core(&self, hw_id: u64) {
         self.write(per_core(MAILBOX0_CLEAR, 16, hw_id), u32::MAX);
         self.write(per_core(MAILBOX_CONTROL, 4, hw_id), MAILBOX0_ENABLE);
         self.write(per_core(TIMER_CONTROL, 4, hw_id), CNTV_IRQ);
     }
 
-    fn send_wake(&self, hw_id: u64) {
+    /// Raises the wake-up interrupt on core `hw_id`.
+    pub fn send_wake(&self, hw_id: u64) {
         self.write(per_core(MAILBOX0_SET, 16, hw_id), WAKE_BIT);
     }
 
-    fn acknowledge(&self, hw_id: u64) -> Pending {
+    /// What is pending on core `hw_id`, clearing its wake-up; the
+    /// peripheral controller's interrupt is not `other` (its lines are
+    /// found there).
+    pub fn acknowledge(&self, hw_id: u64) -> Pending {
         let source = self.read(per_core(IRQ_SOURCE, 4, hw_id));
         let wake = source & MAILBOX0_IRQ != 0;
         if wake {
             let mailbox = per_core(MAILBOX0_CLEAR, 16, hw_id);
             self.write(mailbox, self.read(mailbox));
         }
-        Pending { wake, timer: source & CNTV_IRQ != 0, other: source & !(CNTV_IRQ | MAILBOX0_IRQ) != 0 }
+        let known = CNTV_IRQ | MAILBOX0_IRQ | GPU_IRQ;
+        Pending { wake, timer: source & CNTV_IRQ != 0, other: source & !known != 0 }
+    }
+
+    /// Sends the peripheral controller's interrupt to core `hw_id`.
+    pub fn route_peripherals(&self, hw_id: u64) {
+        self.write(GPU_ROUTING, (hw_id & 0x3) as u32);
     }
 }

@@ -9,7 +9,7 @@
 //! makes it the program's board.
 #![no_std]
 
-use roving_kernel::board::{Board, ConsoleDevice, CoreStart, InterruptController, Region};
+use roving_kernel::board::{Board, ConsoleDevice, CoreStart, DeviceLine, InterruptController, Line, Region};
 
 /// The peripherals, the GIC-400 and the ARM local block: the top 64 MiB of
 /// the 32-bit address space.
@@ -37,6 +37,12 @@ roving_kernel::set_board!(Board {
     fallback_cores: &[0, 1, 2, 3],
     core_start: CoreStart::SpinTable { release: SPIN_TABLE },
     interrupts: InterruptController::GicV2 { distributor: GIC_DISTRIBUTOR, cpu_interface: GIC_CPU_INTERFACE },
+    // The VideoCore's lines start at interrupt id 96; the PL011 is its 57.
+    console_line: Some(Line::Number(96 + 57)),
+    device_lines: &[
+        DeviceLine { device: "system timer 1", line: Line::Number(96 + 1) },
+        DeviceLine { device: "system timer 3", line: Line::Number(96 + 3) },
+    ],
     device_memory: &[DEVICES],
 });
 roving_kernel::qemu_machine!("raspi4b");

@@ -6,7 +6,7 @@
 //! `use roving_board_x86_pc as _;`) makes it the program's board.
 #![no_std]
 
-use roving_kernel::board::{Board, ConsoleDevice, CoreStart, InterruptController, Region};
+use roving_kernel::board::{Board, ConsoleDevice, CoreStart, DeviceLine, InterruptController, Line, Region};
 
 /// COM1.
 pub const COM1: u16 = 0x3F8;
@@ -23,6 +23,13 @@ roving_kernel::set_board!(Board {
     fallback_cores: &[],
     core_start: CoreStart::StartupIpi,
     interrupts: InterruptController::LocalApic,
+    // The PC's ISA IRQs; the MADT says which I/O APIC line each uses.
+    console_line: Some(Line::Isa(4)),
+    device_lines: &[
+        DeviceLine { device: "pit", line: Line::Isa(0) },
+        DeviceLine { device: "com2", line: Line::Isa(3) },
+        DeviceLine { device: "rtc", line: Line::Isa(8) },
+    ],
     device_memory: &[APICS],
 });
 roving_kernel::qemu_machine!("q35");

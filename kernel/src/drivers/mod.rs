@@ -42,6 +42,76 @@ impl Uart {
     }
 }
 
+/// The console UART's receiving side.
+pub(crate) enum Receiver {
+    #[cfg(target_arch = "aarch64")]
+    Pl011(pl011::ReceiverPl011),
+    #[cfg(target_arch = "x86_64")]
+    Uart16550(uart16550::Receiver16550),
+}
+
+impl Receiver {
+    /// The receiver of the board's console device.
+    ///
+    /// # Safety
+    ///
+    /// `device` is the board's console, opened as the console already;
+    /// there is one receiver.
+    pub(crate) unsafe fn open(device: ConsoleDevice) -> Self {
+        match device {
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: per this function's contract.
+            ConsoleDevice::Pl011 { base, .. } => Self::Pl011(unsafe { pl011::ReceiverPl011::new(base) }),
+            #[cfg(target_arch = "x86_64")]
+            ConsoleDevice::Uart16550 { port } => {
+                // SAFETY: per this function's contract.
+                Self::Uart16550(unsafe { uart16550::Receiver16550::new(port) })
+            }
+            #[allow(unreachable_patterns)]
+            other => panic!("this architecture has no driver for the console {other:?}"),
+        }
+    }
+
+    /// The next received byte, if any; `Err(())` for one that arrived
+    /// damaged or lost to an overrun.
+    pub(crate) fn next(&mut self) -> Option<Result<u8, ()>> {
+        match self {
+            #[cfg(target_arch = "aarch64")]
+            Self::Pl011(uart) => uart.next(),
+            #[cfg(target_arch = "x86_64")]
+            Self::Uart16550(uart) => uart.next(),
+        }
+    }
+
+    /// Clears interrupt status left from before the kernel took over.
+    pub(crate) fn clear_stale(&mut self) {
+        match self {
+            #[cfg(target_arch = "aarch64")]
+            Self::Pl011(uart) => uart.clear_stale(),
+            #[cfg(target_arch = "x86_64")]
+            Self::Uart16550(uart) => uart.clear_stale(),
+        }
+    }
+
+    /// Turns the receive interrupt on or off.
+    pub(crate) fn set_interrupt(&mut self, on: bool) {
+        match self {
+            #[cfg(target_arch = "aarch64")]
+            Self::Pl011(uart) => uart.set_interrupt(on),
+            #[cfg(target_arch = "x86_64")]
+            Self::Uart16550(uart) => uart.set_interrupt(on),
+        }
+    }
+}
+
+/// Overruns the console UART reported: bytes lost before software saw them.
+pub(crate) fn overruns() -> u64 {
+    #[cfg(target_arch = "aarch64")]
+    return pl011::OVERRUNS.load(core::sync::atomic::Ordering::Relaxed);
+    #[cfg(target_arch = "x86_64")]
+    return uart16550::OVERRUNS.load(core::sync::atomic::Ordering::Relaxed);
+}
+
 impl fmt::Write for Uart {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         match self {

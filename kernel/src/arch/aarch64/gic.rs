@@ -208,12 +208,17 @@ pub(super) fn name(out: &mut impl core::fmt::Write) -> core::fmt::Result {
 fn handle(number: u32) {
     let timer = number == boot_info().arch.timer_intid;
     let wake = number == WAKE_SGI.raw_value();
-    let device = !(wake || timer) && number >= FIRST_SPI && crate::interrupts::dispatch(number);
-    super::irq::handle(Pending { wake, timer, other: !(wake || timer || device) });
+    if !(wake || timer) && (FIRST_SPI..SPECIAL).contains(&number) {
+        super::irq::handle_device_line(number);
+    } else {
+        super::irq::handle(Pending { wake, timer, other: !(wake || timer) });
+    }
 }
 
 /// The first shared peripheral interrupt: device lines start here.
 const FIRST_SPI: u32 = 32;
+/// Interrupt ids from here on are special (1023: spurious).
+const SPECIAL: u32 = 1020;
 /// Distributor registers (the same offsets on GICv2 and GICv3).
 const GICD_TYPER: usize = 0x004;
 const GICD_ISENABLER: usize = 0x100;
@@ -256,13 +261,11 @@ pub(crate) fn is_kernel_line(line: u32) -> bool {
     line == WAKE_SGI.raw_value() || line == boot_info().arch.timer_intid
 }
 
-/// Routes SPI `line` to core `core` and enables it.
-pub(crate) fn enable_line(line: u32, core: usize) {
+/// Routes SPI `line` to core `core`, at the middle priority.
+pub(crate) fn route_line(line: u32, core: usize) {
     let Some(gic) = GIC.get() else { return };
     let target = crate::cores::local(core);
-    let (word, bit) = (4 * (line as usize / 32), 1 << (line % 32));
     crate::masking::without_interrupts(|| {
-        write32(GICD_ICENABLER + word, bit);
         match gic {
             Gic::V2 { .. } => {
                 // A core's CPU interface bit is read by the core itself when
@@ -289,8 +292,12 @@ pub(crate) fn enable_line(line: u32, core: usize) {
             }
         }
         write_byte(GICD_IPRIORITYR + line as usize, 0x80);
-        write32(GICD_ISENABLER + word, bit);
     });
+}
+
+/// Enables SPI `line`.
+pub(crate) fn enable_line(line: u32) {
+    write32(GICD_ISENABLER + 4 * (line as usize / 32), 1 << (line % 32));
 }
 
 /// Disables SPI `line`.

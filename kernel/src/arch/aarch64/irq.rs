@@ -1,10 +1,13 @@
 //! The kernel's two per-core interrupts (the wake-up and the timer
-//! deadline), on whichever controller the board has: a GIC the kernel
-//! drives (`gic.rs`), or the board's own [`InterruptChip`].
+//! deadline) and the device lines (`crate::interrupts`), on whichever
+//! controller the board has: a GIC the kernel drives (`gic.rs`), or the
+//! board's own [`InterruptChip`].
 
 use super::{cpu, gic, timer};
 use crate::board::{InterruptChip, InterruptController, Pending, board};
-use crate::cores::CoreLocal;
+use crate::cores::{self, CoreLocal};
+use crate::interrupts::{self, BindError};
+use core::ops::Range;
 
 /// The board's own controller, if it has one instead of a GIC.
 fn chip() -> Option<&'static dyn InterruptChip> {
@@ -52,7 +55,17 @@ pub(super) fn send_wake(target: &CoreLocal) {
 /// IRQ vector.
 pub(super) fn handle_irq() {
     match chip() {
-        Some(chip) => handle(chip.acknowledge(cpu::hw_id())),
+        Some(chip) => {
+            let hw_id = cpu::hw_id();
+            handle(chip.acknowledge(hw_id));
+            while let Some(line) = chip.next_line(hw_id) {
+                if !handle_device_line(line) {
+                    // Enabled but unbound (an unbind raced with it):
+                    // level-triggered, it would fire for ever.
+                    chip.enable_line(line, false);
+                }
+            }
+        }
         None => gic::handle_irq(),
     }
     // A WFE that this interrupt raced with must not sleep through it.
@@ -65,9 +78,20 @@ pub(super) fn handle(pending: Pending) {
     if pending.timer {
         timer::on_interrupt();
     }
-    if let Some(me) = crate::cores::current() {
+    if let Some(me) = crate::cores::current()
+        && (pending.wake || pending.timer || pending.other)
+    {
         me.count_interrupt(!pending.other);
     }
+}
+
+/// Runs device `line`'s handler; returns whether one was bound.
+pub(super) fn handle_device_line(line: u32) -> bool {
+    let ran = interrupts::dispatch(line);
+    if let Some(me) = cores::current() {
+        me.count_interrupt(ran);
+    }
+    ran
 }
 
 /// The controller's name, for the boot banner.
@@ -78,10 +102,64 @@ pub(super) fn name(out: &mut impl core::fmt::Write) -> core::fmt::Result {
     }
 }
 
-/// Device lines that can be bound (`crate::interrupts`): a GIC's SPIs; a
-/// board's own controller has none yet.
-pub(crate) fn device_lines() -> Option<core::ops::Range<u32>> {
-    if chip().is_some() { None } else { gic::device_lines() }
+/// Device lines that can be bound (`crate::interrupts`): a GIC's SPIs, or
+/// the board's controller's.
+pub(crate) fn device_lines() -> Option<Range<u32>> {
+    match chip() {
+        Some(chip) => chip.device_lines(),
+        None => gic::device_lines(),
+    }
 }
 
-pub(crate) use gic::{disable_line, enable_line, is_kernel_line, pend_line};
+/// Whether every device line goes to one core (the board's controller
+/// says; a GIC routes each line).
+pub(crate) fn shared_route() -> bool {
+    chip().is_some_and(|chip| chip.shared_route())
+}
+
+/// Whether `line` is the wake-up or the timer (a GIC numbers them with
+/// the device lines; a board's controller does not).
+pub(crate) fn is_kernel_line(line: u32) -> bool {
+    chip().is_none() && gic::is_kernel_line(line)
+}
+
+/// Routes device `line` to `core`.
+pub(crate) fn route_line(line: u32, core: usize) {
+    match chip() {
+        Some(chip) => chip.route_line(line, cores::local(core).hw_id()),
+        None => gic::route_line(line, core),
+    }
+}
+
+/// Enables device `line`.
+pub(crate) fn enable_line(line: u32) {
+    match chip() {
+        Some(chip) => chip.enable_line(line, true),
+        None => gic::enable_line(line),
+    }
+}
+
+/// Disables device `line`.
+pub(crate) fn disable_line(line: u32) {
+    match chip() {
+        Some(chip) => chip.enable_line(line, false),
+        None => gic::disable_line(line),
+    }
+}
+
+/// Makes device `line` pending, if the controller can.
+pub(crate) fn pend_line(line: u32, _core: usize) -> Result<(), BindError> {
+    match chip() {
+        Some(chip) if chip.pend_line(line) => Ok(()),
+        Some(_) => Err(BindError::CannotRaise { line }),
+        None => {
+            gic::pend_line(line);
+            Ok(())
+        }
+    }
+}
+
+/// ARM boards have no ISA bus.
+pub(crate) fn isa_line(_irq: u8) -> Option<u32> {
+    None
+}

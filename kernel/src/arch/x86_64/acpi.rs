@@ -1,8 +1,9 @@
 //! The cores, from the ACPI MADT (parsed by the `acpi` crate): every local
 //! APIC marked enabled, the boot core first. APIC ids can have gaps; the
-//! kernel's dense core indices do not.
+//! kernel's dense core indices do not. The MADT also lists the I/O APICs
+//! and the ISA interrupt source overrides (`ioapic.rs` uses them).
 
-use super::{apic, cpu};
+use super::{IoApicInfo, SourceOverride, apic, cpu};
 use crate::board::Board;
 use crate::boot_info::BootInfo;
 use acpi::madt::{Madt, MadtEntry};
@@ -64,6 +65,23 @@ pub(super) fn read(info: &mut BootInfo, board: &Board) {
             MadtEntry::LocalX2Apic(apic) => (apic.x2apic_id, apic.flags),
             MadtEntry::LocalApicAddressOverride(over) => {
                 apic::set_base(over.local_apic_address as usize);
+                continue;
+            }
+            MadtEntry::IoApic(io) => {
+                let io_apic = IoApicInfo {
+                    address: io.io_apic_address as usize,
+                    first_line: io.global_system_interrupt_base,
+                };
+                let _ = info.arch.io_apics.push(io_apic); // beyond 4: not used
+                continue;
+            }
+            MadtEntry::InterruptSourceOverride(over) if over.bus == 0 => {
+                let over = SourceOverride {
+                    isa_irq: over.irq,
+                    line: over.global_system_interrupt,
+                    flags: over.flags,
+                };
+                let _ = info.arch.overrides.push(over);
                 continue;
             }
             _ => continue,

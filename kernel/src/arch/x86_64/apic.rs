@@ -120,6 +120,12 @@ pub(super) fn send_wake(apic_id: u64) {
     send(apic_id, ICR_ASSERT | u32::from(WAKE_VECTOR));
 }
 
+/// Sends `vector` to the core with APIC id `apic_id`, as a device's
+/// interrupt would arrive (fixed delivery, edge).
+pub(super) fn send_vector(apic_id: u64, vector: u8) {
+    send(apic_id, ICR_ASSERT | u32::from(vector));
+}
+
 /// INIT: the core resets and waits for a STARTUP.
 pub(super) fn send_init(apic_id: u64) {
     send(apic_id, ICR_INIT | ICR_ASSERT | ICR_LEVEL);

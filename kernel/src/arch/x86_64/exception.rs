@@ -11,7 +11,7 @@
 //! then faults onto a stack that still works, and is reported, instead of
 //! escalating to a double and then a triple fault.
 
-use super::{apic, fault};
+use super::{apic, fault, ioapic};
 use crate::boot_info::MAX_CORES;
 use core::arch::global_asm;
 use spin::Once;
@@ -174,12 +174,14 @@ extern "C" fn handle_vector(frame: &mut Frame) {
 
 /// A device or kernel interrupt (not a fault), acknowledged at the end.
 fn handle_interrupt(vector: u8) {
-    let expected = match vector {
-        apic::WAKE_VECTOR => true,
-        apic::TIMER_VECTOR => {
+    let line = ioapic::line_of_vector(vector);
+    let expected = match (vector, line) {
+        (apic::WAKE_VECTOR, _) => true,
+        (apic::TIMER_VECTOR, _) => {
             super::timer::disarm();
             true
         }
+        (_, Some(line)) => crate::interrupts::dispatch(line),
         _ => false,
     };
     if let Some(me) = crate::cores::current() {

@@ -13,6 +13,7 @@ pub(crate) mod cpu;
 mod exception;
 mod fault;
 pub(crate) mod idle;
+mod ioapic;
 mod paging;
 mod pic;
 mod pvh;
@@ -38,11 +39,45 @@ pub struct ArchInfo {
     /// Bytes of RAM above 4 GiB the page tables could not map, left out
     /// of [`BootInfo::ram`](crate::boot_info::BootInfo::ram).
     pub unmapped_ram: usize,
+    /// The I/O APICs the MADT lists: they carry the device lines.
+    pub io_apics: heapless::Vec<IoApicInfo, 4>,
+    /// The MADT's interrupt source overrides: ISA IRQs that reach an
+    /// I/O APIC on another line, or with another polarity or trigger.
+    pub overrides: heapless::Vec<SourceOverride, 16>,
 }
 
 impl ArchInfo {
-    pub(crate) const EMPTY: Self =
-        Self { rsdp: None, madt: false, mwait: false, tsc_hz: 0, apic_timer_hz: 0, unmapped_ram: 0 };
+    pub(crate) const EMPTY: Self = Self {
+        rsdp: None,
+        madt: false,
+        mwait: false,
+        tsc_hz: 0,
+        apic_timer_hz: 0,
+        unmapped_ram: 0,
+        io_apics: heapless::Vec::new(),
+        overrides: heapless::Vec::new(),
+    };
+}
+
+/// An I/O APIC, as the MADT describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoApicInfo {
+    /// Its registers' physical address.
+    pub address: usize,
+    /// The global system interrupt (line) its first input carries.
+    pub first_line: u32,
+}
+
+/// An ISA IRQ that reaches the I/O APIC differently from the ISA default
+/// (line = IRQ, edge-triggered, active high).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceOverride {
+    /// The ISA IRQ.
+    pub isa_irq: u8,
+    /// The global system interrupt (line) it arrives on.
+    pub line: u32,
+    /// The MADT's MPS INTI flags: polarity in bits 1:0, trigger in 3:2.
+    pub flags: u16,
 }
 
 /// QEMU's `isa-debug-exit` device (`-device isa-debug-exit,iobase=0xf4,iosize=4`):
@@ -92,9 +127,10 @@ pub fn hw_id() -> u64 {
 pub(crate) use apic::CoreApic as CoreArch;
 
 /// Interrupt set-up on the boot core: the legacy PICs off (its local APIC
-/// went on before the timer calibration).
+/// went on before the timer calibration), every I/O APIC line masked.
 pub(crate) fn init_interrupts_primary() {
     pic::disable();
+    ioapic::init();
 }
 
 /// Interrupt set-up on every other core.
@@ -124,21 +160,45 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
     Ok(())
 }
 
-/// Device lines that can be bound: none yet (the I/O APIC is not driven).
+/// Device lines that can be bound: the I/O APICs' (`ioapic.rs`).
 pub(crate) fn device_lines() -> Option<core::ops::Range<u32>> {
-    None
+    ioapic::lines()
 }
 
-/// No line is bindable, so none is the kernel's.
+/// The kernel's interrupts are local APIC vectors, not I/O APIC lines.
 pub(crate) fn is_kernel_line(_line: u32) -> bool {
     false
 }
 
-/// Unreachable until `device_lines` lists lines.
-pub(crate) fn enable_line(_line: u32, _core: usize) {}
+/// Each I/O APIC line has its own route.
+pub(crate) fn shared_route() -> bool {
+    false
+}
 
-/// Unreachable until `device_lines` lists lines.
-pub(crate) fn disable_line(_line: u32) {}
+/// Routes `line` to core `core`.
+pub(crate) fn route_line(line: u32, core: usize) {
+    ioapic::route(line, crate::cores::local(core).hw_id());
+}
 
-/// Unreachable until `device_lines` lists lines.
-pub(crate) fn pend_line(_line: u32) {}
+/// Unmasks `line`.
+pub(crate) fn enable_line(line: u32) {
+    ioapic::set_masked(line, false);
+}
+
+/// Masks `line`.
+pub(crate) fn disable_line(line: u32) {
+    ioapic::set_masked(line, true);
+}
+
+/// Makes `line`'s handler run on `core`: the I/O APIC cannot raise a line
+/// in software, so the line's vector is sent to the core as an IPI, which
+/// is how the I/O APIC itself delivers it.
+pub(crate) fn pend_line(line: u32, core: usize) -> Result<(), crate::interrupts::BindError> {
+    apic::send_vector(crate::cores::local(core).hw_id(), ioapic::vector(line));
+    Ok(())
+}
+
+/// The line ISA IRQ `irq` arrives on.
+pub(crate) fn isa_line(irq: u8) -> Option<u32> {
+    Some(ioapic::isa_line(irq))
+}

@@ -11,7 +11,7 @@
 use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use roving::sync::Signal;
 use roving::{Pool, platform};
-use roving_kernel::interrupts::{self, BindError};
+use roving_kernel::interrupts::{self, BindError, Handled};
 use roving_kernel::println;
 use roving_test_kernels::{expected_cores, pass};
 
@@ -23,12 +23,13 @@ static RAISED: Signal = Signal::new();
 static HANDLED: AtomicU64 = AtomicU64::new(0);
 static HANDLER_CORE: AtomicU64 = AtomicU64::new(u64::MAX);
 
-fn handler(line: u32) {
+fn handler(line: u32) -> Handled {
     assert_eq!(line, LINE);
     assert!(platform::in_interrupt(), "a bound handler runs as an interrupt handler");
     HANDLER_CORE.store(platform::current_core().map_or(u64::MAX, |c| c as u64), SeqCst);
     HANDLED.fetch_add(1, SeqCst);
     RAISED.signal();
+    Handled::Yes
 }
 
 fn main() {

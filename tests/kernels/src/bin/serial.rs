@@ -1,0 +1,110 @@
+//! Serial input: the suite pipes [`BYTES`] bytes of a known pattern into
+//! the guest's serial port; a strand reads them through the kernel's
+//! interrupt-driven receiver and checks every one, in order. None may be
+//! lost, and the receiver must report no overrun. Beside the reader, a
+//! strand keeps a core busy (one: the host has few CPUs for the guest's),
+//! so the reads block the reading strand, not its core.
+//!
+//! QEMU feeds the input from the moment it starts, before the kernel owns
+//! the UART (as a terminal would on hardware), so the pattern follows a
+//! preamble and [`START`]: whatever arrived before the kernel took over
+//! is skipped.
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+use core::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use core::time::Duration;
+use roving::{Pool, platform, strand};
+use roving_kernel::{println, serial};
+use roving_test_kernels::{expected_cores, pass};
+
+/// What the suite sends after [`START`].
+const BYTES: usize = 64 * 1024;
+/// The line that precedes the pattern.
+const START: &[u8] = b"\nroving-serial-start\n";
+
+/// Byte `i` of the pattern (`tests/qemu/suite` computes the same).
+fn pattern(i: usize) -> u8 {
+    (i.wrapping_mul(131) ^ (i >> 8)) as u8
+}
+
+static DONE: AtomicBool = AtomicBool::new(false);
+
+/// Reads until [`START`] has gone by; returns the bytes that followed it
+/// in the same read, left at the front of `buf`.
+fn skip_to_start(buf: &mut [u8]) -> usize {
+    let mut matched = 0;
+    loop {
+        let got = serial::read(buf).unwrap_or_else(|e| panic!("before the start marker: {e}"));
+        for at in 0..got {
+            matched = if buf[at] == START[matched] { matched + 1 } else { usize::from(buf[at] == START[0]) };
+            if matched == START.len() {
+                buf.copy_within(at + 1..got, 0);
+                return got - at - 1;
+            }
+        }
+    }
+}
+
+/// Keeps a core busy until the reader is done, yielding; blocks briefly
+/// now and then so a cancel (a failed run) ends it.
+fn spin() {
+    let mut turns = 0u32;
+    while !DONE.load(SeqCst) {
+        strand::yield_now().expect("a strand yields");
+        turns += 1;
+        if turns.is_multiple_of(1024) {
+            strand::sleep(Duration::from_micros(1)).expect("not cancelled");
+        }
+    }
+}
+
+fn main() {
+    assert_eq!(platform::core_count(), expected_cores());
+    let line = serial::stats().line.expect("the console has an interrupt line: serial input is on");
+    println!("serial: input on line {line}; send the start marker, then {BYTES} bytes");
+    let started = platform::ticks();
+    let (checksum, reads) = Pool::new()
+        .expect("a pool")
+        .run(|| {
+            let spinners: alloc::vec::Vec<_> =
+                (1..platform::core_count().min(2)).map(|_| strand::spawn(spin).expect("a strand")).collect();
+            let mut buf = [0u8; 512];
+            let mut ahead = skip_to_start(&mut buf);
+            let (mut at, mut checksum, mut reads) = (0usize, 0x811c_9dc5u32, 0u32);
+            while at < BYTES {
+                let got = if ahead > 0 {
+                    core::mem::take(&mut ahead)
+                } else {
+                    let want = buf.len().min(BYTES - at);
+                    reads += 1;
+                    serial::read(&mut buf[..want]).unwrap_or_else(|e| panic!("after {at} bytes: {e}"))
+                };
+                for &byte in &buf[..got] {
+                    assert_eq!(byte, pattern(at), "byte {at} of the pattern");
+                    checksum = (checksum ^ u32::from(byte)).wrapping_mul(0x0100_0193); // FNV-1a
+                    at += 1;
+                }
+            }
+            DONE.store(true, SeqCst);
+            for spinner in spinners {
+                spinner.join().expect("a spinner ends");
+            }
+            (checksum, reads)
+        })
+        .expect("the pool runs");
+    let ticks = platform::ticks() - started;
+    let stats = serial::stats();
+    assert_eq!(stats.overruns, 0, "the UART overran");
+    assert_eq!(stats.damaged, 0, "bytes arrived damaged");
+    println!(
+        "serial: {BYTES} bytes read in order by a strand in {reads} reads, FNV-1a {checksum:#010x}, {} ms; the ring filled {} times; 0 lost",
+        ticks * 1000 / platform::tick_hz(),
+        stats.held_back
+    );
+    pass("serial");
+}
+
+roving_kernel::entry!(main);
