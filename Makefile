@@ -4,6 +4,8 @@
 # Both first install what is missing (tools/setup; run as root on Debian 12).
 # Other boards: make run BOARD=raspi3b (or raspi4b, x86-pc); make image
 # BOARD=... writes what the board boots from (a Raspberry Pi's kernel8.img).
+# Other programs: make run APP=shell (the interactive shell), or any
+# example in examples/src/bin.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -11,6 +13,8 @@ SHELL := /bin/bash
 
 CORES ?= 4
 BOARD ?= virt
+APP ?= demo
+APPS := $(basename $(notdir $(wildcard examples/src/bin/*.rs)))
 BOARDS := virt raspi3b raspi4b x86-pc
 board_flags_virt :=
 board_flags_raspi3b := --no-default-features --features raspi3b
@@ -26,11 +30,12 @@ MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
 STRESS_SECS ?= 30
 SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores lint setup-check host-test loom miri stress soak tsan no-std custom-platform qemu-test idle-check bench clean
+.PHONY: run image test setup check-board check-cores check-app lint setup-check host-test loom miri stress soak tsan no-std custom-platform qemu-test idle-check bench clean
 
-## run: boot the demo on QEMU (BOARD=virt by default) with $(CORES) cores
-run: check-board check-cores setup
-	ROVING_CORES=$(CORES) cargo run --quiet $(board_flags_$(BOARD))
+## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
+## default) with $(CORES) cores; the terminal is its serial console
+run: check-board check-cores check-app setup
+	ROVING_CORES=$(CORES) cargo run --quiet $(board_flags_$(BOARD)) --bin $(APP)
 
 ## image: what BOARD boots from, in target/image/$(BOARD)/
 image: check-board setup
@@ -50,6 +55,9 @@ check-board:
 
 check-cores:
 	@tools/qemu-run --check-cores "$(CORES)"
+
+check-app:
+	@case " $(APPS) " in *" $(APP) "*) ;; *) echo "APP must be one of: $(APPS) (not '$(APP)')" >&2; exit 2 ;; esac
 
 lint:
 	cargo fmt --all --check

@@ -82,11 +82,13 @@
 //! ```
 
 mod address;
+mod interrupt;
 pub(crate) mod schedule;
 mod turn;
 
 pub use crate::pool::{PinError, SendError};
 pub use address::Addr;
+pub use interrupt::{InterruptSendError, InterruptSender, InterruptSenderError};
 
 use crate::pool::Pool;
 use crate::pool::shared::Shared;

@@ -4,10 +4,14 @@
 //! loom models in `tests/loom_*.rs` exercise the real code, not a copy.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{
+    AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use core::sync::atomic::{
+    AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
 
 /// Keeps `T` alone on its cache line(s). 128 bytes covers the adjacent-line
 /// prefetcher of x86 and the 128-byte lines of some ARM cores.

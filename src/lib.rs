@@ -104,7 +104,9 @@ pub mod loom_api {
     pub use crate::actor_schedule::{Closing, Finished, Link, Pushed as ActorPushed, Schedule, reverse};
     pub use crate::event_loop_handoff::{Deferred, Drained, Handoff};
     pub use crate::join_frame::{DONE as JOB_DONE, Frame as JoinFrame, Ring, Slot as JoinSlot};
-    pub use crate::signal_word::{Register as SignalRegister, SignalWord};
+    pub use crate::signal_word::{
+        Register as SignalRegister, SignalWord, StateWord, WAITING as SIGNAL_WAITING,
+    };
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
     pub use crate::task::inbox::Inbox;

@@ -205,6 +205,15 @@ pub unsafe trait Platform {
     fn in_interrupt() -> bool {
         false
     }
+
+    /// Whether an interrupt handler that may wake strands is bound now.
+    /// While one is, a pool whose cores are all asleep with strands
+    /// blocked is waiting for a device, not deadlocked: any of roving's
+    /// interrupt-safe objects may be released by the handler. A platform
+    /// that never calls roving from a handler keeps the default, `false`.
+    fn interrupts_bound() -> bool {
+        false
+    }
 }
 
 /// Registers `$t` as the [`Platform`] of this program. Use it exactly once,
@@ -264,6 +273,10 @@ macro_rules! set_platform {
             fn _roving_platform_in_interrupt() -> bool {
                 <$t as Platform>::in_interrupt()
             }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_interrupts_bound() -> bool {
+                <$t as Platform>::interrupts_bound()
+            }
         };
     };
 }
@@ -281,6 +294,7 @@ unsafe extern "Rust" {
     fn _roving_platform_disable_interrupts() -> InterruptState;
     fn _roving_platform_restore_interrupts(state: InterruptState);
     fn _roving_platform_in_interrupt() -> bool;
+    fn _roving_platform_interrupts_bound() -> bool;
 }
 
 /// The index of the calling core, or `None` on a thread that is not a core.
@@ -408,4 +422,33 @@ pub(crate) unsafe fn restore_interrupts_raw(state: InterruptState) {
 pub fn in_interrupt() -> bool {
     // SAFETY: defined by `set_platform!` with this signature.
     unsafe { _roving_platform_in_interrupt() }
+}
+
+/// Whether an interrupt handler that may wake strands is bound (see
+/// [`Platform::interrupts_bound`]).
+#[inline]
+pub fn interrupts_bound() -> bool {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_interrupts_bound() }
+}
+
+/// What an interrupt handler does instead of blocking.
+pub(crate) const HANDLERS_WAKE: &str = "a handler must not wait; it wakes the strand that waits instead \
+     (Signal::signal, Event::set, Semaphore::release, Unparker::unpark)";
+
+/// What an interrupt handler does instead of allocating.
+pub(crate) const HANDLERS_DO_NOT_ALLOCATE: &str = "it allocates, which a handler must not; wake a strand \
+     that does it (Signal::signal, Unparker::unpark) or send through an actor's InterruptSender";
+
+/// In debug builds, panics if an interrupt handler called `what`, which is
+/// not interrupt-safe; the message says what a handler does `instead`.
+#[inline]
+#[track_caller]
+pub(crate) fn refuse_in_handler(what: &str, instead: &str) {
+    #[cfg(all(debug_assertions, not(loom)))]
+    if in_interrupt() {
+        panic!("roving: {what} is not interrupt-safe, and an interrupt handler called it: {instead}");
+    }
+    #[cfg(not(all(debug_assertions, not(loom))))]
+    let _ = (what, instead);
 }

@@ -41,6 +41,7 @@
 //! }).unwrap();
 //! ```
 
+mod census;
 mod config;
 pub(crate) mod current;
 mod deadlock;
@@ -54,6 +55,7 @@ mod stats;
 mod timers;
 mod worker;
 
+pub use census::StrandInfo;
 pub use config::Config;
 pub use deadlock::{Deadlock, OnDeadlock, Waiter};
 pub use error::{DestroyError, PinError, PoolError, PostError, ResizeError, RunError, SendError};

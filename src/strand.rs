@@ -61,6 +61,7 @@ mod error;
 mod failure;
 pub mod fibre;
 pub mod knobs;
+mod park;
 mod save;
 pub(crate) mod scheduler;
 mod scope;
@@ -73,6 +74,7 @@ pub use error::{CancelError, JoinError, SpawnError, WaitError};
 pub use failure::{Failure, FailureKind, Location, fail_running, raise};
 #[cfg(feature = "std")]
 pub(crate) use failure::{failures_in, resume_counting};
+pub use park::{Unparker, park, park_timeout, unparker};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
 use crate::domain::DomainId;
@@ -154,6 +156,7 @@ where
     F: FnOnce() -> T + Send,
     T: Send,
 {
+    crate::platform::refuse_in_handler("spawning a strand", crate::platform::HANDLERS_DO_NOT_ALLOCATE);
     #[cfg(feature = "std")]
     failure::install_hook();
     if shared.refuses_work() || shared.closing.load(SeqCst) {
@@ -274,6 +277,7 @@ pub fn current() -> Option<StrandId> {
 ///
 /// [`WaitError::NotAStrand`] outside strands.
 pub fn yield_now() -> Result<(), WaitError> {
+    crate::platform::refuse_in_handler("strand::yield_now", crate::platform::HANDLERS_WAKE);
     scheduler::current().ok_or(WaitError::NotAStrand)?;
     // SAFETY: we are the running strand, and still runnable.
     unsafe { scheduler::suspend(scheduler::Outcome::Yielded) };

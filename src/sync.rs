@@ -18,14 +18,18 @@
 //!
 //! # From an interrupt handler
 //!
-//! These calls are interrupt-safe: they never allocate, and the only lock
-//! they take is an internal spin lock, held with interrupts masked on its
-//! core, so a handler never finds its own core holding it:
+//! These calls are interrupt-safe: they never allocate, never wait, and the
+//! only lock they take is an internal spin lock, held with interrupts
+//! masked on its core, so a handler never finds its own core holding it:
 //! [`Signal::signal`], [`Signal::try_take`], [`Signal::is_set`],
-//! [`Event::set`], [`Event::is_set`], [`Semaphore::release`] and
-//! [`Semaphore::try_acquire`]. A strand they wake is reached through its
-//! pool's mailboxes, as from outside the pool. Everything that blocks, and
-//! [`Mutex`], [`Condvar`] and the channels, are for strands only.
+//! [`Event::set`], [`Event::is_set`], [`Semaphore::release`],
+//! [`Semaphore::try_acquire`] and [`channel::Sender::try_send`]. So are
+//! [`Unparker::unpark`](crate::strand::Unparker::unpark) and
+//! [`InterruptSender::send`](crate::actor::InterruptSender::send). A
+//! strand they wake is reached through its pool's mailboxes, as from
+//! outside the pool. Everything that blocks, and [`Mutex`] and [`Condvar`],
+//! are for strands only; in debug builds they panic when a handler calls
+//! them, naming what to call instead (`docs/interrupts.md`).
 
 pub mod channel;
 mod condvar;
@@ -40,13 +44,14 @@ pub use event::Event;
 pub use mutex::{Mutex, MutexGuard, TryLockError};
 pub(crate) use mutex::{MutexCore, release_held};
 pub use semaphore::{Semaphore, TooManyPermits};
+pub(crate) use signal::ParkToken;
 pub use signal::Signal;
 
 use crate::time::Instant;
 use core::time::Duration;
 
 /// The deadline `timeout` from now (saturating far in the future).
-fn deadline_after(timeout: Duration) -> Instant {
+pub(crate) fn deadline_after(timeout: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(timeout).unwrap_or(Instant::from_ticks(u64::MAX))
 }

@@ -9,13 +9,15 @@
 //! Checked: the signal is never lost and never taken twice (the waiter got
 //! it, or it is still set, exactly one of the two), the firer never
 //! touches the waiter after the waiter has left, and a waiter back for the
-//! next signal while the firer finishes is let in, not refused.
+//! next signal while the firer finishes is let in, not refused. Each model
+//! runs on both words: a signal's (pointer-sized, the waiter's address)
+//! and a strand's park token (a byte, the waiter known).
 #![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering::SeqCst};
 use loom::thread;
-use roving::loom_api::{SignalRegister, SignalWord};
+use roving::loom_api::{SIGNAL_WAITING, SignalRegister, SignalWord, StateWord};
 
 const BLOCKED: u8 = 0;
 const SIGNALLED: u8 = 1;
@@ -29,31 +31,36 @@ struct Waiter {
     left: AtomicBool,
 }
 
-/// An address for the waiter: any aligned value above the word's three.
+/// An address for the waiter of a signal: any aligned value above the
+/// word's three.
 const ADDRESS: usize = 64;
 
-fn model(deadline_races: bool) {
+fn model<W: StateWord + Send + Sync + 'static>(
+    deadline_races: bool,
+    new: fn() -> SignalWord<W>,
+    address: usize,
+) {
     loom::model(move || {
-        let word = Arc::new(SignalWord::new());
+        let word = Arc::new(new());
         let waiter = Arc::new(Waiter { state: AtomicU8::new(BLOCKED), left: AtomicBool::new(false) });
         let firer = {
             let (word, waiter) = (word.clone(), waiter.clone());
             thread::spawn(move || {
-                word.fire(|address| {
-                    assert_eq!(address, ADDRESS);
+                word.fire(|got_address| {
+                    assert_eq!(got_address, address);
                     assert!(!waiter.left.load(SeqCst), "the firer touched a waiter that had left");
                     waiter.state.compare_exchange(BLOCKED, SIGNALLED, SeqCst, SeqCst).is_ok()
                 });
             })
         };
-        let got = match word.register(ADDRESS, thread::yield_now) {
+        let got = match word.register(address, thread::yield_now) {
             SignalRegister::Taken => true,
             SignalRegister::Occupied => unreachable!("one waiter"),
             SignalRegister::Registered => {
                 if deadline_races && waiter.state.compare_exchange(BLOCKED, TIMED_OUT, SeqCst, SeqCst).is_ok()
                 {
                     // The deadline won: leave, unless a signal came.
-                    !word.withdraw(ADDRESS, thread::yield_now)
+                    !word.withdraw(address, thread::yield_now)
                 } else {
                     // Blocked until the firer's wake.
                     while waiter.state.load(SeqCst) != SIGNALLED {
@@ -66,8 +73,8 @@ fn model(deadline_races: bool) {
         if got {
             // Back for the next signal at once, maybe before the firer's
             // last store: it must be let in, not refused.
-            match word.register(ADDRESS, thread::yield_now) {
-                SignalRegister::Registered => assert!(word.withdraw(ADDRESS, thread::yield_now)),
+            match word.register(address, thread::yield_now) {
+                SignalRegister::Registered => assert!(word.withdraw(address, thread::yield_now)),
                 other => panic!("the waiter's next wait was {other:?}"),
             }
         }
@@ -80,10 +87,20 @@ fn model(deadline_races: bool) {
 
 #[test]
 fn a_signal_reaches_a_blocked_waiter_once() {
-    model(false);
+    model(false, SignalWord::new, ADDRESS);
 }
 
 #[test]
 fn a_signal_racing_a_deadline_is_taken_once_and_never_touches_a_gone_waiter() {
-    model(true);
+    model(true, SignalWord::new, ADDRESS);
+}
+
+#[test]
+fn a_park_token_reaches_its_parked_strand_once() {
+    model(false, SignalWord::<AtomicU8>::new_byte, SIGNAL_WAITING);
+}
+
+#[test]
+fn a_park_token_racing_a_deadline_is_taken_once_and_never_touches_a_gone_strand() {
+    model(true, SignalWord::<AtomicU8>::new_byte, SIGNAL_WAITING);
 }

@@ -5,10 +5,8 @@
 
 mod support;
 
-use roving::platform::host::Machine;
 use roving::strand::{self, WaitError};
 use roving::sync::Signal;
-use roving::{Config, Pool};
 use std::sync::Arc;
 use std::time::Duration;
 use support::on_pool;
@@ -18,26 +16,9 @@ use support::on_pool;
 /// handler is of its).
 fn with_device<R: Send>(
     cores: usize,
-    main: impl FnOnce(&dyn Fn(Box<dyn FnOnce() + Send>) -> std::thread::JoinHandle<()>) -> R + Send,
+    main: impl FnOnce(&dyn Fn(support::Outside) -> std::thread::JoinHandle<()>) -> R + Send,
 ) -> R {
-    support::with_turn(|| {
-        support::with_watchdog(Duration::from_secs(60), "a signal test", || {
-            let machine = Machine::new(cores).unwrap();
-            let outside = machine.clone();
-            machine
-                .run(move || {
-                    let device = move |f: Box<dyn FnOnce() + Send>| {
-                        let machine = outside.clone();
-                        std::thread::spawn(move || {
-                            let _member = machine.enter();
-                            f();
-                        })
-                    };
-                    Pool::with_config(Config::new()).unwrap().run(|| main(&device)).unwrap()
-                })
-                .unwrap()
-        })
-    })
+    support::with_outside(cores, support::OutsideThread::Member, main)
 }
 
 #[test]

@@ -1,18 +1,31 @@
 //! The console: [`println!`](crate::println) from any core writes whole
 //! lines that never interleave with another core's.
+//!
+//! The lock is one word, `OWNER`: the core writing a line. It is taken
+//! with interrupts open, because a line on a real UART takes milliseconds
+//! (100 characters at 115,200 baud take 9 ms), far too long to hold a
+//! device's handler off. A handler may print too. On another core it
+//! waits for the line under way to end, like anyone. On the core that owns
+//! the word it would wait for itself, so it writes beside the lock instead:
+//! its text lands in the middle of the interrupted line.
+//!
+//! Writers only send (wait for room, write the data register), so any
+//! number of them can write at once without harm beyond mixed bytes.
 
 use crate::board::{ConsoleDevice, board};
 use crate::drivers::Uart;
 use crate::{arch, cores};
 use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use spin::Mutex;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
-static CONSOLE: Mutex<Option<Uart>> = Mutex::new(None);
-/// The core inside the lock, so a fault while printing can still report.
-static HOLDER: AtomicUsize = AtomicUsize::new(NOBODY);
+/// The core writing a line, or [`NOBODY`].
+static OWNER: AtomicUsize = AtomicUsize::new(NOBODY);
 const NOBODY: usize = usize::MAX;
-/// How long the panic path waits for a console lock held by another core.
+/// A core with no index yet (early boot).
+const UNKNOWN_CORE: usize = NOBODY - 1;
+/// The console was opened (programmed): writers may be made.
+static OPENED: AtomicBool = AtomicBool::new(false);
+/// How long the panic path waits for a line under way on another core.
 const EMERGENCY_SPINS: u32 = 1 << 22;
 
 fn open(device: ConsoleDevice) -> Uart {
@@ -22,38 +35,49 @@ fn open(device: ConsoleDevice) -> Uart {
     unsafe { Uart::open(device) }
 }
 
+fn writer() -> Uart {
+    // SAFETY: the board's console, opened by `init` (callers check
+    // `OPENED`); writers only send.
+    unsafe { Uart::writer(board().console) }
+}
+
 /// Opens the board's console. Boot core, once the MMU is on.
 pub(crate) fn init() {
-    *CONSOLE.lock() = Some(open(board().console));
+    let _programmed = open(board().console);
+    OPENED.store(true, Release);
 }
 
 fn me() -> usize {
-    cores::current().map_or(NOBODY - 1, |core| core.index)
+    cores::current().map_or(UNKNOWN_CORE, |core| core.index)
 }
 
 #[doc(hidden)]
 pub fn _print(args: fmt::Arguments<'_>) {
+    if !OPENED.load(Acquire) {
+        return;
+    }
     let me = me();
-    crate::masking::without_interrupts(|| {
-        let mut console = CONSOLE.lock();
-        HOLDER.store(me, Relaxed);
-        if let Some(uart) = console.as_mut() {
-            let _ = uart.write_fmt(args);
-        }
-        HOLDER.store(NOBODY, Relaxed);
-    });
+    if OWNER.load(Relaxed) == me {
+        // A handler interrupted this core's own line (module docs).
+        let _ = writer().write_fmt(args);
+        return;
+    }
+    while OWNER.compare_exchange_weak(NOBODY, me, Acquire, Relaxed).is_err() {
+        core::hint::spin_loop();
+    }
+    let _ = writer().write_fmt(args);
+    OWNER.store(NOBODY, Release);
 }
 
 /// Writes a report that must get out: from a panic or a fault, perhaps
 /// with the MMU off, perhaps while this core or a dead one holds the lock.
+/// Interrupts stay masked meanwhile, so no handler on this core adds to it.
 pub(crate) fn emergency(args: fmt::Arguments<'_>) {
-    if !arch::cpu::mmu_enabled() {
+    if !arch::cpu::mmu_enabled() || !OPENED.load(Acquire) {
         // No atomics without the MMU; only the booting core runs here.
         let _ = open(board().console).write_fmt(args);
         return;
     }
-    // Masked: a handler on this core that printed would spin on the lock
-    // this report holds.
     let saved = arch::cpu::disable_interrupts();
     write_report(args);
     arch::cpu::restore_interrupts(saved);
@@ -62,23 +86,19 @@ pub(crate) fn emergency(args: fmt::Arguments<'_>) {
 fn write_report(args: fmt::Arguments<'_>) {
     let me = me();
     let mut spins = 0;
-    loop {
-        if let Some(mut console) = CONSOLE.try_lock() {
-            let _ = match console.as_mut() {
-                Some(uart) => uart.write_fmt(args),
-                None => open(board().console).write_fmt(args),
-            };
+    while OWNER.compare_exchange_weak(NOBODY, me, Acquire, Relaxed).is_err() {
+        if OWNER.load(Relaxed) == me || spins == EMERGENCY_SPINS {
+            // This core holds the lock (it faulted mid-line), or its holder
+            // will not come back: write beside it rather than lose the
+            // report.
+            let _ = writer().write_fmt(args);
             return;
-        }
-        if HOLDER.load(Relaxed) == me || spins == EMERGENCY_SPINS {
-            break;
         }
         spins += 1;
         core::hint::spin_loop();
     }
-    // The holder is this core (it faulted mid-line) or will not come back:
-    // write beside the lock rather than lose the report.
-    let _ = open(board().console).write_fmt(args);
+    let _ = writer().write_fmt(args);
+    OWNER.store(NOBODY, Release);
 }
 
 /// Prints to the console, from any core.

@@ -44,6 +44,14 @@ static HEAP: Heap = Heap(Mutex::new(RefCell::new(State { tlsf: Tlsf::new(), tota
 // `init`.
 unsafe impl GlobalAlloc for Heap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        #[cfg(debug_assertions)]
+        if crate::cores::in_interrupt() {
+            panic!(
+                "roving-kernel: an interrupt handler allocated {} bytes; handlers must not allocate: \
+                 wake a strand that does (roving::sync::Signal::signal)",
+                layout.size()
+            );
+        }
         critical_section::with(|cs| {
             let mut state = self.0.borrow_ref_mut(cs);
             let block = state.tlsf.allocate(layout);

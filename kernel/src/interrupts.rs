@@ -93,6 +93,15 @@ static LINES: [LineState; MAX_LINES] = [const { LineState::new() }; MAX_LINES];
 /// masked: a storm masks its line from a handler).
 static CONFIG: Mutex<()> = Mutex::new(());
 
+/// Lines bound by programs (not the kernel's own): while any is, roving
+/// counts on handlers to wake strands (`Platform::interrupts_bound`).
+static PROGRAM_LINES: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a program has bound a line.
+pub(crate) fn programs_bound() -> bool {
+    PROGRAM_LINES.load(Relaxed) > 0
+}
+
 /// The line each core's bound handler is running for (`NONE`: none), so a
 /// panic in a handler is reported with its line.
 static HANDLING: [AtomicU32; MAX_CORES] = [const { AtomicU32::new(NONE) }; MAX_CORES];
@@ -145,6 +154,12 @@ pub enum BindError {
         /// The line asked for.
         line: u32,
     },
+    /// The line is masked (by [`mask`], or as a storm): raising it now
+    /// would be lost or held back, depending on the controller.
+    Masked {
+        /// The line asked for.
+        line: u32,
+    },
     /// Every line of this controller reaches the cores through one route
     /// (the Raspberry Pi 3's), and other bound lines go to another core:
     /// bind to that core, or [`route`] one of them (which moves them all).
@@ -169,6 +184,7 @@ impl fmt::Display for BindError {
             Self::AlreadyBound { line } => write!(f, "line {line} already has a handler"),
             Self::NotBound { line } => write!(f, "line {line} has no handler"),
             Self::NoSuchCore { core } => write!(f, "no core {core}"),
+            Self::Masked { line } => write!(f, "line {line} is masked; unmask it first"),
             Self::CannotRaise { line } => {
                 write!(f, "this controller cannot raise line {line} in software; only its device can")
             }
@@ -279,6 +295,9 @@ fn bind_as(line: u32, core: usize, handler: Handler, flags: u8) -> Result<(), Bi
         state.fired.store(0, Relaxed);
         state.streak.reset();
         state.handler.store(handler as usize, SeqCst);
+        if flags & KERNEL == 0 {
+            PROGRAM_LINES.fetch_add(1, Relaxed);
+        }
         arch::enable_line(line);
         Ok(())
     })
@@ -302,6 +321,7 @@ pub fn unbind(line: u32) -> Result<(), BindError> {
         }
         arch::disable_line(line);
         state.handler.store(0, SeqCst);
+        PROGRAM_LINES.fetch_sub(1, Relaxed);
         Ok(())
     })
 }
@@ -359,10 +379,14 @@ pub fn unmask(line: u32) -> Result<(), BindError> {
 ///
 /// # Errors
 ///
-/// [`BindError::NotBound`], [`BindError::CannotRaise`] where the
-/// controller cannot (the Raspberry Pi 3), or as for [`bind`].
+/// [`BindError::NotBound`], [`BindError::Masked`],
+/// [`BindError::CannotRaise`] where the controller cannot (the Raspberry
+/// Pi 3), or as for [`bind`].
 pub fn raise(line: u32) -> Result<(), BindError> {
     let state = bound_line(line)?;
+    if state.flags.load(Relaxed) & (MASKED | STORMED) != 0 {
+        return Err(BindError::Masked { line });
+    }
     arch::pend_line(line, state.core.load(Relaxed))
 }
 
@@ -392,6 +416,11 @@ fn status_of(line: u32, state: &LineState) -> LineStatus {
         kernel: flags & KERNEL != 0,
         fired: state.fired.load(Relaxed),
     }
+}
+
+/// The device lines the controller has (`None`: no controller with any).
+pub fn lines() -> Option<core::ops::Range<u32>> {
+    arch::device_lines()
 }
 
 /// Every bound line, lowest first.
@@ -432,13 +461,18 @@ pub fn measure_masking(on: bool) {
     masking::measure(on);
 }
 
-/// Runs the handler bound to `line`, if any; returns whether one ran.
-/// Called by the controller code with the line acknowledged.
+/// Runs the handler bound to `line`, if any; returns whether the line is
+/// bound. Called by the controller code with the line acknowledged. A
+/// firing of a masked line (one already on its way when the line was
+/// masked, or on the PC a raise, which bypasses the I/O APIC) is dropped.
 pub(crate) fn dispatch(line: u32) -> bool {
     let Some(state) = LINES.get(line as usize) else { return false };
     let handler = state.handler.load(SeqCst);
     if handler == 0 {
         return false;
+    }
+    if state.flags.load(Relaxed) & (MASKED | STORMED) != 0 {
+        return true;
     }
     // SAFETY: only `bind_as` stores a non-zero value, and it stores a
     // `Handler`.

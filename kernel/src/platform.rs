@@ -65,6 +65,10 @@ unsafe impl Platform for KernelPlatform {
     fn in_interrupt() -> bool {
         cores::in_interrupt()
     }
+
+    fn interrupts_bound() -> bool {
+        crate::interrupts::programs_bound()
+    }
 }
 
 roving::set_platform!(KernelPlatform);

@@ -122,7 +122,12 @@ struct Membership {
 
 thread_local! {
     static MEMBERSHIP: RefCell<Option<Membership>> = const { RefCell::new(None) };
+    /// The thread stands in for an interrupt handler (`Machine::enter_as_handler`).
+    static IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
+
+/// Handler stand-ins entered now, on any machine (`interrupts_bound`).
+static HANDLERS: AtomicUsize = AtomicUsize::new(0);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking core must not wedge the machine; the data stays valid.
@@ -213,7 +218,21 @@ impl Machine {
     /// [`wake`]: super::wake
     pub fn enter(&self) -> EnterGuard {
         let outer = MEMBERSHIP.replace(Some(Membership { machine: self.inner.clone(), core: None }));
-        EnterGuard { outer: Some(outer) }
+        EnterGuard { outer: Some(outer), handler: IN_HANDLER.replace(false), counted: false }
+    }
+
+    /// As [`enter`](Machine::enter), and the thread stands in for an
+    /// interrupt handler until the guard is dropped:
+    /// [`in_interrupt`](super::in_interrupt) is true there, so roving's
+    /// interrupt-safe operations can be exercised as a handler would call
+    /// them, and (in debug builds) the others refuse. The host delivers no
+    /// real interrupts: such a thread runs beside the cores, not on one.
+    pub fn enter_as_handler(&self) -> EnterGuard {
+        let mut guard = self.enter();
+        IN_HANDLER.set(true);
+        HANDLERS.fetch_add(1, Ordering::SeqCst);
+        guard.counted = true;
+        guard
     }
 
     fn join_started(&self) -> Option<Box<dyn Any + Send>> {
@@ -245,12 +264,20 @@ impl fmt::Debug for Machine {
 #[must_use = "the thread leaves the machine when the guard is dropped"]
 pub struct EnterGuard {
     outer: Option<Option<Membership>>,
+    /// Whether the thread stood in for a handler before.
+    handler: bool,
+    /// Counted in `HANDLERS` (a handler stand-in).
+    counted: bool,
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         if let Some(outer) = self.outer.take() {
             MEMBERSHIP.set(outer);
+        }
+        IN_HANDLER.set(self.handler);
+        if self.counted {
+            HANDLERS.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
@@ -415,6 +442,16 @@ unsafe impl Platform for HostPlatform {
     }
 
     unsafe fn restore_interrupts(_state: InterruptState) {}
+
+    fn in_interrupt() -> bool {
+        IN_HANDLER.get()
+    }
+
+    /// While a handler stand-in is entered (on any machine: they are
+    /// rare, and a false `true` only delays a deadlock report).
+    fn interrupts_bound() -> bool {
+        HANDLERS.load(Ordering::SeqCst) > 0
+    }
 }
 
 crate::set_platform!(HostPlatform);

@@ -14,7 +14,11 @@
 //! called deadlocked. Nor is a pool while another pool holds a core of the
 //! machine: that pool's strands may set what these wait for (a strand
 //! joining a strand of another pool is the common case). So a deadlock
-//! that spans pools goes unreported.
+//! that spans pools goes unreported. Nor is any pool while an interrupt
+//! handler that may wake strands is bound
+//! ([`platform::interrupts_bound`](crate::platform::interrupts_bound)), or
+//! while a strand waits on a [`Signal`](crate::sync::Signal): the device
+//! may yet release what they wait for.
 //!
 //! # What happens then
 //!

@@ -223,6 +223,7 @@ impl Shared {
         config: Config,
         domain: DomainId,
     ) -> Arc<Self> {
+        crate::platform::refuse_in_handler("making a pool", crate::platform::HANDLERS_DO_NOT_ALLOCATE);
         Arc::new_cyclic(|this| Self::build(this.clone(), slots, members, config, domain))
     }
 
@@ -393,7 +394,7 @@ impl Shared {
         }
         match self.worker_core() {
             Some(me) => self.post_from(me, to, work),
-            None if DomainId::current() != self.domain => Err(PostError::OtherDomain(work)),
+            None if self.foreign_caller() => Err(PostError::OtherDomain(work)),
             None => self.post_outside(work, |task| {
                 // SAFETY: the task is ours to give.
                 match unsafe { self.outside_mailbox(to).push(task) } {
@@ -421,12 +422,18 @@ impl Shared {
     pub(crate) fn spawn<W: IntoTask>(&self, work: W) -> Result<(), PostError<W>> {
         match self.worker_core() {
             Some(me) => self.spawn_from(me, work),
-            None if DomainId::current() != self.domain => Err(PostError::OtherDomain(work)),
+            None if self.foreign_caller() => Err(PostError::OtherDomain(work)),
             None => self.post_outside(work, |task| {
                 self.inject(task, None);
                 Ok(())
             }),
         }
+    }
+
+    /// Whether the calling code belongs to another domain. An interrupt
+    /// handler belongs to none: it may post to any pool.
+    fn foreign_caller(&self) -> bool {
+        !platform::in_interrupt() && DomainId::current() != self.domain
     }
 
     /// Calls `f` with the calling core's block cache if it is a worker of
@@ -830,12 +837,13 @@ impl Shared {
     }
 
     /// Whether an idle pool would settle now: stop (no strand lives), or
-    /// be deadlocked (strands live, none has a deadline, and no deadlock
-    /// is being handled already).
+    /// be deadlocked (strands live, none has a deadline, nothing outside
+    /// the pool may wake them, and no deadlock is being handled already).
     fn may_settle(&self) -> bool {
         self.live_strands.load(SeqCst) == 0
             || (self.timers.is_empty()
                 && self.outside_waits.load(SeqCst) == 0
+                && !platform::interrupts_bound()
                 && !self.deadlock_pending.load(SeqCst)
                 && !super::owners::another_pool_runs(self.slots, self))
     }

@@ -75,7 +75,8 @@ pub fn shield() -> Shield {
     let strand = scheduler::current();
     if let Some(me) = strand {
         // SAFETY: the running strand's header; only it writes its shield.
-        unsafe { me.as_ref() }.shield.fetch_add(1, Relaxed);
+        let before = unsafe { me.as_ref() }.shield.fetch_add(1, Relaxed);
+        assert!(before < u8::MAX, "more than 255 shields held at once by one strand");
     }
     Shield { strand, _not_send: PhantomData }
 }

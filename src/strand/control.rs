@@ -25,7 +25,7 @@ use alloc::alloc::{Layout, dealloc};
 use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicUsize, Ordering::*};
+use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering::*};
 
 /// Where a strand is, as far as wakers care.
 pub(crate) mod state {
@@ -94,11 +94,14 @@ pub enum BlockReason {
     ContextJoin,
     /// Waiting for a [`Signal`](crate::sync::Signal).
     Signal,
+    /// In [`park`](super::park), waiting for its
+    /// [`Unparker`](super::Unparker).
+    Parked,
 }
 
 impl BlockReason {
     fn from_raw(raw: u8) -> Self {
-        const ALL: [BlockReason; 13] = [
+        const ALL: [BlockReason; 14] = [
             BlockReason::None,
             BlockReason::Sleeping,
             BlockReason::Mutex,
@@ -112,6 +115,7 @@ impl BlockReason {
             BlockReason::Future,
             BlockReason::ContextJoin,
             BlockReason::Signal,
+            BlockReason::Parked,
         ];
         ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
     }
@@ -166,13 +170,17 @@ pub(crate) struct Header {
     /// Its index in the pool's timer heap, or `u32::MAX`; guarded by the
     /// timer lock.
     pub(crate) timer_slot: UnsafeCell<u32>,
-    /// How many cancellation guards the strand holds; only it writes this.
-    pub(crate) shield: AtomicU16,
+    /// How many cancellation guards the strand holds (at most 255); only
+    /// it writes this.
+    pub(crate) shield: AtomicU8,
     reason: AtomicU8,
     /// Failures of joins' other halves that met a panic unwinding through
     /// the strand (saturating), for its failure's `others`; only it
     /// touches this.
     pub(crate) unwinding_others: AtomicU8,
+    /// Its park token: raised by an [`Unparker`](super::Unparker), taken
+    /// by [`park`](super::park).
+    pub(crate) park: crate::sync::ParkToken,
     /// The address of what it waits for (a mutex, a queue, a strand it
     /// joins), or 0: for deadlock reports.
     waits_on: AtomicUsize,
@@ -362,10 +370,11 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 wait: UnsafeCell::new(WaitLinks { prev: NOT_QUEUED, next: core::ptr::null_mut() }),
                 timer_slot: UnsafeCell::new(u32::MAX),
                 flags: AtomicU32::new(flags),
-                shield: AtomicU16::new(0),
+                shield: AtomicU8::new(0),
                 lent: AtomicU32::new(0),
                 tree,
                 held: UnsafeCell::new(core::ptr::null()),
+                park: crate::sync::ParkToken::new(),
                 vtable: &Self::VTABLE,
             },
             payload: UnsafeCell::new(Payload::Closure(f)),

@@ -82,6 +82,10 @@ pub(crate) fn block(
     deadline: Option<Instant>,
     register: impl FnOnce(NonNull<Header>) -> bool,
 ) -> Result<Woken, WaitError> {
+    crate::platform::refuse_in_handler(
+        "blocking (a wait, a lock, a join, a sleep)",
+        crate::platform::HANDLERS_WAKE,
+    );
     let me = scheduler::current().ok_or(WaitError::NotAStrand)?;
     // SAFETY: the running strand's own header.
     let header = unsafe { me.as_ref() };

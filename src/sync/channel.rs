@@ -237,6 +237,10 @@ impl<T: Send> Sender<T> {
 
     /// Sends `value` if there is room; never blocks.
     ///
+    /// **Interrupt-safe:** the buffer was reserved when the channel was
+    /// made, so this never allocates, and its lock masks interrupts: a
+    /// handler may hand a value to a strand this way.
+    ///
     /// # Errors
     ///
     /// [`SendError::Full`] or [`SendError::Disconnected`], with the value.
@@ -254,6 +258,10 @@ impl<T: Send> Sender<T> {
     }
 
     fn send_until(&self, mut value: T, deadline: Option<Instant>) -> Result<(), SendError<T>> {
+        crate::platform::refuse_in_handler(
+            "Sender::send",
+            "a handler must not wait; Sender::try_send hands the value over, or gives it back if the channel is full",
+        );
         loop {
             match self.try_send(value) {
                 Err(SendError::Full(back)) => value = back,
@@ -311,6 +319,7 @@ impl<T: Send> Receiver<T> {
     }
 
     fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvError> {
+        crate::platform::refuse_in_handler("Receiver::recv", crate::platform::HANDLERS_WAKE);
         loop {
             match self.try_recv() {
                 Err(RecvError::Empty) => {}

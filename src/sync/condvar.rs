@@ -51,6 +51,7 @@ impl Condvar {
         guard: MutexGuard<'a, T>,
         deadline: Option<crate::time::Instant>,
     ) -> Result<(MutexGuard<'a, T>, bool), WaitError> {
+        crate::platform::refuse_in_handler("Condvar::wait", crate::platform::HANDLERS_WAKE);
         let mutex: &'a Mutex<T> = guard.mutex();
         let woken =
             wait::block(BlockReason::Condvar, core::ptr::from_ref(self).addr(), deadline, move |me| {

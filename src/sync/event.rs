@@ -56,6 +56,7 @@ impl Event {
     }
 
     fn wait_until(&self, deadline: Option<crate::time::Instant>) -> Result<(), WaitError> {
+        crate::platform::refuse_in_handler("Event::wait", crate::platform::HANDLERS_WAKE);
         if self.is_set() {
             return Ok(());
         }

@@ -147,6 +147,10 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// [`TryLockError`] says why not.
     pub fn try_lock(&self) -> Result<MutexGuard<'_, T>, TryLockError> {
+        crate::platform::refuse_in_handler(
+            "Mutex::try_lock",
+            "a strand's mutex is for strands; a handler hands data over with Sender::try_send or wakes a strand with Signal::signal",
+        );
         let core = self.core().ok_or(TryLockError::OutOfMemory)?;
         if !core.try_acquire() {
             return Err(TryLockError::WouldBlock);
@@ -175,6 +179,10 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     fn lock_until(&self, deadline: Option<crate::time::Instant>) -> Result<MutexGuard<'_, T>, WaitError> {
+        crate::platform::refuse_in_handler(
+            "Mutex::lock",
+            "a strand's mutex is for strands; a handler hands data over with Sender::try_send or wakes a strand with Signal::signal",
+        );
         let core = self.core().ok_or(WaitError::OutOfMemory)?;
         core.acquire(deadline)?;
         self.guard(core)

@@ -52,6 +52,10 @@ impl Semaphore {
     }
 
     fn acquire_until(&self, deadline: Option<crate::time::Instant>) -> Result<(), WaitError> {
+        crate::platform::refuse_in_handler(
+            "Semaphore::acquire",
+            "a handler must not wait; it takes a permit with Semaphore::try_acquire, or wakes a strand",
+        );
         if self.try_acquire() {
             return Ok(());
         }

@@ -4,6 +4,7 @@
 mod word;
 
 use super::WaitError;
+use crate::atomics::AtomicU8;
 use crate::strand::control::{Header, state};
 use crate::strand::wait::{self, Woken};
 use crate::strand::{BlockReason, scheduler};
@@ -12,7 +13,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::Ordering::SeqCst;
 use core::time::Duration;
 pub use word::Register;
-use word::SignalWord;
+use word::{SignalWord, StateWord, WAITING};
 
 /// A flag that one strand at a time waits for, and that anyone may raise,
 /// including an interrupt handler: the way a device's interrupt becomes a
@@ -105,38 +106,82 @@ impl Signal {
     }
 
     fn wait_until(&self, deadline: Option<Instant>) -> Result<(), WaitError> {
-        if self.word.try_take() {
-            return Ok(());
-        }
-        let mut outcome = Register::Occupied;
-        let mut me = None;
-        // Counted as waiting for the outside world: the pool is not
-        // deadlocked while this strand waits, however idle it is. (The
-        // strand's pool outlives it, so the reference stays good after a
-        // move to another core.)
-        let pool = scheduler::here().map(|(pool, _)| pool);
-        if let Some(pool) = pool {
-            pool.outside_waits.fetch_add(1, SeqCst);
-        }
-        let woken = wait::block(BlockReason::Signal, core::ptr::from_ref(self).addr(), deadline, |strand| {
-            me = Some(strand);
-            outcome = self.word.register(strand.as_ptr().addr(), relax);
-            outcome == Register::Registered
-        });
-        if let Some(pool) = pool {
-            pool.outside_waits.fetch_sub(1, SeqCst);
-        }
-        let woken = woken?;
-        match (outcome, woken) {
-            (Register::Taken, _) | (Register::Registered, Woken::Signalled) => Ok(()),
-            (Register::Occupied, _) => Err(WaitError::Occupied),
-            (Register::Registered, woken) => {
-                let address = me.expect("a registered waiter").as_ptr().addr();
-                if self.word.withdraw(address, relax) {
-                    Err(woken.error().unwrap_or(WaitError::TimedOut))
-                } else {
-                    Ok(())
-                }
+        crate::platform::refuse_in_handler(
+            "Signal::wait",
+            "a handler must not wait; it takes the signal with Signal::try_take, or raises it with Signal::signal",
+        );
+        self.wait_as(BlockReason::Signal, deadline)
+    }
+
+    fn wait_as(&self, reason: BlockReason, deadline: Option<Instant>) -> Result<(), WaitError> {
+        let on = core::ptr::from_ref(self).addr();
+        wait_on(&self.word, reason, on, deadline, |strand| strand.as_ptr().addr())
+    }
+}
+
+/// A strand's park token (`crate::strand::park`): a signal in a byte of
+/// its control block, whose one waiter is that strand.
+pub(crate) struct ParkToken(SignalWord<AtomicU8>);
+
+impl ParkToken {
+    pub(crate) const fn new() -> Self {
+        Self(SignalWord::new_byte())
+    }
+
+    /// Raises the token of `owner`, the strand this token is part of.
+    /// Interrupt-safe, as [`Signal::signal`].
+    pub(crate) fn unpark(&self, owner: NonNull<Header>) {
+        self.0.fire(|_| scheduler::signal(owner, state::SIGNALLED));
+    }
+
+    /// Takes the token, blocking the calling strand, which owns it, until
+    /// it is raised or `deadline` passes.
+    pub(crate) fn park(&self, deadline: Option<Instant>) -> Result<(), WaitError> {
+        let on = core::ptr::from_ref(self).addr();
+        wait_on(&self.0, BlockReason::Parked, on, deadline, |_| WAITING)
+    }
+}
+
+/// Takes the signal in `word`, blocking the calling strand (recorded as
+/// blocked for `reason` on the object at `on`) until it is raised or
+/// `deadline` passes. The strand registers in the word as `waiter(itself)`.
+fn wait_on<W: StateWord>(
+    word: &SignalWord<W>,
+    reason: BlockReason,
+    on: usize,
+    deadline: Option<Instant>,
+    waiter: impl FnOnce(NonNull<Header>) -> usize,
+) -> Result<(), WaitError> {
+    if word.try_take() {
+        return Ok(());
+    }
+    let mut outcome = Register::Occupied;
+    let mut me = 0;
+    // Counted as waiting for the outside world: the pool is not
+    // deadlocked while this strand waits, however idle it is. (The
+    // strand's pool outlives it, so the reference stays good after a
+    // move to another core.)
+    let pool = scheduler::here().map(|(pool, _)| pool);
+    if let Some(pool) = pool {
+        pool.outside_waits.fetch_add(1, SeqCst);
+    }
+    let woken = wait::block(reason, on, deadline, |strand| {
+        me = waiter(strand);
+        outcome = word.register(me, relax);
+        outcome == Register::Registered
+    });
+    if let Some(pool) = pool {
+        pool.outside_waits.fetch_sub(1, SeqCst);
+    }
+    let woken = woken?;
+    match (outcome, woken) {
+        (Register::Taken, _) | (Register::Registered, Woken::Signalled) => Ok(()),
+        (Register::Occupied, _) => Err(WaitError::Occupied),
+        (Register::Registered, woken) => {
+            if word.withdraw(me, relax) {
+                Err(woken.error().unwrap_or(WaitError::TimedOut))
+            } else {
+                Ok(())
             }
         }
     }

@@ -34,6 +34,10 @@ pub(crate) fn new<H, T>(
     value: T,
     cache: Option<&mut BlockCache>,
 ) -> Result<NonNull<Boxed<H, T>>, T> {
+    crate::platform::refuse_in_handler(
+        "posting work (a task, a future's closure, an actor's message)",
+        crate::platform::HANDLERS_DO_NOT_ALLOCATE,
+    );
     let (memory, home) = match cache {
         Some(cache) if fits_block::<H, T>() => match cache.alloc() {
             Some(block) => (block.cast::<Boxed<H, T>>(), cache.core()),

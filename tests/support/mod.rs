@@ -66,3 +66,48 @@ pub fn run_pool<R: Send>(
 pub fn on_pool<R: Send>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
     run_pool(cores, |_| main()).unwrap()
 }
+
+/// Work for a thread outside the pool.
+pub type Outside = Box<dyn FnOnce() + Send>;
+
+/// Who the thread outside the pool stands in for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OutsideThread {
+    /// A device thread, or another program: a member of the machine.
+    Member,
+    /// An interrupt handler (`Machine::enter_as_handler`).
+    Handler,
+}
+
+/// Runs `main` as the root strand of a pool of `cores` cores, under a
+/// watchdog, alone among this binary's pool tests. `main` gets `outside`:
+/// `outside(f)` runs `f` on a new thread outside the pool, a member of its
+/// machine (as an interrupt handler is of its), standing in for `who`.
+#[cfg(feature = "std")]
+pub fn with_outside<R: Send>(
+    cores: usize,
+    who: OutsideThread,
+    main: impl FnOnce(&dyn Fn(Outside) -> thread::JoinHandle<()>) -> R + Send,
+) -> R {
+    with_turn(|| {
+        with_watchdog(Duration::from_secs(60), "a test with a thread outside the pool", || {
+            let machine = roving::platform::host::Machine::new(cores).unwrap();
+            let for_threads = machine.clone();
+            machine
+                .run(move || {
+                    let outside = move |f: Outside| {
+                        let machine = for_threads.clone();
+                        thread::spawn(move || {
+                            let _member = match who {
+                                OutsideThread::Member => machine.enter(),
+                                OutsideThread::Handler => machine.enter_as_handler(),
+                            };
+                            f();
+                        })
+                    };
+                    roving::Pool::new().unwrap().run(|| main(&outside)).unwrap()
+                })
+                .unwrap()
+        })
+    })
+}

@@ -17,7 +17,8 @@ pub(crate) enum Uart {
 }
 
 impl Uart {
-    /// Opens the board's console device.
+    /// Opens the board's console device, programming it where the board
+    /// says to.
     ///
     /// # Safety
     ///
@@ -35,6 +36,29 @@ impl Uart {
             ConsoleDevice::Uart16550 { port } => {
                 // SAFETY: per this function's contract.
                 Self::Uart16550(unsafe { uart16550::Uart16550::new(port) })
+            }
+            #[allow(unreachable_patterns)]
+            other => panic!("this architecture has no driver for the console {other:?}"),
+        }
+    }
+
+    /// A writer to the console device [`open`](Uart::open) programmed,
+    /// without touching its settings.
+    ///
+    /// # Safety
+    ///
+    /// `device` was opened. Writers only ever send (wait for room, write
+    /// the data register), which several may do at once: their bytes
+    /// interleave, and nothing else goes wrong.
+    pub(crate) unsafe fn writer(device: ConsoleDevice) -> Self {
+        match device {
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: per this function's contract.
+            ConsoleDevice::Pl011 { base, .. } => Self::Pl011(unsafe { pl011::Pl011::new(base, None) }),
+            #[cfg(target_arch = "x86_64")]
+            ConsoleDevice::Uart16550 { port } => {
+                // SAFETY: per this function's contract.
+                Self::Uart16550(unsafe { uart16550::Uart16550::writer(port) })
             }
             #[allow(unreachable_patterns)]
             other => panic!("this architecture has no driver for the console {other:?}"),

@@ -56,6 +56,15 @@ impl Uart16550 {
         Self(port)
     }
 
+    /// A writer to the 16550 at `port`, which [`new`](Self::new) set up.
+    ///
+    /// # Safety
+    ///
+    /// As for [`new`](Self::new); writers only ever send.
+    pub(crate) const unsafe fn writer(port: u16) -> Self {
+        Self(port)
+    }
+
     fn send(&mut self, byte: u8) {
         while line_status(self.0) & ROOM_TO_SEND == 0 {
             core::hint::spin_loop();

@@ -6,7 +6,9 @@
 //!
 //! One word: `EMPTY`, `SET`, `BUSY`, or the address of the one waiting
 //! strand (a control block, so at least 8-aligned and never one of the
-//! three small values).
+//! three small values). A strand's park token (`crate::strand::park`) runs
+//! the same protocol in a byte: its one waiter is the strand that holds
+//! it, so "waiting" is the value [`WAITING`] instead of an address.
 //!
 //! - **Fire** (any context, an interrupt handler included): `EMPTY` →
 //!   `SET` by compare-exchange; `SET` or `BUSY` stays (signals coalesce);
@@ -36,11 +38,49 @@
 //! word is `BUSY`, and a waiter that withdraws late does not leave until
 //! the word stops being `BUSY`, so its control block is live all along.
 
-use crate::atomics::{AtomicUsize, Ordering::SeqCst};
+use crate::atomics::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 
 const EMPTY: usize = 0;
 const SET: usize = 1;
 const BUSY: usize = 2;
+/// The waiter of a word whose one waiter is known: the smallest value a
+/// waiter may have.
+pub const WAITING: usize = 8;
+
+/// An atomic word the protocol runs on: pointer-sized to hold a waiter's
+/// address, or a byte that holds only [`WAITING`].
+pub trait StateWord {
+    /// The word's value.
+    fn get(&self) -> usize;
+    /// Stores `value`.
+    fn set(&self, value: usize);
+    /// Compare-exchanges `current` for `new`; the value found otherwise.
+    fn exchange(&self, current: usize, new: usize) -> Result<usize, usize>;
+}
+
+impl StateWord for AtomicUsize {
+    fn get(&self) -> usize {
+        self.load(SeqCst)
+    }
+    fn set(&self, value: usize) {
+        self.store(value, SeqCst);
+    }
+    fn exchange(&self, current: usize, new: usize) -> Result<usize, usize> {
+        self.compare_exchange(current, new, SeqCst, SeqCst)
+    }
+}
+
+impl StateWord for AtomicU8 {
+    fn get(&self) -> usize {
+        usize::from(self.load(SeqCst))
+    }
+    fn set(&self, value: usize) {
+        self.store(value as u8, SeqCst);
+    }
+    fn exchange(&self, current: usize, new: usize) -> Result<usize, usize> {
+        self.compare_exchange(current as u8, new as u8, SeqCst, SeqCst).map(usize::from).map_err(usize::from)
+    }
+}
 
 /// The outcome of a [`SignalWord::register`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +94,7 @@ pub enum Register {
 }
 
 /// See the module documentation.
-pub struct SignalWord(AtomicUsize);
+pub struct SignalWord<W = AtomicUsize>(W);
 
 impl Default for SignalWord {
     fn default() -> Self {
@@ -74,22 +114,38 @@ impl SignalWord {
     pub fn new() -> Self {
         Self(AtomicUsize::new(EMPTY))
     }
+}
 
+impl SignalWord<AtomicU8> {
+    /// A byte-sized word whose one waiter registers as [`WAITING`].
+    #[cfg(not(loom))]
+    pub const fn new_byte() -> Self {
+        Self(AtomicU8::new(EMPTY as u8))
+    }
+
+    /// A byte-sized word whose one waiter registers as [`WAITING`].
+    #[cfg(loom)]
+    pub fn new_byte() -> Self {
+        Self(AtomicU8::new(EMPTY as u8))
+    }
+}
+
+impl<W: StateWord> SignalWord<W> {
     /// Sets the signal, or hands it to the waiter through `wake(address)`,
     /// which returns whether the wake reached the waiter.
     pub fn fire(&self, wake: impl FnOnce(usize) -> bool) {
-        let mut word = self.0.load(SeqCst);
+        let mut word = self.0.get();
         loop {
             let next = match word {
                 SET | BUSY => return,
                 EMPTY => SET,
                 _waiter => BUSY,
             };
-            match self.0.compare_exchange(word, next, SeqCst, SeqCst) {
+            match self.0.exchange(word, next) {
                 Ok(_) if next == SET => return,
                 Ok(waiter) => {
                     let delivered = wake(waiter);
-                    self.0.store(if delivered { EMPTY } else { SET }, SeqCst);
+                    self.0.set(if delivered { EMPTY } else { SET });
                     return;
                 }
                 Err(now) => word = now,
@@ -99,20 +155,23 @@ impl SignalWord {
 
     /// Takes the signal if it is set.
     pub fn try_take(&self) -> bool {
-        self.0.compare_exchange(SET, EMPTY, SeqCst, SeqCst).is_ok()
+        self.0.exchange(SET, EMPTY).is_ok()
     }
 
     /// Whether the signal is set (and nobody waits).
     pub fn is_set(&self) -> bool {
-        self.0.load(SeqCst) == SET
+        self.0.get() == SET
     }
 
     /// The waiter at `address` registers before it blocks, calling
     /// `relax` while a firer finishes a delivery.
     pub fn register(&self, address: usize, mut relax: impl FnMut()) -> Register {
-        debug_assert!(address > BUSY && address.is_multiple_of(8), "a waiter is an aligned control block");
+        debug_assert!(
+            address >= WAITING && address.is_multiple_of(8),
+            "a waiter is an aligned control block"
+        );
         loop {
-            match self.0.compare_exchange(EMPTY, address, SeqCst, SeqCst) {
+            match self.0.exchange(EMPTY, address) {
                 Ok(_) => return Register::Registered,
                 Err(SET) => {
                     if self.try_take() {
@@ -131,10 +190,10 @@ impl SignalWord {
     /// the address leaves the signal set; only a `try_take` by someone
     /// else can take it first.)
     pub fn withdraw(&self, address: usize, mut relax: impl FnMut()) -> bool {
-        if self.0.compare_exchange(address, EMPTY, SeqCst, SeqCst).is_ok() {
+        if self.0.exchange(address, EMPTY).is_ok() {
             return true;
         }
-        while self.0.load(SeqCst) == BUSY {
+        while self.0.get() == BUSY {
             relax();
         }
         !self.try_take()

@@ -9,6 +9,9 @@
 
 pub use roving_boards::board;
 
+mod test_line;
+pub use test_line::TestLine;
+
 use core::fmt;
 use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use core::time::Duration;

@@ -1,0 +1,149 @@
+//! Parking: a strand blocks until its [`Unparker`] wakes it, from another
+//! strand, a task, code outside the pool, or an interrupt handler.
+//!
+//! Each strand has one park token, like a thread's in `std`: [`unpark`]
+//! raises it and [`park`] takes it, blocking until it is raised. Unparks
+//! while nobody parks coalesce into one, and an unpark that comes first
+//! makes the next park return at once, so the usual loop is
+//!
+//! ```text
+//! while !ready() { strand::park()?; }
+//! ```
+//!
+//! The token lives in the strand's control block, never on its stack (the
+//! copy-swap invariant), so an [`Unparker`] stays valid whether the strand
+//! is resident, copied out, or finished.
+//!
+//! [`unpark`]: Unparker::unpark
+
+use super::control::Header;
+use super::{StrandId, WaitError, scheduler};
+use crate::sync::deadline_after;
+use crate::time::Instant;
+use core::fmt;
+use core::ptr::NonNull;
+use core::time::Duration;
+
+/// Blocks the calling strand until its park token is raised, and takes it.
+///
+/// ```
+/// use roving::{Pool, platform::host::Machine, strand};
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+///
+/// Machine::new(2).unwrap().run(|| {
+///     Pool::new().unwrap().run(|| {
+///         let ready = Arc::new(AtomicBool::new(false));
+///         let me = strand::unparker().unwrap();
+///         let flag = ready.clone();
+///         roving::spawn(move || {
+///             flag.store(true, Ordering::SeqCst);
+///             me.unpark();
+///         })
+///         .unwrap();
+///         while !ready.load(Ordering::SeqCst) {
+///             strand::park().unwrap();
+///         }
+///     })
+///     .unwrap();
+/// })
+/// .unwrap();
+/// ```
+///
+/// # Errors
+///
+/// [`WaitError::NotAStrand`] outside strands; [`WaitError::Interrupted`]
+/// in a cancelled strand.
+pub fn park() -> Result<(), WaitError> {
+    park_until(None)
+}
+
+/// As [`park`], giving up after `timeout`.
+///
+/// # Errors
+///
+/// [`WaitError::TimedOut`]; otherwise as for [`park`].
+pub fn park_timeout(timeout: Duration) -> Result<(), WaitError> {
+    park_until(Some(deadline_after(timeout)))
+}
+
+fn park_until(deadline: Option<Instant>) -> Result<(), WaitError> {
+    crate::platform::refuse_in_handler("strand::park", crate::platform::HANDLERS_WAKE);
+    let me = scheduler::current().ok_or(WaitError::NotAStrand)?;
+    // SAFETY: the running strand's header is live while it runs, and the
+    // token is a field of it (it moves nowhere when the strand does).
+    let token = unsafe { &(*me.as_ptr()).park };
+    token.park(deadline)
+}
+
+/// The calling strand's [`Unparker`].
+///
+/// # Errors
+///
+/// [`WaitError::NotAStrand`] outside strands.
+pub fn unparker() -> Result<Unparker, WaitError> {
+    let me = scheduler::current().ok_or(WaitError::NotAStrand)?;
+    // SAFETY: the running strand's header is live; the reference taken
+    // here keeps it so until the unparker is dropped.
+    unsafe { me.as_ref() }.acquire();
+    Ok(Unparker { strand: me })
+}
+
+/// Wakes one strand from [`park`]. Clone it and send it anywhere.
+///
+/// It holds a reference to the strand's control block, so it stays valid
+/// after the strand finishes (an unpark then does nothing that matters).
+pub struct Unparker {
+    strand: NonNull<Header>,
+}
+
+// SAFETY: the header is shared between cores by design (its token is an
+// atomic word), and the reference count keeps it alive.
+unsafe impl Send for Unparker {}
+// SAFETY: as above; `unpark` takes `&self` and only touches atomics.
+unsafe impl Sync for Unparker {}
+
+impl Unparker {
+    /// Raises the strand's park token: its current or next [`park`]
+    /// returns. **Interrupt-safe:** it never allocates, never takes a
+    /// lock and never waits; the strand's pool is reached through a
+    /// mailbox, as from outside the pool.
+    pub fn unpark(&self) {
+        // SAFETY: the reference this unparker holds keeps the header live.
+        unsafe { self.strand.as_ref() }.park.unpark(self.strand);
+    }
+
+    /// The strand it wakes.
+    pub fn strand(&self) -> StrandId {
+        // SAFETY: as in `unpark`.
+        unsafe { self.strand.as_ref() }.id
+    }
+}
+
+impl Clone for Unparker {
+    fn clone(&self) -> Self {
+        // SAFETY: as in `unpark`.
+        unsafe { self.strand.as_ref() }.acquire();
+        Self { strand: self.strand }
+    }
+}
+
+impl Drop for Unparker {
+    /// Dropping the last reference frees the strand's control block, so
+    /// this is not interrupt-safe: keep unparkers out of handlers' hands
+    /// to drop (a `static` one is never dropped).
+    fn drop(&mut self) {
+        crate::platform::refuse_in_handler(
+            "dropping an Unparker",
+            "it may free memory, which a handler must not",
+        );
+        // SAFETY: this unparker's own reference, not used again.
+        unsafe { Header::release(self.strand) };
+    }
+}
+
+impl fmt::Debug for Unparker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unparker").field("strand", &self.strand()).finish()
+    }
+}
