@@ -19,6 +19,11 @@
 //! - **yield many**: 200 strands yield 200 times each.
 //! - **pairs**: 1,000 pairs of strands pass one message over `bounded(1)`
 //!   channels (2,000 strands on 64 fibres).
+//! - **interrupts**: two threads standing in for interrupt handlers
+//!   (`Machine::enter_as_handler`) unpark 100 parked strands 20 times each,
+//!   release a semaphore 1,000 times, and send 2,000 messages to an actor
+//!   through an `InterruptSender` of 4 slots (retrying when it is full),
+//!   while the cores work.
 //!
 //! After each pool ends, no fibre may still be held.
 //!
@@ -29,8 +34,10 @@
 
 mod support;
 
-use roving::strand::{self, JoinHandle};
-use roving::sync::channel;
+use roving::Pool;
+use roving::actor::{Actor, Context, InterruptSendError};
+use roving::strand::{self, JoinHandle, Unparker};
+use roving::sync::{Semaphore, channel};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::thread;
@@ -147,6 +154,83 @@ fn pairs() -> u64 {
     join_all(children).into_iter().sum()
 }
 
+/// Counts what it is sent.
+struct Tally(Arc<AtomicU64>);
+
+impl Actor for Tally {
+    type Message = u64;
+    fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+        self.0.fetch_add(n, SeqCst);
+    }
+}
+
+const PARKED: usize = 100;
+const UNPARKS: u64 = 20;
+const RELEASES: usize = 1_000;
+const MESSAGES: u64 = 1_000;
+
+/// The interrupts workload (module docs); returns (unparks seen, permits
+/// taken, message sum).
+fn interrupts(handler: &dyn Fn(support::Outside) -> thread::JoinHandle<()>) -> (u64, usize, u64) {
+    let raised: Arc<Vec<AtomicU64>> = Arc::new((0..PARKED).map(|_| AtomicU64::new(0)).collect());
+    let parked: Vec<(JoinHandle<u64>, Arc<Unparker>)> = (0..PARKED)
+        .map(|i| {
+            let raised = raised.clone();
+            let (sender, receiver) = channel::bounded(1).unwrap();
+            let strand = strand::spawn(move || {
+                sender.send(strand::unparker().unwrap()).unwrap();
+                let mut seen = 0;
+                while seen < UNPARKS {
+                    strand::park().unwrap();
+                    seen = raised[i].load(SeqCst);
+                }
+                seen
+            })
+            .expect("spawn a parked strand");
+            (strand, Arc::new(receiver.recv().unwrap()))
+        })
+        .collect();
+    let permits = Arc::new(Semaphore::new(0));
+    let tally = Arc::new(AtomicU64::new(0));
+    let actor = Pool::current().unwrap().spawn_actor(Tally(tally.clone()));
+    let sender = actor.interrupt_sender(4).unwrap();
+    let unparkers: Arc<Vec<Arc<Unparker>>> = Arc::new(parked.iter().map(|(_, u)| u.clone()).collect());
+    let devices: Vec<_> = (0..2usize)
+        .map(|device| {
+            let (raised, unparkers, permits, sender) =
+                (raised.clone(), unparkers.clone(), permits.clone(), sender.clone());
+            handler(Box::new(move || {
+                for round in 1..=UNPARKS {
+                    for i in (device..PARKED).step_by(2) {
+                        raised[i].store(round, SeqCst);
+                        unparkers[i].unpark();
+                    }
+                }
+                permits.release(RELEASES / 2).unwrap();
+                for n in 1..=MESSAGES {
+                    let mut message = n;
+                    while let Err(InterruptSendError::Full(back)) = sender.send(message) {
+                        message = back;
+                        thread::yield_now();
+                    }
+                }
+            }))
+        })
+        .collect();
+    for _ in 0..RELEASES {
+        permits.acquire().unwrap();
+    }
+    let seen: u64 = join_all(parked.into_iter().map(|(strand, _)| strand).collect()).into_iter().sum();
+    for device in devices {
+        device.join().unwrap();
+    }
+    while tally.load(SeqCst) < 2 * (1..=MESSAGES).sum::<u64>() {
+        strand::sleep(Duration::from_millis(1)).unwrap();
+    }
+    actor.stop();
+    (seen, RELEASES, tally.load(SeqCst))
+}
+
 #[test]
 fn strands_survive_an_oversubscribed_host() {
     let budget = Duration::from_secs(env_number("ROVING_STRESS_SECS").unwrap_or(20));
@@ -173,6 +257,15 @@ fn strands_survive_an_oversubscribed_host() {
             assert_eq!(yields, 200 * 200, "yield many at {cores} cores");
             assert_eq!(sum, (0..1_000).sum::<u64>(), "pairs at {cores} cores");
             assert_eq!(strand::usage().fibres_in_use, 0, "a fibre is still held after the pool ended");
+            let (seen, permits, sum) =
+                support::with_outside(cores, support::OutsideThread::Handler, interrupts);
+            assert_eq!(seen, PARKED as u64 * UNPARKS, "unparks seen at {cores} cores");
+            assert_eq!(permits, RELEASES, "permits at {cores} cores");
+            assert_eq!(
+                sum,
+                2 * (1..=MESSAGES).sum::<u64>(),
+                "messages through the interrupt sender at {cores} cores"
+            );
         }
         rounds.fetch_add(1, SeqCst);
     }

@@ -19,6 +19,9 @@ pub const UART_BASE: usize = 0xFE20_1000;
 /// The UART's reference clock: `init_uart_clock=48000000` in `config.txt`
 /// pins it, and QEMU ignores the divisor.
 pub const UART_CLOCK_HZ: u32 = 48_000_000;
+/// The system timer: a 1 MHz counter and four compares (1 and 3 are the
+/// ARM's), each raising its own line when the counter reaches it.
+pub const SYSTEM_TIMER: usize = 0xFE00_3000;
 /// The GIC-400's distributor.
 pub const GIC_DISTRIBUTOR: usize = 0xFF84_1000;
 /// The GIC-400's CPU interface.

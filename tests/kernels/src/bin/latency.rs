@@ -1,0 +1,139 @@
+//! Interrupt latency, measured for `BENCHMARKS.md`: `benches/bare-metal`
+//! runs this kernel under QEMU with `-icount shift=0,align=off,sleep=off`,
+//! where a core's cycle counter advances by one per instruction, so each
+//! figure is a count of instructions, the same on every run. (The QEMU
+//! suite runs it once without `-icount`, to keep it working.)
+//!
+//! Three paths, [`ROUNDS`] times each, on core 0's counter:
+//!
+//! 1. *raise to handler*: from just before the strand raises the line
+//!    (routed to its own core) to the handler's first statement;
+//! 2. *handler back to the interrupted strand*: from the handler's last
+//!    statement to the strand's next one, when it sees the handler ran;
+//! 3. *handler to another strand*: the line fires while core 0 is idle
+//!    (raised by core 1); from the handler's last statement, having raised
+//!    a `Signal`, to the strand that waited on it running.
+//!
+//! Paths 2 and 3 are the ones Zephyr's `latency_measure` reports as
+//! "Switch from ISR back to interrupted thread" and "Switch from ISR to
+//! another thread". Needs 2 cores; the PC, QEMU virt and the Pi 4 (a
+//! controller that can raise a line).
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
+use roving::sync::Signal;
+use roving::{Pool, platform};
+use roving_kernel::interrupts::{self, Handled};
+use roving_kernel::{cycles, println};
+use roving_test_kernels::{TestLine, expected_cores, pass};
+
+const ROUNDS: usize = 1000;
+
+/// Core 0's counter at the handler's first and last statements.
+static ENTERED: AtomicU64 = AtomicU64::new(0);
+static LEFT: AtomicU64 = AtomicU64::new(0);
+static FIRED: AtomicU32 = AtomicU32::new(0);
+/// Path 3: raised by the handler, waited on by the strand.
+static WOKEN: Signal = Signal::new();
+/// Which path the handler serves.
+static WAKES_A_STRAND: AtomicBool = AtomicBool::new(false);
+/// Path 3: the strand is about to wait; core 1 may raise the line.
+static READY: AtomicU32 = AtomicU32::new(0);
+
+fn handler(_line: u32) -> Handled {
+    ENTERED.store(cycles(), SeqCst);
+    FIRED.fetch_add(1, SeqCst);
+    if WAKES_A_STRAND.load(SeqCst) {
+        WOKEN.signal();
+    }
+    LEFT.store(cycles(), SeqCst);
+    Handled::Yes
+}
+
+fn main() {
+    assert_eq!(platform::core_count(), expected_cores());
+    assert!(platform::core_count() >= 2, "the latency kernel needs 2 cores");
+    let test = TestLine::new();
+    interrupts::bind(test.line, 0, handler).expect("binding the test line to core 0");
+    let pool = Pool::with_cores(&[0, 1], roving::Config::new()).expect("a pool of cores 0 and 1");
+    let (entry, back, other) = pool
+        .run(|| {
+            let (entry, back) = on_the_interrupted_strand(test);
+            (entry, back, to_another_strand(test))
+        })
+        .expect("the pool runs");
+    let on = if cfg!(target_arch = "x86_64") { "x86_64 PC" } else { "AArch64" };
+    println!(
+        "latency: {ROUNDS} rounds each, core 0's cycle counter ({on}; under -icount shift=0: instructions)"
+    );
+    report("raise to handler", entry);
+    report("handler back to the interrupted strand", back);
+    report("handler to another strand (core idle when the line fired)", other);
+    pass("latency");
+}
+
+/// Paths 1 and 2: the strand raises the line on its own core.
+fn on_the_interrupted_strand(test: TestLine) -> (Vec<u64>, Vec<u64>) {
+    let (mut entry, mut back) = (Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS));
+    for _ in 0..ROUNDS {
+        let fired = FIRED.load(SeqCst);
+        let raised = cycles();
+        test.fire();
+        while FIRED.load(SeqCst) == fired {
+            core::hint::spin_loop();
+        }
+        let resumed = cycles();
+        entry.push(ENTERED.load(SeqCst) - raised);
+        back.push(resumed - LEFT.load(SeqCst));
+    }
+    (entry, back)
+}
+
+/// Path 3: a strand on core 0 waits on a `Signal`; a strand on core 1
+/// raises the line once core 0 has had time to fall asleep.
+fn to_another_strand(test: TestLine) -> Vec<u64> {
+    WAKES_A_STRAND.store(true, SeqCst);
+    let raiser = roving::Pool::current()
+        .expect("in the pool")
+        .spawn_strand_on(1, move || {
+            for round in 1..=ROUNDS as u32 {
+                while READY.load(SeqCst) != round {
+                    core::hint::spin_loop();
+                }
+                // Long enough for core 0 to leave its strand and sleep.
+                let until = platform::ticks() + platform::tick_hz() / 2000;
+                while platform::ticks() < until {
+                    core::hint::spin_loop();
+                }
+                test.fire();
+            }
+        })
+        .expect("the raiser on core 1");
+    let mut other = Vec::with_capacity(ROUNDS);
+    for round in 1..=ROUNDS as u32 {
+        READY.store(round, SeqCst);
+        WOKEN.wait().expect("woken by the handler");
+        other.push(cycles() - LEFT.load(SeqCst));
+    }
+    raiser.join().expect("the raiser ends");
+    other
+}
+
+fn report(what: &str, mut samples: Vec<u64>) {
+    samples.sort_unstable();
+    let n = samples.len();
+    assert!(samples[0] > 0, "{what}: a sample of 0 cycles");
+    println!(
+        "latency: {what}: min {}, median {}, 99th percentile {}, max {}",
+        samples[0],
+        samples[n / 2],
+        samples[n * 99 / 100],
+        samples[n - 1]
+    );
+}
+
+roving_kernel::entry!(main);
