@@ -16,7 +16,7 @@ use support::on_pool;
 /// handler is of its).
 fn with_device<R: Send>(
     cores: usize,
-    main: impl FnOnce(&dyn Fn(support::Outside) -> std::thread::JoinHandle<()>) -> R + Send,
+    main: impl FnOnce(&dyn Fn(support::Outside) -> support::OutsideHandle) -> R + Send,
 ) -> R {
     support::with_outside(cores, support::OutsideThread::Member, main)
 }
@@ -43,7 +43,7 @@ fn a_thread_and_a_strand_hand_a_signal_back_and_forth_10_000_times() {
             rounds += 1;
             pong.signal();
         }
-        device.join().unwrap();
+        device.join();
         assert!(!ping.is_set());
         rounds
     });
@@ -102,7 +102,7 @@ fn a_signal_racing_a_deadline_is_never_lost() {
             }));
             // Deadlines short enough to race the signal; it must arrive.
             while signal.wait_timeout(Duration::from_micros(20)).is_err() {}
-            device.join().unwrap();
+            device.join();
             assert!(!signal.is_set(), "round {round}: taken twice, or raised after it was taken");
         }
     });

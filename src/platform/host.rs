@@ -126,8 +126,10 @@ thread_local! {
     static IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Handler stand-ins entered now, on any machine (`interrupts_bound`).
-static HANDLERS: AtomicUsize = AtomicUsize::new(0);
+/// Threads entered from outside the cores now (`Machine::enter`,
+/// `Machine::enter_as_handler`), on any machine: they may wake strands,
+/// as interrupt handlers do (`interrupts_bound`).
+static OUTSIDERS: AtomicUsize = AtomicUsize::new(0);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking core must not wedge the machine; the data stays valid.
@@ -213,12 +215,15 @@ impl Machine {
     /// Makes the calling thread a member of this machine that is not a core
     /// (work from outside the machine, like an interrupt handler or another
     /// program), until the guard is dropped: it may then [`wake`] cores and
-    /// read the clock. `current_core()` is `None` there.
+    /// read the clock. `current_core()` is `None` there. While such a
+    /// thread is entered, pools are not reported deadlocked: it may yet
+    /// wake their strands.
     ///
     /// [`wake`]: super::wake
     pub fn enter(&self) -> EnterGuard {
         let outer = MEMBERSHIP.replace(Some(Membership { machine: self.inner.clone(), core: None }));
-        EnterGuard { outer: Some(outer), handler: IN_HANDLER.replace(false), counted: false }
+        OUTSIDERS.fetch_add(1, Ordering::SeqCst);
+        EnterGuard { outer: Some(outer), handler: IN_HANDLER.replace(false) }
     }
 
     /// As [`enter`](Machine::enter), and the thread stands in for an
@@ -228,10 +233,8 @@ impl Machine {
     /// them, and (in debug builds) the others refuse. The host delivers no
     /// real interrupts: such a thread runs beside the cores, not on one.
     pub fn enter_as_handler(&self) -> EnterGuard {
-        let mut guard = self.enter();
+        let guard = self.enter();
         IN_HANDLER.set(true);
-        HANDLERS.fetch_add(1, Ordering::SeqCst);
-        guard.counted = true;
         guard
     }
 
@@ -266,8 +269,6 @@ pub struct EnterGuard {
     outer: Option<Option<Membership>>,
     /// Whether the thread stood in for a handler before.
     handler: bool,
-    /// Counted in `HANDLERS` (a handler stand-in).
-    counted: bool,
 }
 
 impl Drop for EnterGuard {
@@ -276,9 +277,7 @@ impl Drop for EnterGuard {
             MEMBERSHIP.set(outer);
         }
         IN_HANDLER.set(self.handler);
-        if self.counted {
-            HANDLERS.fetch_sub(1, Ordering::SeqCst);
-        }
+        OUTSIDERS.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -447,10 +446,11 @@ unsafe impl Platform for HostPlatform {
         IN_HANDLER.get()
     }
 
-    /// While a handler stand-in is entered (on any machine: they are
-    /// rare, and a false `true` only delays a deadlock report).
+    /// While a thread is entered from outside the cores (on any machine:
+    /// they are rare, and a false `true` only withholds a deadlock
+    /// report): like a handler, it may wake strands.
     fn interrupts_bound() -> bool {
-        HANDLERS.load(Ordering::SeqCst) > 0
+        OUTSIDERS.load(Ordering::SeqCst) > 0
     }
 }
 

@@ -79,6 +79,33 @@ pub enum OutsideThread {
     Handler,
 }
 
+/// A thread outside the pool, from [`with_outside`].
+pub struct OutsideHandle {
+    done: Arc<roving::sync::Event>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl OutsideHandle {
+    /// Waits for the thread's work to end, blocking the calling strand
+    /// (never its core: a core blocked in the OS would hold up the tasks
+    /// queued on it), then joins the thread, passing on its panic.
+    pub fn join(self) {
+        self.done.wait().expect("waiting for a thread outside the pool");
+        if let Err(panic) = self.thread.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+/// Sets its event when dropped, even by a panic.
+struct SetOnDrop(Arc<roving::sync::Event>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.set();
+    }
+}
+
 /// Runs `main` as the root strand of a pool of `cores` cores, under a
 /// watchdog, alone among this binary's pool tests. `main` gets `outside`:
 /// `outside(f)` runs `f` on a new thread outside the pool, a member of its
@@ -87,7 +114,7 @@ pub enum OutsideThread {
 pub fn with_outside<R: Send>(
     cores: usize,
     who: OutsideThread,
-    main: impl FnOnce(&dyn Fn(Outside) -> thread::JoinHandle<()>) -> R + Send,
+    main: impl FnOnce(&dyn Fn(Outside) -> OutsideHandle) -> R + Send,
 ) -> R {
     with_turn(|| {
         with_watchdog(Duration::from_secs(60), "a test with a thread outside the pool", || {
@@ -97,13 +124,24 @@ pub fn with_outside<R: Send>(
                 .run(move || {
                     let outside = move |f: Outside| {
                         let machine = for_threads.clone();
-                        thread::spawn(move || {
+                        let done = Arc::new(roving::sync::Event::new());
+                        let set = SetOnDrop(done.clone());
+                        // Until the thread has entered, an idle pool could
+                        // look deadlocked: wait for that (briefly, in the
+                        // OS: entering depends on no work of the pool).
+                        let entered = Arc::new(std::sync::Barrier::new(2));
+                        let thread_entered = entered.clone();
+                        let thread = thread::spawn(move || {
                             let _member = match who {
                                 OutsideThread::Member => machine.enter(),
                                 OutsideThread::Handler => machine.enter_as_handler(),
                             };
+                            thread_entered.wait();
+                            let _set = set;
                             f();
-                        })
+                        });
+                        entered.wait();
+                        OutsideHandle { done, thread }
                     };
                     roving::Pool::new().unwrap().run(|| main(&outside)).unwrap()
                 })
