@@ -128,9 +128,11 @@ qemu-test:
 	tests/qemu/suite
 
 ## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon,
-## tokio and corosensei (not part of `make test`; results in BENCHMARKS.md)
+## tokio and corosensei, then interrupts on bare metal under QEMU's
+## instruction counting (not part of `make test`; results in BENCHMARKS.md)
 bench: setup
 	cargo bench --quiet -p roving-bench $(HOST)
+	benches/bare-metal
 
 idle-check:
 	tests/qemu/idle-cpu

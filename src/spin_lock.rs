@@ -14,6 +14,13 @@
 //!
 //! # Waiting
 //!
+//! A waiter waits with interrupts open, and masks them only to take the
+//! lock: a core spinning for a lock another core holds can still take its
+//! interrupts, so the time interrupts stay masked on it is its own
+//! section's, never also the other holders'. (A handler on the waiting
+//! core that wants the same lock waits for the other core too, which
+//! finishes its section without waiting for anyone.)
+//!
 //! On bare metal a waiter spins: the holder runs on another core and is
 //! never taken off it inside the section. On the host a core is an OS
 //! thread, and the OS can take the holder off its CPU in the middle of the
@@ -44,11 +51,20 @@ impl<T> SpinLock<T> {
         Self { inner: spin::mutex::SpinMutex::new(value) }
     }
 
-    /// Masks interrupts on this core, then takes the lock.
+    /// Takes the lock, with interrupts masked on this core from then on
+    /// (module docs: it waits with them open).
     #[inline]
     pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
-        let interrupts = Masked::mask();
-        SpinGuard { guard: ManuallyDrop::new(self.inner.lock()), interrupts }
+        loop {
+            let interrupts = Masked::mask();
+            if let Some(guard) = self.inner.try_lock() {
+                return SpinGuard { guard: ManuallyDrop::new(guard), interrupts };
+            }
+            interrupts.restore();
+            while self.inner.is_locked() {
+                <Relax as spin::RelaxStrategy>::relax();
+            }
+        }
     }
 
     /// The value, through exclusive access (no locking).
@@ -102,7 +118,8 @@ impl Masked {
     #[inline]
     fn restore(&self) {
         // SAFETY: saved by `mask` on this core: no section spans a strand
-        // switch, so a guard is dropped where it was taken, and guards nest.
+        // switch, so a guard is dropped where it was taken, and guards nest
+        // (a lock that was not taken restores at once, in the same place).
         #[cfg(not(any(feature = "std", loom)))]
         unsafe {
             crate::platform::restore_interrupts_raw(self.0)

@@ -1,6 +1,8 @@
 //! `critical-section` for this kernel: interrupts masked on the calling
 //! core, plus one machine-wide lock, since other cores run at the same time.
-//! Nested sections on one core do not take the lock again.
+//! Nested sections on one core do not take the lock again. A core waits
+//! for the lock with interrupts open (as roving's spin locks do), so it
+//! masks them only for its own section.
 
 use crate::cores;
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -17,15 +19,20 @@ struct KernelCriticalSection;
 // unless this core already holds it; `release` undoes exactly that.
 unsafe impl critical_section::Impl for KernelCriticalSection {
     unsafe fn acquire() -> critical_section::RawRestoreState {
-        let saved = crate::masking::disable() as u64;
         let me = cores::current().map_or(FREE - 1, |core| core.index);
-        if OWNER.load(Ordering::Relaxed) == me {
-            return saved | NESTED;
+        loop {
+            let saved = crate::masking::disable() as u64;
+            if OWNER.load(Ordering::Relaxed) == me {
+                return saved | NESTED;
+            }
+            if OWNER.compare_exchange(FREE, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                return saved;
+            }
+            crate::masking::restore(saved as usize);
+            while OWNER.load(Ordering::Relaxed) != FREE {
+                core::hint::spin_loop();
+            }
         }
-        while OWNER.compare_exchange_weak(FREE, me, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            core::hint::spin_loop();
-        }
-        saved
     }
 
     unsafe fn release(state: critical_section::RawRestoreState) {

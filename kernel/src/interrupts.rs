@@ -255,10 +255,7 @@ fn shared_route_elsewhere(line: u32, core: usize) -> Option<usize> {
 }
 
 fn configure<R>(f: impl FnOnce() -> R) -> R {
-    masking::without_interrupts(|| {
-        let _guard = CONFIG.lock();
-        f()
-    })
+    masking::locked(&CONFIG, |()| f())
 }
 
 /// Binds `handler` to `line`, routes the line to `core` and enables it.

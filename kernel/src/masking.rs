@@ -101,6 +101,27 @@ pub(crate) fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// Runs `f` on what `lock` guards, with interrupts masked on this core
+/// while it is held, so a handler on this core that wants the lock never
+/// waits for the code it interrupted. The core waits for the lock with
+/// interrupts open: its masked time is its own section, never also the
+/// other holders'.
+pub(crate) fn locked<T, R>(lock: &spin::Mutex<T>, f: impl FnOnce(&mut T) -> R) -> R {
+    loop {
+        let saved = disable();
+        if let Some(mut guard) = lock.try_lock() {
+            let result = f(&mut guard);
+            drop(guard);
+            restore(saved);
+            return result;
+        }
+        restore(saved);
+        while lock.is_locked() {
+            core::hint::spin_loop();
+        }
+    }
+}
+
 /// The calling core woke from a sleep it entered with interrupts masked:
 /// its section starts again now.
 pub(crate) fn woke() {

@@ -30,8 +30,8 @@ use roving::sync::{Mutex, Signal, WaitError};
 /// Bytes the ring holds.
 pub const CAPACITY: usize = 4096;
 
-/// The handler's side, taken with interrupts masked (the handler, or a
-/// reader turning the interrupt back on).
+/// The handler's side, taken with interrupts masked (`masking::locked`:
+/// the handler, or a reader turning the interrupt back on).
 struct Input {
     receiver: Option<Receiver>,
     producer: Producer<'static, u8>,
@@ -135,11 +135,10 @@ pub fn stats() -> InputStats {
 /// Boot core, once the interrupt controller is up.
 pub(crate) fn init() {
     let Some(line) = board().console_line.and_then(interrupts::resolve) else { return };
-    masking::without_interrupts(|| {
-        // SAFETY: the board's console device, opened as the console
-        // already; this is its one receiver.
-        ENDS.0.lock().receiver = Some(unsafe { Receiver::open(board().console) });
-    });
+    // SAFETY: the board's console device, opened as the console already;
+    // this is its one receiver.
+    let receiver = unsafe { Receiver::open(board().console) };
+    masking::locked(&ENDS.0, |input| input.receiver = Some(receiver));
     match interrupts::bind_kernel(line, 0, on_interrupt) {
         Ok(()) => {
             LINE.store(line, Relaxed);
@@ -153,8 +152,8 @@ pub(crate) fn init() {
 }
 
 fn with_receiver(f: impl FnOnce(&mut Receiver)) {
-    masking::without_interrupts(|| {
-        if let Some(receiver) = ENDS.0.lock().receiver.as_mut() {
+    masking::locked(&ENDS.0, |input| {
+        if let Some(receiver) = input.receiver.as_mut() {
             f(receiver);
         }
     });
@@ -164,9 +163,8 @@ fn with_receiver(f: impl FnOnce(&mut Receiver)) {
 fn on_interrupt(_line: u32) -> Handled {
     let mut handled = Handled::No;
     let mut arrived = false;
-    {
-        let mut input = ENDS.0.lock();
-        let Input { receiver: Some(receiver), producer, paused } = &mut *input else { return handled };
+    masking::locked(&ENDS.0, |input| {
+        let Input { receiver: Some(receiver), producer, paused } = input else { return };
         loop {
             if !producer.ready() {
                 receiver.set_interrupt(false);
@@ -188,7 +186,7 @@ fn on_interrupt(_line: u32) -> Handled {
             }
             handled = Handled::Yes;
         }
-    }
+    });
     if arrived {
         ARRIVED.signal();
     }
@@ -197,8 +195,7 @@ fn on_interrupt(_line: u32) -> Handled {
 
 /// Turns the receive interrupt back on if a full ring turned it off.
 fn resume() {
-    masking::without_interrupts(|| {
-        let mut input = ENDS.0.lock();
+    masking::locked(&ENDS.0, |input| {
         if input.paused {
             input.paused = false;
             if let Some(receiver) = input.receiver.as_mut() {

@@ -668,34 +668,36 @@ impl Shared {
     /// not while a quiescence check holds posters off); a pool winding
     /// down takes only a `fibre`. Returns whether it ran.
     ///
-    /// Masked: a quiescence check waits for `in_flight` to drain, and a
-    /// handler that interrupted this post and then waited for the check
-    /// (below) would wait for itself.
+    /// The in-flight window is masked: a quiescence check waits for
+    /// `in_flight` to drain, and a handler that interrupted this post and
+    /// then waited for the check (below) would wait for itself. Waiting
+    /// for a check to end happens outside the window, interrupts open.
     fn enter_from_outside(&self, fibre: bool, push: impl FnOnce()) -> bool {
-        crate::platform::masked(|| self.enter_from_outside_masked(fibre, push))
-    }
-
-    fn enter_from_outside_masked(&self, fibre: bool, push: impl FnOnce()) -> bool {
+        let mut push = Some(push);
         loop {
-            self.in_flight.fetch_add(1, SeqCst);
-            match self.state.load(SeqCst) {
-                READY | RUNNING => break,
-                WINDING if fibre => break,
-                STOPPED | WINDING => {
-                    self.in_flight.fetch_sub(1, SeqCst);
-                    return false;
+            let entered = crate::platform::masked(|| {
+                self.in_flight.fetch_add(1, SeqCst);
+                let entered = match self.state.load(SeqCst) {
+                    READY | RUNNING => Some(true),
+                    WINDING if fibre => Some(true),
+                    STOPPED | WINDING => Some(false),
+                    _ => None,
+                };
+                if entered == Some(true) {
+                    (push.take().expect("pushed once"))();
                 }
-                _ => {
-                    self.in_flight.fetch_sub(1, SeqCst);
+                self.in_flight.fetch_sub(1, SeqCst);
+                entered
+            });
+            match entered {
+                Some(entered) => return entered,
+                None => {
                     while self.state.load(SeqCst) == QUIESCING {
                         spin_hint();
                     }
                 }
             }
         }
-        push();
-        self.in_flight.fetch_sub(1, SeqCst);
-        true
     }
 
     /// A failure reached the pool with nobody to handle it: keep it (the

@@ -2,6 +2,7 @@
 //!
 //! A binary min-heap under a spin lock, with each strand's index kept in
 //! its control block so a strand woken early leaves the heap in O(log n).
+//! Its storage grows by chunks allocated outside the lock (`chunked.rs`).
 //! `earliest` mirrors the heap's top outside the lock, so cores can ask
 //! "is anything due?" with one load.
 //!
@@ -27,6 +28,12 @@
 //! Expiry signals the strand under the lock; a strand woken by something
 //! else removes its entry under the same lock before it moves on, so the
 //! heap never holds a control block that is gone (see `strand::wait`).
+//! The lock masks interrupts, so expiry takes it once per strand: a
+//! thousand strands due at once would otherwise hold interrupts off for a
+//! thousand wake-ups. Removing the top entry sifts a hole down the heap,
+//! writing each entry it moves once.
+
+mod chunked;
 
 use super::shared::ring;
 use crate::sleep::watch::{NONE, Watch};
@@ -34,11 +41,12 @@ use crate::spin_lock::SpinLock;
 use crate::strand::control::{Header, state};
 use crate::strand::scheduler;
 use crate::time::Instant;
-use alloc::vec::Vec;
+use chunked::Chunked;
 use core::ptr::NonNull;
 
 const NOT_QUEUED: u32 = u32::MAX;
 
+#[derive(Clone, Copy)]
 struct Entry {
     deadline: u64,
     strand: NonNull<Header>,
@@ -49,27 +57,37 @@ unsafe impl Send for Entry {}
 
 /// The heap of deadlines and who watches it.
 pub(crate) struct Timers {
-    heap: SpinLock<Vec<Entry>>,
+    heap: SpinLock<Chunked<Entry>>,
     watch: Watch,
 }
 
 impl Timers {
     pub(crate) fn new() -> Self {
-        Self { heap: SpinLock::new(Vec::new()), watch: Watch::new() }
+        Self { heap: SpinLock::new(Chunked::new()), watch: Watch::new() }
     }
 
     /// Adds `strand`'s deadline. Fails only if the heap could not grow.
     pub(crate) fn insert(&self, deadline: Instant, strand: NonNull<Header>) -> Result<(), ()> {
-        let ticks = deadline.ticks().min(NONE - 1);
-        let ring_watcher = {
+        let entry = Entry { deadline: deadline.ticks().min(NONE - 1), strand };
+        // A chunk to grow by, allocated with the lock (and interrupts) free.
+        let mut spare = None;
+        let ring_watcher = loop {
             let mut heap = self.heap.lock();
-            heap.try_reserve(1).map_err(|_| ())?;
-            heap.push(Entry { deadline: ticks, strand });
+            if heap.is_full() {
+                let Some(chunk) = spare.take() else {
+                    drop(heap);
+                    spare = Some(Chunked::allocate(entry).ok_or(())?);
+                    continue;
+                };
+                heap.link(chunk).map_err(|_| ())?;
+            }
+            heap.push(entry);
             let last = heap.len() - 1;
-            set_slot(&heap, last);
             sift_up(&mut heap, last);
-            self.watch.publish(heap[0].deadline)
+            break self.watch.publish(heap[0].deadline);
         };
+        // Another core grew the heap meanwhile: ours is not needed.
+        drop(spare);
         if let Some(watcher) = ring_watcher {
             ring(watcher);
         }
@@ -107,15 +125,17 @@ impl Timers {
         }
         let now = Instant::now().ticks();
         let mut woken = 0;
-        let mut heap = self.heap.lock();
-        while let Some(top) = heap.first().filter(|top| top.deadline <= now) {
-            let strand = top.strand;
+        // One strand per hold of the lock (module docs).
+        loop {
+            let mut heap = self.heap.lock();
+            let Some(strand) = heap.first().filter(|top| top.deadline <= now).map(|top| top.strand) else {
+                let _ = self.watch.publish(heap.first().map_or(NONE, |top| top.deadline));
+                return woken;
+            };
             remove_at(&mut heap, 0);
             // Under the lock: the strand cannot leave before we are done.
             woken += usize::from(scheduler::signal(strand, state::TIMED_OUT));
         }
-        let _ = self.watch.publish(heap.first().map_or(NONE, |top| top.deadline));
-        woken
     }
 
     /// Makes `core` the watcher if there is none; returns the deadline it
@@ -136,53 +156,58 @@ impl Timers {
     }
 }
 
-fn set_slot(heap: &[Entry], index: usize) {
+fn set_slot(heap: &Chunked<Entry>, index: usize) {
     // SAFETY: the caller holds the heap's lock, which guards the slots.
     unsafe { *heap[index].strand.as_ref().timer_slot.get() = index as u32 };
 }
 
-fn remove_at(heap: &mut Vec<Entry>, index: usize) {
+fn remove_at(heap: &mut Chunked<Entry>, index: usize) {
     // SAFETY: as in `set_slot`.
     unsafe { *heap[index].strand.as_ref().timer_slot.get() = NOT_QUEUED };
-    let last = heap.len() - 1;
-    heap.swap(index, last);
-    heap.pop();
+    let last = heap.pop().expect("removing from a heap that holds the entry");
     if index < heap.len() {
-        set_slot(heap, index);
+        heap[index] = last;
         sift_down(heap, index);
         sift_up(heap, index);
     }
 }
 
-fn sift_up(heap: &mut [Entry], mut index: usize) {
+/// Moves the entry at `index` up to its place: parents with later
+/// deadlines move down into the hole it leaves, each written once.
+fn sift_up(heap: &mut Chunked<Entry>, mut index: usize) {
+    let moving = heap[index];
     while index > 0 {
         let parent = (index - 1) / 2;
-        if heap[parent].deadline <= heap[index].deadline {
+        if heap[parent].deadline <= moving.deadline {
             break;
         }
-        heap.swap(parent, index);
+        heap[index] = heap[parent];
         set_slot(heap, index);
-        set_slot(heap, parent);
         index = parent;
     }
+    heap[index] = moving;
+    set_slot(heap, index);
 }
 
-fn sift_down(heap: &mut [Entry], mut index: usize) {
+/// Moves the entry at `index` down to its place: the earlier child moves
+/// up into the hole it leaves, each written once.
+fn sift_down(heap: &mut Chunked<Entry>, mut index: usize) {
+    let moving = heap[index];
+    let len = heap.len();
     loop {
-        let (left, right) = (2 * index + 1, 2 * index + 2);
-        let mut least = index;
-        if left < heap.len() && heap[left].deadline < heap[least].deadline {
-            least = left;
+        let left = 2 * index + 1;
+        if left >= len {
+            break;
         }
-        if right < heap.len() && heap[right].deadline < heap[least].deadline {
-            least = right;
+        let right = left + 1;
+        let child = if right < len && heap[right].deadline < heap[left].deadline { right } else { left };
+        if moving.deadline <= heap[child].deadline {
+            break;
         }
-        if least == index {
-            return;
-        }
-        heap.swap(least, index);
+        heap[index] = heap[child];
         set_slot(heap, index);
-        set_slot(heap, least);
-        index = least;
+        index = child;
     }
+    heap[index] = moving;
+    set_slot(heap, index);
 }

@@ -143,16 +143,18 @@ fn redistributor_frame(driver: &mut GicV3<'static>, hw_id: u64) -> usize {
 pub(super) fn send_wake(target: &CoreLocal) {
     let Some(gic) = GIC.get() else { return };
     match gic {
-        Gic::V2 { driver, .. } => crate::masking::without_interrupts(|| {
+        Gic::V2 { driver, .. } => {
             let target_list = target.arch.v2_target.load(Relaxed);
-            driver.lock().send_sgi(
-                WAKE_SGI,
-                arm_gic::gicv2::SgiTarget::List {
-                    target_list_filter: arm_gic::gicv2::SgiTargetListFilter::CPUTargetList,
-                    target_list,
-                },
-            );
-        }),
+            crate::masking::locked(driver, |driver| {
+                driver.send_sgi(
+                    WAKE_SGI,
+                    arm_gic::gicv2::SgiTarget::List {
+                        target_list_filter: arm_gic::gicv2::SgiTargetListFilter::CPUTargetList,
+                        target_list,
+                    },
+                )
+            });
+        }
         Gic::V3 { .. } => {
             let id = target.hw_id();
             let sgi_target = SgiTarget::List {
@@ -178,12 +180,14 @@ pub(super) fn handle_irq() {
             loop {
                 // Its own statement: a guard in a `while let` condition
                 // would live through the body.
-                let acknowledged = driver.lock().get_and_acknowledge_interrupt(InterruptGroup::Group0);
+                let acknowledged = crate::masking::locked(driver, |driver| {
+                    driver.get_and_acknowledge_interrupt(InterruptGroup::Group0)
+                });
                 let Some(id) = acknowledged else { break };
                 // The acknowledged value carries an SGI's sender in bits
                 // 12:10; the number is bits 9:0. The EOI takes it whole.
                 handle(id.raw_value() & 0x3ff);
-                driver.lock().end_interrupt(id, InterruptGroup::Group0);
+                crate::masking::locked(driver, |driver| driver.end_interrupt(id, InterruptGroup::Group0));
             }
         }
         Gic::V3 { .. } => {

@@ -15,7 +15,7 @@
 //!
 //! The registers are reached through an index and a data window, two
 //! accesses that must not be split: every access holds one lock, with
-//! interrupts masked (a handler may mask a line too).
+//! interrupts masked (`masking::locked`: a handler may mask a line too).
 
 use super::apic;
 use crate::boot_info::boot_info;
@@ -83,8 +83,7 @@ fn input_of(line: u32) -> Option<(usize, u32)> {
 /// once.
 pub(super) fn init() {
     let mut lines = 0;
-    masking::without_interrupts(|| {
-        let _guard = REGISTERS.lock();
+    masking::locked(&REGISTERS, |()| {
         for (io, count) in boot_info().arch.io_apics.iter().zip(&INPUTS) {
             let inputs = (read(io.address, VERSION) >> 16 & 0xff) + 1;
             count.store(inputs, Relaxed);
@@ -136,8 +135,7 @@ pub(super) fn line_of_vector(vector: u8) -> Option<u32> {
 pub(super) fn route(line: u32, apic_id: u64) {
     let Some((base, input)) = input_of(line) else { return };
     let low = u32::from(vector(line)) | signalling(line);
-    masking::without_interrupts(|| {
-        let _guard = REGISTERS.lock();
+    masking::locked(&REGISTERS, |()| {
         let masked = read(base, REDIRECTION + 2 * input) & MASKED;
         write(base, REDIRECTION + 2 * input, low | MASKED);
         write(base, REDIRECTION + 2 * input + 1, (apic_id as u32) << 24);
@@ -148,8 +146,7 @@ pub(super) fn route(line: u32, apic_id: u64) {
 /// Masks (`true`) or unmasks `line`.
 pub(super) fn set_masked(line: u32, masked: bool) {
     let Some((base, input)) = input_of(line) else { return };
-    masking::without_interrupts(|| {
-        let _guard = REGISTERS.lock();
+    masking::locked(&REGISTERS, |()| {
         let entry = read(base, REDIRECTION + 2 * input);
         write(base, REDIRECTION + 2 * input, if masked { entry | MASKED } else { entry & !MASKED });
     });

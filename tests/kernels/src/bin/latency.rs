@@ -18,6 +18,11 @@
 //! "Switch from ISR back to interrupted thread" and "Switch from ISR to
 //! another thread". Needs 2 cores; the PC, QEMU virt and the Pi 4 (a
 //! controller that can raise a line).
+//!
+//! Under `-icount` every core's instructions advance one shared clock, so
+//! while core 0 measures, core 1 sleeps in the deep tier (`WFI`, `HLT`):
+//! the pool sleeps deeply at once, and core 1 raises the line for path 3
+//! only once core 0 has gone to sleep, then sleeps itself.
 #![no_std]
 #![no_main]
 
@@ -25,10 +30,12 @@ extern crate alloc;
 
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
+use core::time::Duration;
+use roving::platform::Depth;
 use roving::sync::Signal;
 use roving::{Pool, platform};
 use roving_kernel::interrupts::{self, Handled};
-use roving_kernel::{cycles, println};
+use roving_kernel::{cores, cycles, println};
 use roving_test_kernels::{TestLine, expected_cores, pass};
 
 const ROUNDS: usize = 1000;
@@ -41,8 +48,10 @@ static FIRED: AtomicU32 = AtomicU32::new(0);
 static WOKEN: Signal = Signal::new();
 /// Which path the handler serves.
 static WAKES_A_STRAND: AtomicBool = AtomicBool::new(false);
-/// Path 3: the strand is about to wait; core 1 may raise the line.
+/// Path 3: the round core 0 is about to wait for; core 1 may raise the
+/// line once core 0's deep sleeps have gone past `SLEPT`.
 static READY: AtomicU32 = AtomicU32::new(0);
+static SLEPT: AtomicU64 = AtomicU64::new(0);
 
 fn handler(_line: u32) -> Handled {
     ENTERED.store(cycles(), SeqCst);
@@ -59,7 +68,10 @@ fn main() {
     assert!(platform::core_count() >= 2, "the latency kernel needs 2 cores");
     let test = TestLine::new();
     interrupts::bind(test.line, 0, handler).expect("binding the test line to core 0");
-    let pool = Pool::with_cores(&[0, 1], roving::Config::new()).expect("a pool of cores 0 and 1");
+    // Idle cores go straight to the deep tier: a light sleeper spins
+    // under QEMU, and its instructions would count in the other core's.
+    let config = roving::Config::new().deep_idle_after(Duration::ZERO);
+    let pool = Pool::with_cores(&[0, 1], config).expect("a pool of cores 0 and 1");
     let (entry, back, other) = pool
         .run(|| {
             let (entry, back) = on_the_interrupted_strand(test);
@@ -93,20 +105,26 @@ fn on_the_interrupted_strand(test: TestLine) -> (Vec<u64>, Vec<u64>) {
     (entry, back)
 }
 
-/// Path 3: a strand on core 0 waits on a `Signal`; a strand on core 1
-/// raises the line once core 0 has had time to fall asleep.
+/// Core 0's deep sleeps so far.
+fn deep_sleeps_of_core_0() -> u64 {
+    cores::report(0).map_or(0, |report| report.deep_sleeps)
+}
+
+/// Path 3: a strand on core 0 waits on a `Signal`; a strand on core 1,
+/// asleep until then, raises the line once core 0 has gone to sleep, and
+/// sleeps again.
 fn to_another_strand(test: TestLine) -> Vec<u64> {
     WAKES_A_STRAND.store(true, SeqCst);
     let raiser = roving::Pool::current()
         .expect("in the pool")
         .spawn_strand_on(1, move || {
             for round in 1..=ROUNDS as u32 {
+                // Core 1 itself sleeps (the strand holds it) until core 0
+                // says the round is ready.
                 while READY.load(SeqCst) != round {
-                    core::hint::spin_loop();
+                    platform::wait_for_event(Depth::Deep, None);
                 }
-                // Long enough for core 0 to leave its strand and sleep.
-                let until = platform::ticks() + platform::tick_hz() / 2000;
-                while platform::ticks() < until {
+                while deep_sleeps_of_core_0() == SLEPT.load(SeqCst) {
                     core::hint::spin_loop();
                 }
                 test.fire();
@@ -115,7 +133,9 @@ fn to_another_strand(test: TestLine) -> Vec<u64> {
         .expect("the raiser on core 1");
     let mut other = Vec::with_capacity(ROUNDS);
     for round in 1..=ROUNDS as u32 {
+        SLEPT.store(deep_sleeps_of_core_0(), SeqCst);
         READY.store(round, SeqCst);
+        platform::wake(1).expect("core 1 exists");
         WOKEN.wait().expect("woken by the handler");
         other.push(cycles() - LEFT.load(SeqCst));
     }
