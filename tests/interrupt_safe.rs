@@ -24,7 +24,7 @@ fn with_handler<R: Send>(
     cores: usize,
     main: impl FnOnce(&dyn Fn(Handler) -> support::OutsideHandle) -> R + Send,
 ) -> R {
-    support::with_outside(cores, support::OutsideThread::Handler, |handler| {
+    support::with_outside(cores, |handler| {
         main(&|f: Handler| {
             handler(Box::new(move || {
                 assert!(platform::in_interrupt());

@@ -12,13 +12,13 @@ use std::time::Duration;
 use support::on_pool;
 
 /// Runs `main` as the root of a pool of `cores` cores; `device(f)` runs `f`
-/// on a thread outside the pool, a member of its machine (as an interrupt
-/// handler is of its).
+/// on a thread outside the pool standing in for a device's interrupt
+/// handler.
 fn with_device<R: Send>(
     cores: usize,
     main: impl FnOnce(&dyn Fn(support::Outside) -> support::OutsideHandle) -> R + Send,
 ) -> R {
-    support::with_outside(cores, support::OutsideThread::Member, main)
+    support::with_outside(cores, main)
 }
 
 #[test]

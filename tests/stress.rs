@@ -257,8 +257,7 @@ fn strands_survive_an_oversubscribed_host() {
             assert_eq!(yields, 200 * 200, "yield many at {cores} cores");
             assert_eq!(sum, (0..1_000).sum::<u64>(), "pairs at {cores} cores");
             assert_eq!(strand::usage().fibres_in_use, 0, "a fibre is still held after the pool ended");
-            let (seen, permits, sum) =
-                support::with_outside(cores, support::OutsideThread::Handler, interrupts);
+            let (seen, permits, sum) = support::with_outside(cores, interrupts);
             assert_eq!(seen, PARKED as u64 * UNPARKS, "unparks seen at {cores} cores");
             assert_eq!(permits, RELEASES, "permits at {cores} cores");
             assert_eq!(

@@ -126,10 +126,10 @@ thread_local! {
     static IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Threads entered from outside the cores now (`Machine::enter`,
-/// `Machine::enter_as_handler`), on any machine: they may wake strands,
-/// as interrupt handlers do (`interrupts_bound`).
-static OUTSIDERS: AtomicUsize = AtomicUsize::new(0);
+/// Threads standing in for interrupt handlers now
+/// (`Machine::enter_as_handler`), on any machine: the host's bound lines
+/// (`interrupts_bound`).
+static HANDLERS: AtomicUsize = AtomicUsize::new(0);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking core must not wedge the machine; the data stays valid.
@@ -215,26 +215,27 @@ impl Machine {
     /// Makes the calling thread a member of this machine that is not a core
     /// (work from outside the machine, like an interrupt handler or another
     /// program), until the guard is dropped: it may then [`wake`] cores and
-    /// read the clock. `current_core()` is `None` there. While such a
-    /// thread is entered, pools are not reported deadlocked: it may yet
-    /// wake their strands.
+    /// read the clock. `current_core()` is `None` there.
     ///
     /// [`wake`]: super::wake
     pub fn enter(&self) -> EnterGuard {
         let outer = MEMBERSHIP.replace(Some(Membership { machine: self.inner.clone(), core: None }));
-        OUTSIDERS.fetch_add(1, Ordering::SeqCst);
-        EnterGuard { outer: Some(outer), handler: IN_HANDLER.replace(false) }
+        EnterGuard { outer: Some(outer), handler: IN_HANDLER.replace(false), counted: false }
     }
 
     /// As [`enter`](Machine::enter), and the thread stands in for an
     /// interrupt handler until the guard is dropped:
     /// [`in_interrupt`](super::in_interrupt) is true there, so roving's
     /// interrupt-safe operations can be exercised as a handler would call
-    /// them, and (in debug builds) the others refuse. The host delivers no
-    /// real interrupts: such a thread runs beside the cores, not on one.
+    /// them, and (in debug builds) the others refuse. While one is
+    /// entered, pools are not reported deadlocked, as on bare metal while
+    /// a line is bound. The host delivers no real interrupts: such a
+    /// thread runs beside the cores, not on one.
     pub fn enter_as_handler(&self) -> EnterGuard {
-        let guard = self.enter();
+        let mut guard = self.enter();
         IN_HANDLER.set(true);
+        HANDLERS.fetch_add(1, Ordering::SeqCst);
+        guard.counted = true;
         guard
     }
 
@@ -269,6 +270,8 @@ pub struct EnterGuard {
     outer: Option<Option<Membership>>,
     /// Whether the thread stood in for a handler before.
     handler: bool,
+    /// Counted in `HANDLERS`.
+    counted: bool,
 }
 
 impl Drop for EnterGuard {
@@ -277,7 +280,9 @@ impl Drop for EnterGuard {
             MEMBERSHIP.set(outer);
         }
         IN_HANDLER.set(self.handler);
-        OUTSIDERS.fetch_sub(1, Ordering::SeqCst);
+        if self.counted {
+            HANDLERS.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -446,11 +451,10 @@ unsafe impl Platform for HostPlatform {
         IN_HANDLER.get()
     }
 
-    /// While a thread is entered from outside the cores (on any machine:
-    /// they are rare, and a false `true` only withholds a deadlock
-    /// report): like a handler, it may wake strands.
+    /// While a thread stands in for a handler (on any machine: they are
+    /// rare, and a false `true` only withholds a deadlock report).
     fn interrupts_bound() -> bool {
-        OUTSIDERS.load(Ordering::SeqCst) > 0
+        HANDLERS.load(Ordering::SeqCst) > 0
     }
 }
 

@@ -70,15 +70,6 @@ pub fn on_pool<R: Send>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
 /// Work for a thread outside the pool.
 pub type Outside = Box<dyn FnOnce() + Send>;
 
-/// Who the thread outside the pool stands in for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum OutsideThread {
-    /// A device thread, or another program: a member of the machine.
-    Member,
-    /// An interrupt handler (`Machine::enter_as_handler`).
-    Handler,
-}
-
 /// A thread outside the pool, from [`with_outside`].
 pub struct OutsideHandle {
     done: Arc<roving::sync::Event>,
@@ -108,12 +99,13 @@ impl Drop for SetOnDrop {
 
 /// Runs `main` as the root strand of a pool of `cores` cores, under a
 /// watchdog, alone among this binary's pool tests. `main` gets `outside`:
-/// `outside(f)` runs `f` on a new thread outside the pool, a member of its
-/// machine (as an interrupt handler is of its), standing in for `who`.
+/// `outside(f)` runs `f` on a new thread outside the pool that stands in
+/// for an interrupt handler (`Machine::enter_as_handler`): while it runs,
+/// the pool is not reported deadlocked, as on bare metal while a line is
+/// bound.
 #[cfg(feature = "std")]
 pub fn with_outside<R: Send>(
     cores: usize,
-    who: OutsideThread,
     main: impl FnOnce(&dyn Fn(Outside) -> OutsideHandle) -> R + Send,
 ) -> R {
     with_turn(|| {
@@ -132,10 +124,7 @@ pub fn with_outside<R: Send>(
                         let entered = Arc::new(std::sync::Barrier::new(2));
                         let thread_entered = entered.clone();
                         let thread = thread::spawn(move || {
-                            let _member = match who {
-                                OutsideThread::Member => machine.enter(),
-                                OutsideThread::Handler => machine.enter_as_handler(),
-                            };
+                            let _handler = machine.enter_as_handler();
                             thread_entered.wait();
                             let _set = set;
                             f();
