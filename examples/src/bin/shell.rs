@@ -115,7 +115,10 @@ fn show_cores() {
 
 fn show_strands(pool: &Pool) {
     let strands: Vec<StrandInfo> = pool.strands();
-    println!("{} live strands (this shell is {:?}):", strands.len(), strand::current());
+    match strand::current() {
+        Some(shell) => println!("{} live strands (this shell is strand {shell}):", strands.len()),
+        None => println!("{} live strands:", strands.len()),
+    }
     for info in strands {
         let what = match info.blocked {
             None => "running or ready",
@@ -147,7 +150,6 @@ fn show_pools(pool: &Pool) {
 }
 
 fn show_lines() {
-    let console = interrupts::line_of("console");
     for status in interrupts::bound() {
         let owner = if status.kernel { " (the kernel's: serial input)" } else { "" };
         println!(
@@ -160,8 +162,12 @@ fn show_lines() {
         );
     }
     let input = serial::stats();
+    let source = match input.line {
+        Some(line) => alloc::format!("line {line}"),
+        None => "off: the console has no interrupt line".into(),
+    };
     println!(
-        "serial input (line {console:?}): {} bytes, {} overruns, {} damaged, ring full {} times",
+        "serial input ({source}): {} bytes, {} overruns, {} damaged, ring full {} times",
         input.received, input.overruns, input.damaged, input.held_back
     );
 }
