@@ -13,6 +13,11 @@
 //!   read turns it back on. Under QEMU that is back-pressure (QEMU sends no
 //!   more until there is room). On hardware, bytes that arrive while the
 //!   FIFO is full are lost by the UART itself, which flags an overrun.
+//! - Bytes sent while the machine boots, before the kernel programs the
+//!   UART (which empties it), are read out first and kept, up to 256; if
+//!   more are waiting then, the one the UART holds is lost and counted as
+//!   an overrun. (A byte that arrives in the instant the UART is being
+//!   programmed is lost uncounted: the UART gives no sign of it.)
 //! - Overruns, and bytes that arrive damaged (parity, framing, break), are
 //!   counted in [`stats`] and reported by the next read as
 //!   [`ReadError::Lost`], once.
@@ -90,6 +95,7 @@ impl core::fmt::Display for ReadError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Self::NoInput => f.write_str("this board's console has no serial input"),
+            Self::Lost { count: 1 } => f.write_str("a byte of serial input was lost (overrun or damaged)"),
             Self::Lost { count } => write!(f, "{count} bytes of serial input were lost (overrun or damaged)"),
             Self::Wait(error) => write!(f, "waiting for serial input: {error}"),
         }
@@ -111,7 +117,9 @@ pub struct InputStats {
     pub line: Option<u32>,
     /// Bytes received into the ring.
     pub received: u64,
-    /// Overruns the UART reported (bytes it lost).
+    /// Overruns the UART reported (bytes it lost), and a byte lost at
+    /// boot (more than the kernel keeps arrived before it programmed the
+    /// UART, which empties it).
     pub overruns: u64,
     /// Bytes that arrived damaged (parity, framing, break) and were dropped.
     pub damaged: u64,
@@ -146,6 +154,10 @@ pub(crate) fn init() {
                 receiver.clear_stale();
                 receiver.set_interrupt(true);
             });
+            // What arrived during boot raised no interrupt the handler saw
+            // (kept aside while the UART was programmed, or sitting below
+            // its FIFO's trigger level): drain it now.
+            on_interrupt(line);
         }
         Err(error) => crate::println!("roving-kernel: no serial input: {error}"),
     }

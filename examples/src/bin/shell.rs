@@ -58,8 +58,8 @@ fn shell(pool: &Pool) -> i32 {
         roving_kernel::print!("roving> ");
         let len = match serial::read_line(&mut line) {
             Ok(len) => len,
-            Err(serial::ReadError::Lost { count }) => {
-                println!("\n({count} bytes of input were lost)");
+            Err(lost @ serial::ReadError::Lost { .. }) => {
+                println!("\n({lost})");
                 continue;
             }
             Err(error) => {

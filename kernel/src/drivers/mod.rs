@@ -1,5 +1,6 @@
 //! Device drivers shared by several boards.
 
+mod early_input;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod pl011;
 #[cfg(target_arch = "x86_64")]
@@ -67,7 +68,13 @@ impl Uart {
 }
 
 /// The console UART's receiving side.
-pub(crate) enum Receiver {
+pub(crate) struct Receiver {
+    device: ReceiverDevice,
+    /// What arrived before the console was programmed, handed over first.
+    early: early_input::EarlyBytes,
+}
+
+enum ReceiverDevice {
     #[cfg(target_arch = "aarch64")]
     Pl011(pl011::ReceiverPl011),
     #[cfg(target_arch = "x86_64")]
@@ -82,58 +89,66 @@ impl Receiver {
     /// `device` is the board's console, opened as the console already;
     /// there is one receiver.
     pub(crate) unsafe fn open(device: ConsoleDevice) -> Self {
-        match device {
+        let device = match device {
             #[cfg(target_arch = "aarch64")]
-            // SAFETY: per this function's contract.
-            ConsoleDevice::Pl011 { base, .. } => Self::Pl011(unsafe { pl011::ReceiverPl011::new(base) }),
+            ConsoleDevice::Pl011 { base, .. } => {
+                // SAFETY: per this function's contract.
+                ReceiverDevice::Pl011(unsafe { pl011::ReceiverPl011::new(base) })
+            }
             #[cfg(target_arch = "x86_64")]
             ConsoleDevice::Uart16550 { port } => {
                 // SAFETY: per this function's contract.
-                Self::Uart16550(unsafe { uart16550::Receiver16550::new(port) })
+                ReceiverDevice::Uart16550(unsafe { uart16550::Receiver16550::new(port) })
             }
             #[allow(unreachable_patterns)]
             other => panic!("this architecture has no driver for the console {other:?}"),
-        }
+        };
+        Self { device, early: early_input::take() }
     }
 
     /// The next received byte, if any; `Err(())` for one that arrived
     /// damaged or lost to an overrun.
     pub(crate) fn next(&mut self) -> Option<Result<u8, ()>> {
-        match self {
+        if let Some(byte) = self.early.pop_front() {
+            return Some(Ok(byte));
+        }
+        match &mut self.device {
             #[cfg(target_arch = "aarch64")]
-            Self::Pl011(uart) => uart.next(),
+            ReceiverDevice::Pl011(uart) => uart.next(),
             #[cfg(target_arch = "x86_64")]
-            Self::Uart16550(uart) => uart.next(),
+            ReceiverDevice::Uart16550(uart) => uart.next(),
         }
     }
 
     /// Clears interrupt status left from before the kernel took over.
     pub(crate) fn clear_stale(&mut self) {
-        match self {
+        match &mut self.device {
             #[cfg(target_arch = "aarch64")]
-            Self::Pl011(uart) => uart.clear_stale(),
+            ReceiverDevice::Pl011(uart) => uart.clear_stale(),
             #[cfg(target_arch = "x86_64")]
-            Self::Uart16550(uart) => uart.clear_stale(),
+            ReceiverDevice::Uart16550(uart) => uart.clear_stale(),
         }
     }
 
     /// Turns the receive interrupt on or off.
     pub(crate) fn set_interrupt(&mut self, on: bool) {
-        match self {
+        match &mut self.device {
             #[cfg(target_arch = "aarch64")]
-            Self::Pl011(uart) => uart.set_interrupt(on),
+            ReceiverDevice::Pl011(uart) => uart.set_interrupt(on),
             #[cfg(target_arch = "x86_64")]
-            Self::Uart16550(uart) => uart.set_interrupt(on),
+            ReceiverDevice::Uart16550(uart) => uart.set_interrupt(on),
         }
     }
 }
 
-/// Overruns the console UART reported: bytes lost before software saw them.
+/// Bytes the console UART lost before software saw them: the overruns it
+/// reported, and one that programming it at boot discarded.
 pub(crate) fn overruns() -> u64 {
     #[cfg(target_arch = "aarch64")]
-    return pl011::OVERRUNS.load(core::sync::atomic::Ordering::Relaxed);
+    let reported = pl011::OVERRUNS.load(core::sync::atomic::Ordering::Relaxed);
     #[cfg(target_arch = "x86_64")]
-    return uart16550::OVERRUNS.load(core::sync::atomic::Ordering::Relaxed);
+    let reported = uart16550::OVERRUNS.load(core::sync::atomic::Ordering::Relaxed);
+    reported + early_input::discarded()
 }
 
 impl fmt::Write for Uart {

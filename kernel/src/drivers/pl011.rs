@@ -32,15 +32,30 @@ impl Pl011 {
     /// an emergency report; both only ever write the data register. A
     /// receiver may exist beside them.
     pub(crate) unsafe fn new(base: usize, clock_hz: Option<u32>) -> Self {
-        let mut uart = uart(base);
         if let Some(clock) = clock_hz {
+            // SAFETY: per this function's contract; the console is opened
+            // before the kernel's receiver.
+            unsafe { save_early_input(base) };
             let config =
                 LineConfig { data_bits: DataBits::Bits8, parity: Parity::None, stop_bits: StopBits::One };
             // A clock the divisor cannot reach leaves the firmware's setting.
-            let _ = uart.enable(config, BAUD, clock);
+            let _ = uart(base).enable(config, BAUD, clock);
         }
-        Self(uart)
+        Self(uart(base))
     }
+}
+
+/// Keeps what the receiver holds before programming the UART turns its
+/// FIFOs on, which empties them.
+///
+/// # Safety
+///
+/// As for [`Pl011::new`], and the kernel's receiver is not open yet.
+unsafe fn save_early_input(base: usize) {
+    // SAFETY: per this function's contract; this receiver is gone before
+    // the kernel opens its own.
+    let mut early = unsafe { ReceiverPl011::new(base) };
+    super::early_input::save(|| early.next(), || !uart(base).is_rx_fifo_empty());
 }
 
 impl fmt::Write for Pl011 {

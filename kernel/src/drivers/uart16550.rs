@@ -51,6 +51,13 @@ impl Uart16550 {
     /// `port` is the first of a 16550's eight I/O ports. A second instance
     /// may exist for an emergency report; both only ever send.
     pub(crate) unsafe fn new(port: u16) -> Self {
+        // Initialising clears the FIFOs. A port with no UART behind it
+        // reads as all ones: nothing was received there.
+        let has_byte = || {
+            let status = read(port + LINE_STATUS);
+            status != 0xff && status & DATA_READY != 0
+        };
+        super::early_input::save(|| has_byte().then(|| Ok(read(port + DATA))), has_byte);
         // SAFETY: per this function's contract.
         unsafe { SerialPort::new(port) }.init();
         Self(port)

@@ -7,8 +7,9 @@
 //!
 //! QEMU feeds the input from the moment it starts, before the kernel owns
 //! the UART (as a terminal would on hardware), so the pattern follows a
-//! preamble and [`START`]: whatever arrived before the kernel took over
-//! is skipped.
+//! preamble and [`START`]. The preamble is longer than the kernel keeps
+//! from boot, so programming the UART discards one byte of it, which a
+//! read must report as lost: at most that one loss, before [`START`].
 #![no_std]
 #![no_main]
 
@@ -33,16 +34,24 @@ fn pattern(i: usize) -> u8 {
 static DONE: AtomicBool = AtomicBool::new(false);
 
 /// Reads until [`START`] has gone by; returns the bytes that followed it
-/// in the same read, left at the front of `buf`.
-fn skip_to_start(buf: &mut [u8]) -> usize {
-    let mut matched = 0;
+/// in the same read, left at the front of `buf`, and the losses reported
+/// on the way.
+fn skip_to_start(buf: &mut [u8]) -> (usize, u64) {
+    let (mut matched, mut lost) = (0, 0);
     loop {
-        let got = serial::read(buf).unwrap_or_else(|e| panic!("before the start marker: {e}"));
+        let got = match serial::read(buf) {
+            Ok(got) => got,
+            Err(serial::ReadError::Lost { count }) => {
+                lost += count;
+                continue;
+            }
+            Err(e) => panic!("before the start marker: {e}"),
+        };
         for at in 0..got {
             matched = if buf[at] == START[matched] { matched + 1 } else { usize::from(buf[at] == START[0]) };
             if matched == START.len() {
                 buf.copy_within(at + 1..got, 0);
-                return got - at - 1;
+                return (got - at - 1, lost);
             }
         }
     }
@@ -66,13 +75,13 @@ fn main() {
     let line = serial::stats().line.expect("the console has an interrupt line: serial input is on");
     println!("serial: input on line {line}; send the start marker, then {BYTES} bytes");
     let started = platform::ticks();
-    let (checksum, reads) = Pool::new()
+    let (checksum, reads, boot_loss) = Pool::new()
         .expect("a pool")
         .run(|| {
             let spinners: alloc::vec::Vec<_> =
                 (1..platform::core_count().min(2)).map(|_| strand::spawn(spin).expect("a strand")).collect();
             let mut buf = [0u8; 512];
-            let mut ahead = skip_to_start(&mut buf);
+            let (mut ahead, boot_loss) = skip_to_start(&mut buf);
             let (mut at, mut checksum, mut reads) = (0usize, 0x811c_9dc5u32, 0u32);
             while at < BYTES {
                 let got = if ahead > 0 {
@@ -92,15 +101,19 @@ fn main() {
             for spinner in spinners {
                 spinner.join().expect("a spinner ends");
             }
-            (checksum, reads)
+            (checksum, reads, boot_loss)
         })
         .expect("the pool runs");
     let ticks = platform::ticks() - started;
     let stats = serial::stats();
-    assert_eq!(stats.overruns, 0, "the UART overran");
+    assert!(
+        boot_loss <= 1,
+        "{boot_loss} bytes lost at boot: the kernel keeps all but the one programming the UART discards"
+    );
+    assert_eq!(stats.overruns, boot_loss, "the UART overran after boot (or a loss went unreported)");
     assert_eq!(stats.damaged, 0, "bytes arrived damaged");
     println!(
-        "serial: {BYTES} bytes read in order by a strand in {reads} reads, FNV-1a {checksum:#010x}, {} ms; the ring filled {} times; 0 lost",
+        "serial: {BYTES} bytes read in order by a strand in {reads} reads, FNV-1a {checksum:#010x}, {} ms; the ring filled {} times; 0 lost ({boot_loss} of the preamble)",
         ticks * 1000 / platform::tick_hz(),
         stats.held_back
     );
