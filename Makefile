@@ -15,8 +15,6 @@ CORES ?= 4
 BOARD ?= virt
 APP ?= demo
 APPS := $(basename $(notdir $(wildcard examples/src/bin/*.rs)))
-# Programs that wait for the user, so `make run` gives them no time limit.
-INTERACTIVE_APPS := shell
 BOARDS := virt raspi3b raspi4b x86-pc
 board_flags_virt :=
 board_flags_raspi3b := --no-default-features --features raspi3b
@@ -37,8 +35,7 @@ SOAK_SECS ?= 1800
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
 run: check-board check-cores check-app setup
-	ROVING_CORES=$(CORES) $(if $(filter $(APP),$(INTERACTIVE_APPS)),ROVING_TIMEOUT=none) \
-		cargo run --quiet $(board_flags_$(BOARD)) --bin $(APP)
+	ROVING_CORES=$(CORES) cargo run --quiet $(board_flags_$(BOARD)) --bin $(APP)
 
 ## image: what BOARD boots from, in target/image/$(BOARD)/
 image: check-board setup
