@@ -26,18 +26,23 @@ mod isa;
 #[cfg(target_arch = "x86_64")]
 #[path = "context/x86_64.rs"]
 mod isa;
+#[path = "context/sanitizer.rs"]
+mod sanitizer;
 
 /// A suspended execution context: where its registers were saved.
 #[derive(Debug)]
 #[repr(C)]
 pub struct Context {
+    /// First: the switch's assembly stores it at the context's address.
     stack_pointer: usize,
+    /// ThreadSanitizer's fiber, under `make tsan`; empty otherwise.
+    sanitizer: sanitizer::Fiber,
 }
 
 impl Context {
     /// A context to switch away from: [`switch`] fills it in.
     pub const fn empty() -> Self {
-        Self { stack_pointer: 0 }
+        Self { stack_pointer: 0, sanitizer: sanitizer::Fiber::unknown() }
     }
 
     /// A new context on the stack that ends just below `stack_top`: the
@@ -51,7 +56,8 @@ impl Context {
     /// uses while the context lives.
     pub unsafe fn new(stack_top: *mut u8, entry: extern "C" fn(usize) -> !, argument: usize) -> Self {
         // SAFETY: the caller's contract.
-        Self { stack_pointer: unsafe { isa::prepare(stack_top, entry, argument) } }
+        let stack_pointer = unsafe { isa::prepare(stack_top, entry, argument) };
+        Self { stack_pointer, sanitizer: sanitizer::Fiber::create() }
     }
 
     /// The saved stack pointer.
@@ -59,9 +65,10 @@ impl Context {
         self.stack_pointer
     }
 
-    /// A context saved with this stack pointer (its frame already written).
-    pub(crate) const fn at(stack_pointer: usize) -> Self {
-        Self { stack_pointer }
+    /// This context, its frame moved so that its stack pointer is
+    /// `stack_pointer`.
+    pub(crate) fn moved_to(self, stack_pointer: usize) -> Self {
+        Self { stack_pointer, sanitizer: self.sanitizer }
     }
 }
 
@@ -78,8 +85,14 @@ pub const FRAME_BYTES: usize = isa::FRAME_BYTES;
 /// until the context is resumed through it.
 #[inline]
 pub unsafe fn switch(from: &mut Context, to: &Context) {
-    // SAFETY: the caller's contract; the assembly keeps the ABI's promises.
-    unsafe { isa::switch(from, to) }
+    // SAFETY: the caller's contract; the assembly keeps the ABI's promises
+    // and stores the stack pointer at `from`'s address, its first field.
+    unsafe {
+        // Here, not in a helper: see `sanitizer::switch_to_fiber`.
+        #[cfg(roving_tsan)]
+        sanitizer::switch_to_fiber(sanitizer::Fiber::leaving(&mut from.sanitizer, &to.sanitizer), 0);
+        isa::switch(from, to)
+    }
 }
 
 // Miri cannot run the inline assembly of a switch.

@@ -206,7 +206,10 @@ unsafe impl Send for Header {}
 
 // The knob's floor (`ROVING_STRAND_BYTES` >= 200) leaves room for the
 // header on every target.
-const _: () = assert!(core::mem::size_of::<Header>() <= 200, "the strand header outgrew the knob's floor");
+const _: () = assert!(
+    core::mem::size_of::<Header>() <= super::knobs::MIN_STRAND_BYTES,
+    "the strand header outgrew the knob's floor"
+);
 
 /// `joiner` once the strand has finished.
 pub(crate) const FINISHED: *mut Header = core::ptr::dangling_mut::<Header>();

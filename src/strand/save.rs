@@ -118,7 +118,7 @@ impl SaveArea {
         // Lossless: the frame fits the `room` bytes just reserved.
         self.len = depth as u32;
         debug_assert_eq!(stack_top as usize % ALIGN, 0);
-        Some(Context::at(stack_top as usize - depth))
+        Some(built.moved_to(stack_top as usize - depth))
     }
 
     /// Gives the memory back.
