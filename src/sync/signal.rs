@@ -110,12 +110,8 @@ impl Signal {
             "Signal::wait",
             "a handler must not wait; it takes the signal with Signal::try_take, or raises it with Signal::signal",
         );
-        self.wait_as(BlockReason::Signal, deadline)
-    }
-
-    fn wait_as(&self, reason: BlockReason, deadline: Option<Instant>) -> Result<(), WaitError> {
         let on = core::ptr::from_ref(self).addr();
-        wait_on(&self.word, reason, on, deadline, |strand| strand.as_ptr().addr())
+        wait_on(&self.word, BlockReason::Signal, on, deadline, |strand| strand.as_ptr().addr())
     }
 }
 
