@@ -58,6 +58,12 @@ pub mod context;
 pub mod domain;
 #[cfg(not(loom))]
 pub mod event_loop;
+#[cfg(not(loom))]
+pub mod executor;
+// An async task's state word alone, for its loom model.
+#[cfg(loom)]
+#[path = "executor/state.rs"]
+mod executor_state;
 // An event loop's hand-off alone, for its loom model.
 #[cfg(loom)]
 #[path = "event_loop/handoff.rs"]
@@ -89,6 +95,8 @@ mod task;
 pub mod time;
 
 #[cfg(not(loom))]
+pub use executor::{block_on, spawn_async, spawn_async_on};
+#[cfg(not(loom))]
 pub use join::join;
 #[cfg(not(loom))]
 pub use pool::{
@@ -103,6 +111,7 @@ pub use pool::{
 pub mod loom_api {
     pub use crate::actor_schedule::{Closing, Finished, Link, Pushed as ActorPushed, Schedule, reverse};
     pub use crate::event_loop_handoff::{Deferred, Drained, Handoff};
+    pub use crate::executor_state::{AfterPending, Start as TaskStart, TaskState, Wake as TaskWake};
     pub use crate::join_frame::{DONE as JOB_DONE, Frame as JoinFrame, Ring, Slot as JoinSlot};
     pub use crate::signal_word::{
         Register as SignalRegister, SignalWord, StateWord, WAITING as SIGNAL_WAITING,

@@ -73,7 +73,7 @@ pub use control::BlockReason;
 pub use error::{CancelError, JoinError, SpawnError, WaitError};
 pub use failure::{Failure, FailureKind, Location, fail_running, raise};
 #[cfg(feature = "std")]
-pub(crate) use failure::{failures_in, resume_counting};
+pub(crate) use failure::{failures_in, from_task_unwind, install_hook, resume_counting};
 pub use park::{Unparker, park, park_timeout, unparker};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 

@@ -62,12 +62,15 @@ pub enum OnDeadlock {
     Wait,
 }
 
-/// A deadlocked pool's strands: who waits on what.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A deadlocked pool's strands and async tasks: who waits on what.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Deadlock {
     /// Every blocked strand of the pool, in the order the tree was walked
     /// (entries first, each before its children).
     pub waiting: Vec<Waiter>,
+    /// Async tasks of the pool waiting for a wake that nothing left in the
+    /// pool can give ([`crate::executor`]).
+    pub tasks: usize,
 }
 
 /// One blocked strand of a [`Deadlock`].
@@ -112,9 +115,13 @@ impl fmt::Display for Deadlock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "deadlock: every core of the pool is asleep, no deadline is armed, and {} strands wait:",
+            "deadlock: every core of the pool is asleep, no deadline is armed, and {} strands wait",
             self.waiting.len()
         )?;
+        if self.tasks > 0 {
+            write!(f, " (and {} async tasks wait for a wake)", self.tasks)?;
+        }
+        f.write_str(":")?;
         for waiter in &self.waiting {
             write!(f, "\n  {waiter}")?;
         }
@@ -134,7 +141,7 @@ impl Deadlock {
                 }
             });
         });
-        Self { waiting }
+        Self { waiting, tasks: shared.async_tasks.count() }
     }
 }
 

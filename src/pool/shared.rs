@@ -84,6 +84,7 @@ use super::stats::{self, Counters as Stats};
 use super::timers::Timers;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
 use crate::domain::DomainId;
+use crate::executor::list::LiveTasks;
 use crate::join::{self, JoinStack, Slot};
 use crate::platform;
 use crate::sleep::Sleep;
@@ -184,6 +185,9 @@ pub(crate) struct Shared {
     /// Strands spawned and not yet finished: the pool is not quiescent
     /// while any is alive, blocked or not.
     pub(crate) live_strands: AtomicUsize,
+    /// Async tasks spawned and not complete (`crate::executor`): like
+    /// live strands, they keep the pool from being quiescent.
+    pub(crate) async_tasks: LiveTasks,
     pub(crate) timers: Timers,
     /// The first failure that reached the pool unhandled (a root strand's,
     /// or one passed up from a strand with no parent); it stops the pool.
@@ -268,6 +272,7 @@ impl Shared {
             runner: AtomicUsize::new(0),
             strands: (0..cores).map(|_| CachePadded(StrandCore::new())).collect(),
             live_strands: AtomicUsize::new(0),
+            async_tasks: LiveTasks::new(slots),
             timers: Timers::new(),
             failure: SpinLock::new(None),
             #[cfg(feature = "std")]
@@ -580,7 +585,9 @@ impl Shared {
     /// Sends a fibre that was just scheduled to core `to`, the core that
     /// last ran it: into the caller's queue if that is `to`, else through
     /// the fibre mailbox of the pair (closure mailbox if `pinned`).
-    pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) {
+    /// Returns false only if the pool refused it: it has stopped, and the
+    /// caller is outside it.
+    pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) -> bool {
         let lane = |to: usize, from: usize| {
             if pinned { self.mailbox(to, from) } else { self.fibre_mailbox(to, from) }
         };
@@ -604,7 +611,7 @@ impl Shared {
                 // A pool winding down takes it (its strands must end); a
                 // stopped one refuses it: its strands were abandoned with
                 // the pool (`strand::scheduler::run_fibre`).
-                let _ = self.enter_from_outside(true, || {
+                return self.enter_from_outside(true, || {
                     // SAFETY: the task is ours to give.
                     match unsafe { lane(to, self.slots).push(task) } {
                         // `to` is awake, but may be busy for long: the
@@ -624,6 +631,7 @@ impl Shared {
                 });
             }
         }
+        true
     }
 
     /// Puts a task any core may run on the injector and announces it, from
@@ -799,7 +807,7 @@ impl Shared {
             return;
         }
         let deadlocked = self.with_posters_held(RUNNING, || {
-            if self.looks_idle() && self.live_strands.load(SeqCst) == 0 {
+            if self.looks_idle() && self.nothing_lives() {
                 return (true, false);
             }
             (false, self.looks_idle() && self.may_settle() && !self.deadlock_pending.swap(true, SeqCst))
@@ -842,12 +850,18 @@ impl Shared {
     /// be deadlocked (strands live, none has a deadline, nothing outside
     /// the pool may wake them, and no deadlock is being handled already).
     fn may_settle(&self) -> bool {
-        self.live_strands.load(SeqCst) == 0
+        self.nothing_lives()
             || (self.timers.is_empty()
                 && self.outside_waits.load(SeqCst) == 0
                 && !platform::interrupts_bound()
                 && !self.deadlock_pending.load(SeqCst)
                 && !super::owners::another_pool_runs(self.slots, self))
+    }
+
+    /// No strand and no async task lives: a pool with nothing queued
+    /// would stop.
+    fn nothing_lives(&self) -> bool {
+        self.live_strands.load(SeqCst) == 0 && self.async_tasks.count() == 0
     }
 
     /// The checks of the module docs, in their order, but for the strands.
@@ -884,12 +898,12 @@ impl Shared {
             && self.lists_empty()
             && self.timers.is_empty()
             && !super::owners::another_pool_runs(self.slots, self)
-            && self.live_strands.load(SeqCst) > 0
+            && !self.nothing_lives()
             && self.state.load(SeqCst) == RUNNING;
-        let report = if stuck { Deadlock::of(self) } else { Deadlock { waiting: alloc::vec::Vec::new() } };
+        let report = if stuck { Deadlock::of(self) } else { Deadlock::default() };
         // A strand that began to wait for a signal as the check started.
         let outside = report.waiting.iter().any(|w| w.reason == crate::strand::BlockReason::Signal);
-        if report.waiting.is_empty() || outside {
+        if (report.waiting.is_empty() && report.tasks == 0) || outside {
             // Something moved meanwhile, or no strand could be described.
             self.deadlock_pending.store(false, SeqCst);
             return;
@@ -908,6 +922,7 @@ impl Shared {
             self.closing.store(true, SeqCst);
             self.deadlock_pending.store(false, SeqCst);
             self.entries.cancel_all();
+            self.async_tasks.cancel_all();
         } else {
             // Deadlocked again while cancelled (shielded waits): give up.
             self.stop();
@@ -953,7 +968,10 @@ impl Shared {
             // SAFETY: the task is ours; `cache` belongs to this pool.
             unsafe { task::Task::call(task, Action::Discard, cache) };
         }
-        count
+        // Async tasks waiting for a wake are in no queue: the pool's list
+        // has them. With the queues empty, nothing else polls them.
+        // SAFETY: no core runs and no post is in flight (contract).
+        count + unsafe { self.async_tasks.tear_down() } as u64
     }
 }
 

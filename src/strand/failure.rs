@@ -277,7 +277,7 @@ pub fn raise(failure: Failure) -> ! {
 }
 
 #[cfg(feature = "std")]
-pub(crate) use host::{failures_in, from_unwind, install_hook, resume_counting};
+pub(crate) use host::{failures_in, from_task_unwind, from_unwind, install_hook, resume_counting};
 
 #[cfg(feature = "std")]
 mod host {
@@ -298,7 +298,8 @@ mod host {
         ONCE.call_once(|| {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
-                if crate::strand::scheduler::current().is_some() {
+                // In a strand, or in an async task's poll on a core.
+                if crate::strand::scheduler::current().is_some() || crate::pool::Pool::current().is_some() {
                     let message = info.payload_as_str().map(String::from).unwrap_or_default();
                     LAST.with(|last| {
                         *last.borrow_mut() = Some((info.location().map(Location::from), message))
@@ -351,21 +352,29 @@ mod host {
             }
             Err(payload) => payload,
         };
+        // SAFETY: the running strand's header.
+        let strand = unsafe { header.as_ref() }.id;
+        let mut failure = panicked(&*payload, Some(strand));
+        failure.others = pending;
+        failure
+    }
+
+    /// The failure of an async task whose poll unwound with `payload`.
+    pub(crate) fn from_task_unwind(payload: Box<dyn core::any::Any + Send>) -> Box<Failure> {
+        match payload.downcast::<Raised>() {
+            Ok(raised) => Box::new(raised.0),
+            Err(payload) => panicked(&*payload, None),
+        }
+    }
+
+    /// A panic's failure: its message, and where the hook saw it happen.
+    fn panicked(payload: &(dyn core::any::Any + Send), strand: Option<StrandId>) -> Box<Failure> {
         let noted = LAST.with(|last| last.borrow_mut().take());
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| String::from(*s))
             .or_else(|| payload.downcast_ref::<String>().cloned());
         let (location, noted_message) = noted.unwrap_or_default();
-        // SAFETY: the running strand's header.
-        let strand = unsafe { header.as_ref() }.id;
-        let mut failure = Box::new(Failure::new(
-            FailureKind::Panicked,
-            message.unwrap_or(noted_message),
-            location,
-            Some(strand),
-        ));
-        failure.others = pending;
-        failure
+        Box::new(Failure::new(FailureKind::Panicked, message.unwrap_or(noted_message), location, strand))
     }
 }

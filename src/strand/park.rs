@@ -22,6 +22,7 @@ use crate::sync::deadline_after;
 use crate::time::Instant;
 use core::fmt;
 use core::ptr::NonNull;
+use core::task::{RawWaker, RawWakerVTable, Waker};
 use core::time::Duration;
 
 /// Blocks the calling strand until its park token is raised, and takes it.
@@ -113,6 +114,16 @@ impl Unparker {
         unsafe { self.strand.as_ref() }.park.unpark(self.strand);
     }
 
+    /// A [`Waker`] that unparks the strand: what lets a strand poll a
+    /// future itself ([`block_on`](crate::executor::block_on)). Waking it
+    /// by reference is interrupt-safe, as [`Unparker::unpark`] is.
+    pub fn into_waker(self) -> Waker {
+        let strand = core::mem::ManuallyDrop::new(self).strand;
+        // SAFETY: the data is a control block this unparker's reference
+        // keeps, which the waker now holds; the vtable keeps the count.
+        unsafe { Waker::from_raw(RawWaker::new(strand.as_ptr().cast(), &UNPARK)) }
+    }
+
     /// The strand it wakes.
     pub fn strand(&self) -> StrandId {
         // SAFETY: as in `unpark`.
@@ -140,6 +151,43 @@ impl Drop for Unparker {
         // SAFETY: this unparker's own reference, not used again.
         unsafe { Header::release(self.strand) };
     }
+}
+
+/// The waker of [`Unparker::into_waker`]: its data is the control block,
+/// with one reference per waker, so it is an [`Unparker`] in disguise.
+static UNPARK: RawWakerVTable =
+    RawWakerVTable::new(unpark_clone, unpark_wake, unpark_wake_by_ref, unpark_drop);
+
+/// The unparker a waker's data stands for.
+///
+/// # Safety
+///
+/// `data` is the data of a waker of [`UNPARK`], whose reference the
+/// unparker takes over.
+unsafe fn unparker_of(data: *const ()) -> Unparker {
+    // SAFETY: a control block pointer, never null (contract).
+    Unparker { strand: unsafe { NonNull::new_unchecked(data.cast_mut().cast()) } }
+}
+
+unsafe fn unpark_clone(data: *const ()) -> RawWaker {
+    // SAFETY: the waker being cloned holds a reference.
+    unsafe { (*data.cast::<Header>()).acquire() };
+    RawWaker::new(data, &UNPARK)
+}
+
+unsafe fn unpark_wake(data: *const ()) {
+    // SAFETY: the waker's reference, given up with the unparker.
+    unsafe { unparker_of(data) }.unpark();
+}
+
+unsafe fn unpark_wake_by_ref(data: *const ()) {
+    // SAFETY: the waker keeps its reference: the unparker is not dropped.
+    core::mem::ManuallyDrop::new(unsafe { unparker_of(data) }).unpark();
+}
+
+unsafe fn unpark_drop(data: *const ()) {
+    // SAFETY: the waker's reference, given up with the unparker.
+    drop(unsafe { unparker_of(data) });
 }
 
 impl fmt::Debug for Unparker {

@@ -1,0 +1,296 @@
+//! Async tasks: `async fn` code polled on a pool's cores, stolen like any
+//! other work.
+//!
+//! [`Pool::spawn_async`] (or [`spawn_async`] from a core of the pool)
+//! starts a future as a task and returns its [`TaskHandle`], itself a
+//! future of the task's output that a strand can also
+//! [`join`](TaskHandle::join). [`Pool::spawn_async_on`] pins a task to one
+//! core. [`block_on`] runs a future to completion inside a strand: the
+//! strand waits between polls and its core runs other work.
+//!
+//! # How a task runs
+//!
+//! - A task is one allocation whose header is the scheduler's own task
+//!   header, so the task itself goes through the mailboxes and run queues.
+//!   Waking it allocates nothing.
+//! - Its `Waker` queues it on the core that last polled it, through the
+//!   mailbox of the pair of cores (or that core's own queue). Once there it
+//!   is stealable like any spawned work, unless it is pinned.
+//! - A wake while the task is being polled causes exactly one more poll,
+//!   and any number of wakes while a poll is owed cause one. The state
+//!   word's protocol, and why it holds, are in `executor/state.rs`.
+//! - Waking is interrupt-safe: a handler may call `wake_by_ref` on a
+//!   task's waker. It takes no lock and allocates nothing; the task
+//!   reaches its pool as a strand woken from a handler does. (Dropping
+//!   the last reference to a task frees it, so a handler should keep the
+//!   waker, as [`Signal`](crate::sync::Signal) does, rather than drop it.)
+//!
+//! # How a task ends
+//!
+//! Its future returns, and the handle gives the output. Or:
+//!
+//! - it panics: on the host the panic is caught, the future dropped, and
+//!   the handle gives [`TaskError::Failed`] (a detached task's failure
+//!   becomes the pool's, as a strand's that nobody joins does). Bare metal
+//!   does not unwind: a panic in a task is reported by the kernel's panic
+//!   handler and stops its core;
+//! - its handle cancels it ([`TaskHandle::cancel`]): the future is dropped
+//!   at its next await point, and the handle gives [`TaskError::Cancelled`];
+//! - its pool stops first: a task waiting for a wake, or queued, has its
+//!   future dropped, is counted in [`CoreStats::discarded`](crate::CoreStats::discarded),
+//!   and its handle gives [`TaskError::Stopped`].
+//!
+//! While any task is alive, its pool is not quiescent: [`Pool::run`]
+//! returns once the tasks have ended too. A pool whose only live work is
+//! tasks that nothing can wake (no deadline armed, no interrupt bound, no
+//! strand to wake them) is deadlocked, as one of blocked strands is (see
+//! [`OnDeadlock`](crate::OnDeadlock)): the tasks are then cancelled.
+//!
+//! ```
+//! use roving::{Pool, executor, platform::host::Machine};
+//!
+//! Machine::new(2).unwrap().run(|| {
+//!     let pool = Pool::new().unwrap();
+//!     let sum = pool.run(|| {
+//!         let tasks: Vec<_> = (0..4u64)
+//!             .map(|i| executor::spawn_async(async move { i * i }).unwrap())
+//!             .collect();
+//!         tasks.into_iter().map(|task| task.join().unwrap()).sum::<u64>()
+//!     });
+//!     assert_eq!(sum.unwrap(), 14);
+//! }).unwrap();
+//! ```
+
+mod cell;
+mod handle;
+pub(crate) mod list;
+pub(crate) mod state;
+
+use crate::pool::shared::Shared;
+use crate::pool::{Pool, PostError};
+use crate::strand::{self, Failure, WaitError};
+use crate::task::storage::BlockCache;
+use crate::task::{IntoTask, Task};
+use alloc::sync::Arc;
+use core::fmt;
+use core::future::Future;
+use core::pin::pin;
+use core::ptr::NonNull;
+use core::task::{Context, Poll};
+pub use handle::TaskHandle;
+
+/// Why a task has no output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// Its handle cancelled it; the future was dropped.
+    Cancelled,
+    /// It panicked (on the host); the future was dropped.
+    Failed(Failure),
+    /// Its pool stopped before it finished; the future was dropped.
+    Stopped,
+    /// Joining it from a strand failed: the caller is not a strand, or was
+    /// cancelled while it waited. The task runs on, detached.
+    Wait(WaitError),
+}
+
+impl fmt::Display for TaskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cancelled => f.write_str("the task was cancelled"),
+            Self::Failed(failure) => write!(f, "the task failed: {failure}"),
+            Self::Stopped => f.write_str("the task's pool stopped before it finished"),
+            Self::Wait(error) => write!(f, "joining the task failed: {error}"),
+        }
+    }
+}
+
+impl core::error::Error for TaskError {}
+
+/// A task about to be queued for the first time, as the pool's posting
+/// paths carry it: refused, it gives the future back.
+struct NewTask<F> {
+    header: NonNull<Header>,
+    future: core::marker::PhantomData<F>,
+}
+
+use cell::Header;
+
+impl Pool {
+    /// Spawns `future` as an async task on this pool, on whichever core
+    /// gets to it first (from a core of the pool, that core, which offers
+    /// it to idle ones). Returns its handle.
+    ///
+    /// # Errors
+    ///
+    /// [`PostError::Stopped`], [`PostError::OutOfMemory`] or
+    /// [`PostError::OtherDomain`], each carrying `future` back.
+    pub fn spawn_async<F>(&self, future: F) -> Result<TaskHandle<F::Output>, PostError<F>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_in(self.shared(), None, future)
+    }
+
+    /// Spawns `future` as an async task pinned to `core`: it is polled
+    /// only there, unless that core leaves the pool (its pin then lapses).
+    ///
+    /// # Errors
+    ///
+    /// [`PostError::NoSuchCore`], [`PostError::NotAMember`], and as for
+    /// [`Pool::spawn_async`], each carrying `future` back.
+    pub fn spawn_async_on<F>(&self, core: usize, future: F) -> Result<TaskHandle<F::Output>, PostError<F>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_in(self.shared(), Some(core), future)
+    }
+}
+
+/// [`Pool::spawn_async`] on the pool the calling core works for.
+///
+/// # Errors
+///
+/// [`PostError::NotInPool`] outside a pool's cores; otherwise as for
+/// [`Pool::spawn_async`].
+pub fn spawn_async<F>(future: F) -> Result<TaskHandle<F::Output>, PostError<F>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match Pool::current() {
+        Some(pool) => pool.spawn_async(future),
+        None => Err(PostError::NotInPool(future)),
+    }
+}
+
+/// [`Pool::spawn_async_on`] on the pool the calling core works for.
+///
+/// # Errors
+///
+/// [`PostError::NotInPool`] outside a pool's cores; otherwise as for
+/// [`Pool::spawn_async_on`].
+pub fn spawn_async_on<F>(core: usize, future: F) -> Result<TaskHandle<F::Output>, PostError<F>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match Pool::current() {
+        Some(pool) => pool.spawn_async_on(core, future),
+        None => Err(PostError::NotInPool(future)),
+    }
+}
+
+fn spawn_in<F>(
+    shared: &Arc<Shared>,
+    pin: Option<usize>,
+    future: F,
+) -> Result<TaskHandle<F::Output>, PostError<F>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    crate::platform::refuse_in_handler("spawning an async task", crate::platform::HANDLERS_DO_NOT_ALLOCATE);
+    #[cfg(feature = "std")]
+    strand::install_hook();
+    let me = shared.worker_core();
+    let shard = shared.async_tasks.shard_for(me);
+    let home = pin.or(me).unwrap_or(0);
+    let header = cell::allocate(future, shared, pin.unwrap_or(cell::UNPINNED), home, shard)
+        .map_err(PostError::OutOfMemory)?;
+    let task = NewTask { header, future: core::marker::PhantomData::<F> };
+    let posted = match pin {
+        Some(core) => shared.post(core, task),
+        None => shared.spawn(task),
+    };
+    match posted {
+        // SAFETY: the task's output type is `F::Output`; the handle's
+        // reference is one of the three it was made with.
+        Ok(()) => Ok(unsafe { TaskHandle::new(header) }),
+        // SAFETY: refused, so never queued and never listed: ours alone.
+        Err(refused) => Err(refused.map(|task| unsafe { cell::take_back::<F>(task.header) })),
+    }
+}
+
+impl<F: Send + 'static> IntoTask for NewTask<F> {
+    /// Lists the task as live in its pool: this runs only once the pool
+    /// has accepted the post (inside its window for outside posts), so a
+    /// pool's tear-down never misses a task it accepted.
+    fn into_task(self, _: Option<&mut BlockCache>) -> Result<NonNull<Task>, Self> {
+        // SAFETY: the task is new, listed nowhere; its shard is the list's.
+        unsafe {
+            let header = self.header.as_ref();
+            header.shared().async_tasks.insert(self.header);
+        }
+        Ok(Header::as_task(self.header))
+    }
+
+    unsafe fn from_task(task: NonNull<Task>, _: Option<NonNull<BlockCache>>) -> Self {
+        let header = task.cast::<Header>();
+        // SAFETY: refused after `into_task` listed it (contract): unlisted
+        // again, it is the caller's alone.
+        unsafe { header.as_ref().shared().async_tasks.remove(header) };
+        Self { header, future: core::marker::PhantomData }
+    }
+}
+
+// SAFETY: a new task belongs to whoever spawns it until it is queued; its
+// future is `Send`.
+unsafe impl<F: Send> Send for NewTask<F> {}
+
+/// Runs `future` to completion in the calling strand: polls it, and
+/// between polls parks the strand until the future's waker is woken. The
+/// strand's core runs other work meanwhile.
+///
+/// # Errors
+///
+/// [`WaitError::NotAStrand`] outside a strand (an async task awaits
+/// instead); [`WaitError::Interrupted`] if the strand is cancelled while
+/// it waits (the future is dropped).
+pub fn block_on<F: Future>(future: F) -> Result<F::Output, WaitError> {
+    let waker = strand::unparker()?.into_waker();
+    let mut context = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return Ok(output);
+        }
+        strand::park()?;
+    }
+}
+
+impl Pool {
+    /// Async tasks of this pool that have been spawned and have not
+    /// finished (queued, being polled, or waiting for a wake).
+    pub fn live_tasks(&self) -> usize {
+        self.shared().async_tasks.count()
+    }
+}
+
+/// Gives the core to other work once: the task is queued again behind
+/// what its core has queued, and resumes when polled next.
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future of [`yield_now`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: core::pin::Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        context.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

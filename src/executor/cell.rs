@@ -1,0 +1,462 @@
+//! An async task's one allocation: the header every core, waker and
+//! handle reaches it by, the output, and the future.
+//!
+//! The header starts with the scheduler's task header, so the task itself
+//! is what travels through the mailboxes and run queues: a wake queues the
+//! allocation it already has and allocates nothing. The output comes
+//! right after the header, at an offset that depends only on the output's
+//! type ([`Head`]), so a [`TaskHandle`](super::TaskHandle) reads it
+//! without knowing the future's type.
+
+use super::TaskError;
+use super::state::{AfterPending, Start, TaskState, Wake};
+use crate::pool::shared::Shared;
+use crate::spin_lock::SpinLock;
+use crate::strand::Failure;
+use crate::task::storage::BlockCache;
+use crate::task::{Action, Task};
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::cell::UnsafeCell;
+use core::future::Future;
+use core::mem::ManuallyDrop;
+use core::pin::Pin;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::Ordering::Relaxed;
+use core::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+/// `pin` of a task any core may run.
+pub(super) const UNPINNED: usize = usize::MAX;
+
+/// What code that knows only the header needs from the future's type.
+pub(super) struct Vtable {
+    /// Drops the stored output (nobody will read it).
+    drop_output: unsafe fn(NonNull<Header>),
+    /// Drops the future, storing [`TaskError::Stopped`] as the output.
+    abandon: unsafe fn(NonNull<Header>),
+    /// Frees the allocation.
+    free: unsafe fn(NonNull<Header>),
+}
+
+/// The [`Vtable`] of future `F`, as a constant so a `'static` reference
+/// to it is free.
+struct VtableOf<F>(core::marker::PhantomData<F>);
+
+impl<F: Future> VtableOf<F> {
+    const VTABLE: Vtable =
+        Vtable { drop_output: drop_output::<F>, abandon: abandon_stopped::<F>, free: free::<F> };
+}
+
+/// The part of every task that is the same whatever its future.
+#[repr(C)]
+pub(crate) struct Header {
+    /// First: the task is its own queue node.
+    task: Task,
+    pub(super) state: TaskState,
+    vtable: &'static Vtable,
+    /// The pool, held until the task is freed, so a late waker never finds
+    /// it gone.
+    shared: ManuallyDrop<Arc<Shared>>,
+    /// The core that last polled it: a wake sends it back there.
+    home: AtomicUsize,
+    pin: usize,
+    /// The handle's waker, woken when the task completes.
+    pub(super) join: SpinLock<Option<Waker>>,
+    /// Links in the pool's list of live tasks, guarded by its lock.
+    pub(super) links: UnsafeCell<[*mut Header; 2]>,
+    /// Which of the list's shards holds it.
+    pub(super) shard: usize,
+}
+
+/// The header and the output: all a handle of output `T` reads.
+#[repr(C)]
+pub(super) struct Head<T> {
+    pub(super) header: Header,
+    /// Written by the task's poller before `DONE`; then the handle's, or
+    /// dropped by the poller if there is no handle.
+    pub(super) output: UnsafeCell<Option<Result<T, TaskError>>>,
+}
+
+/// The whole allocation.
+#[repr(C)]
+struct Cell<F: Future> {
+    head: Head<F::Output>,
+    /// Present until the task completes; touched only by its poller.
+    future: UnsafeCell<Option<F>>,
+}
+
+impl Header {
+    pub(super) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    pub(super) fn pinned(&self) -> Option<usize> {
+        (self.pin != UNPINNED).then_some(self.pin)
+    }
+
+    /// The task as the scheduler's queues see it.
+    pub(super) fn as_task(header: NonNull<Header>) -> NonNull<Task> {
+        header.cast()
+    }
+}
+
+/// Makes a task of `future` for `shared`, queued on nothing yet, with
+/// three references: its handle's, the pool's list's and the first run
+/// queue's. `None` if memory ran out (the future comes back).
+pub(super) fn allocate<F>(
+    future: F,
+    shared: &Arc<Shared>,
+    pin: usize,
+    home: usize,
+    shard: usize,
+) -> Result<NonNull<Header>, F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let layout = core::alloc::Layout::new::<Cell<F>>();
+    // SAFETY: the layout has a non-zero size (it holds a header).
+    let Some(memory) = NonNull::new(unsafe { alloc::alloc::alloc(layout) }.cast::<Cell<F>>()) else {
+        return Err(future);
+    };
+    let header = Header {
+        task: Task::new(run::<F>),
+        state: TaskState::new(3),
+        vtable: &VtableOf::<F>::VTABLE,
+        shared: ManuallyDrop::new(shared.clone()),
+        home: AtomicUsize::new(home),
+        pin,
+        join: SpinLock::new(None),
+        links: UnsafeCell::new([ptr::null_mut(); 2]),
+        shard,
+    };
+    let cell =
+        Cell { head: Head { header, output: UnsafeCell::new(None) }, future: UnsafeCell::new(Some(future)) };
+    // SAFETY: fresh memory with this layout.
+    unsafe { memory.write(cell) };
+    Ok(memory.cast())
+}
+
+/// Takes the future back out of a task that was never queued, and frees
+/// it.
+///
+/// # Safety
+///
+/// The caller holds every reference (it has just made the task, which
+/// was refused), and the future's type is `F`.
+pub(super) unsafe fn take_back<F: Future>(header: NonNull<Header>) -> F {
+    let cell = header.cast::<Cell<F>>();
+    // SAFETY: a task nobody else knows of (contract); read once.
+    let future = unsafe { (*(*cell.as_ptr()).future.get()).take() };
+    // SAFETY: as above; nothing is stored in the output yet.
+    unsafe { free::<F>(header) };
+    future.expect("a task never queued still has its future")
+}
+
+/// Drops a reference; the last frees the task.
+///
+/// # Safety
+///
+/// The caller holds a reference to the live task and gives it up.
+pub(super) unsafe fn release(header: NonNull<Header>) {
+    // SAFETY: live while the caller's reference is (contract).
+    let header_ref = unsafe { header.as_ref() };
+    if header_ref.state.release() {
+        // SAFETY: the last reference: nobody else can reach it.
+        unsafe { (header_ref.vtable.free)(header) };
+    }
+}
+
+/// Frees the allocation.
+///
+/// # Safety
+///
+/// The caller gives up the last reference; the future's type is `F`.
+unsafe fn free<F: Future>(header: NonNull<Header>) {
+    let cell = header.cast::<Cell<F>>();
+    // SAFETY: the last reference (caller's contract), so ours alone; the
+    // pool's reference is dropped once, here.
+    unsafe {
+        ManuallyDrop::drop(&mut (*cell.as_ptr()).head.header.shared);
+        ptr::drop_in_place(cell.as_ptr());
+        alloc::alloc::dealloc(cell.as_ptr().cast(), core::alloc::Layout::new::<Cell<F>>());
+    }
+}
+
+/// Drops the stored output.
+///
+/// # Safety
+///
+/// The task is done and the caller owns its output: the handle is gone,
+/// or the caller is the handle. The future's type is `F`.
+unsafe fn drop_output<F: Future>(header: NonNull<Header>) {
+    let cell = header.cast::<Cell<F>>();
+    // SAFETY: the caller owns the output (the handle is gone and the task
+    // is done, or it is the handle and the task is done).
+    let output = unsafe { (*(*cell.as_ptr()).head.output.get()).take() };
+    // SAFETY: live: the caller holds a reference.
+    drop_output_value(unsafe { header.as_ref() }, output);
+}
+
+/// Drops an output nobody will read; a failure in it becomes the pool's,
+/// as a strand's that nobody joins does.
+pub(super) fn drop_output_value<T>(header: &Header, output: Option<Result<T, TaskError>>) {
+    if let Some(Err(TaskError::Failed(failure))) = output {
+        header.shared().fail(Some(Box::new(failure)));
+    }
+}
+
+/// Queues the task on the core that last polled it (through the
+/// mailboxes), or on its pinned core. The caller won the wake and gives
+/// the queue its reference. If the pool has stopped, the task stays
+/// where it is for the pool's tear-down, and the reference is dropped.
+///
+/// # Safety
+///
+/// The caller holds the reference the wake added.
+pub(super) unsafe fn schedule(header: NonNull<Header>) {
+    // SAFETY: live while the caller's reference is.
+    let header_ref = unsafe { header.as_ref() };
+    let to = header_ref.pinned().unwrap_or_else(|| header_ref.home.load(Relaxed));
+    let shared = header_ref.shared();
+    if !shared.schedule_fibre(Header::as_task(header), to, header_ref.pinned().is_some()) {
+        // SAFETY: refused: the reference is still the caller's.
+        unsafe { release(header) };
+    }
+}
+
+/// A wake by reference: what every waker of the task does.
+///
+/// # Safety
+///
+/// `header` is live (the caller holds a reference).
+pub(super) unsafe fn wake(header: NonNull<Header>) {
+    // SAFETY: live (contract).
+    if unsafe { header.as_ref() }.state.wake() == Wake::Queue {
+        // SAFETY: the wake added the reference the queue now owns.
+        unsafe { schedule(header) };
+    }
+}
+
+/// Cancels the task (see `state`).
+///
+/// # Safety
+///
+/// As for [`wake`].
+pub(super) unsafe fn cancel(header: NonNull<Header>) {
+    // SAFETY: live (contract).
+    if unsafe { header.as_ref() }.state.cancel() == Wake::Queue {
+        // SAFETY: the cancel added the reference the queue now owns.
+        unsafe { schedule(header) };
+    }
+}
+
+static WAKER: RawWakerVTable = RawWakerVTable::new(waker_clone, waker_wake, waker_wake_by_ref, waker_drop);
+
+unsafe fn waker_clone(data: *const ()) -> RawWaker {
+    // SAFETY: the waker being cloned holds a reference.
+    unsafe { (*data.cast::<Header>()).state.acquire() };
+    RawWaker::new(data, &WAKER)
+}
+
+unsafe fn waker_wake(data: *const ()) {
+    // SAFETY: the waker's own reference, given up after the wake.
+    unsafe {
+        waker_wake_by_ref(data);
+        waker_drop(data);
+    }
+}
+
+unsafe fn waker_wake_by_ref(data: *const ()) {
+    // SAFETY: the waker holds a reference.
+    unsafe { wake(NonNull::new_unchecked(data.cast_mut().cast())) }
+}
+
+unsafe fn waker_drop(data: *const ()) {
+    // SAFETY: the waker's own reference.
+    unsafe { release(NonNull::new_unchecked(data.cast_mut().cast())) }
+}
+
+/// The `TaskFn` of a task of future `F`: poll it, or (the pool is
+/// stopping) drop it.
+///
+/// # Safety
+///
+/// As for [`TaskFn`](crate::task::TaskFn): the caller took the task out
+/// of a queue and holds the queue's reference.
+unsafe fn run<F>(task: NonNull<Task>, action: Action, cache: NonNull<BlockCache>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    // SAFETY: the calling core's cache (contract), read for its index.
+    let me = unsafe { cache.as_ref() }.core();
+    let header = task.cast::<Header>();
+    // SAFETY: the queue's reference keeps it live.
+    let header_ref = unsafe { header.as_ref() };
+    let start = header_ref.state.start_poll();
+    let ending = match (action, start) {
+        (Action::Discard, _) => Some(TaskError::Stopped),
+        (Action::Run, Start::Cancelled) => Some(TaskError::Cancelled),
+        (Action::Run, Start::Poll) => {
+            // SAFETY: we hold the queue's reference and `RUNNING`.
+            match unsafe { poll::<F>(header, me) } {
+                Some(()) => None,
+                None => match header_ref.state.end_pending() {
+                    AfterPending::Idle => {
+                        // SAFETY: the queue's reference, not used again.
+                        unsafe { release(header) };
+                        return;
+                    }
+                    AfterPending::Requeue => {
+                        header_ref.shared().requeue_local(me, task, header_ref.pinned().is_some());
+                        return;
+                    }
+                    AfterPending::Cancelled => Some(TaskError::Cancelled),
+                },
+            }
+        }
+    };
+    if let Some(error) = ending {
+        // SAFETY: we hold `RUNNING`, so the future is ours.
+        unsafe { abandon::<F>(header, error) };
+    }
+    // SAFETY: we hold `RUNNING` and the queue's reference.
+    unsafe { complete(header) };
+}
+
+/// Polls the future once. `Some` if it finished: the output (or the
+/// failure it panicked with) is stored and the future dropped.
+///
+/// # Safety
+///
+/// The caller holds `RUNNING` and a reference.
+unsafe fn poll<F>(header: NonNull<Header>, me: usize) -> Option<()>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let cell = header.cast::<Cell<F>>();
+    // SAFETY: live; the future is touched only under `RUNNING`, ours.
+    let (header_ref, future) = unsafe { (header.as_ref(), &mut *(*cell.as_ptr()).future.get()) };
+    header_ref.home.store(me, Relaxed);
+    // A waker that borrows the poller's reference: cloning it takes one.
+    // SAFETY: the vtable's functions keep its contract.
+    let waker = ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(header.as_ptr().cast(), &WAKER)) });
+    let mut context = Context::from_waker(&waker);
+    let polled = catching_panic(|| {
+        let future = future.as_mut().expect("a task being polled has its future");
+        // SAFETY: the future never moves: it stays in the allocation until
+        // it is dropped in place.
+        unsafe { Pin::new_unchecked(future) }.poll(&mut context)
+    });
+    let output = match polled {
+        Ok(Poll::Pending) => return None,
+        Ok(Poll::Ready(value)) => Ok(value),
+        Err(failure) => Err(TaskError::Failed(failure)),
+    };
+    // SAFETY: as above.
+    unsafe { finish_future::<F>(header, output) };
+    Some(())
+}
+
+/// Drops the future and stores `error` as the output.
+///
+/// # Safety
+///
+/// As for [`poll`].
+unsafe fn abandon<F: Future>(header: NonNull<Header>, error: TaskError) {
+    // SAFETY: forwarded.
+    unsafe { finish_future::<F>(header, Err(error)) }
+}
+
+/// [`abandon`] for a pool that stopped, as the vtable has it.
+///
+/// # Safety
+///
+/// As for [`poll`].
+unsafe fn abandon_stopped<F: Future>(header: NonNull<Header>) {
+    // SAFETY: forwarded.
+    unsafe { abandon::<F>(header, TaskError::Stopped) }
+}
+
+/// Drops the future in place (a panic in its drop is the task's failure)
+/// and stores the output.
+///
+/// # Safety
+///
+/// As for [`poll`].
+unsafe fn finish_future<F: Future>(header: NonNull<Header>, output: Result<F::Output, TaskError>) {
+    let cell = header.cast::<Cell<F>>();
+    // SAFETY: ours under `RUNNING`.
+    let future = unsafe { &mut *(*cell.as_ptr()).future.get() };
+    let dropped = catching_panic(|| drop(future.take()));
+    let output = match (output, dropped) {
+        (Ok(_), Err(failure)) => Err(TaskError::Failed(failure)),
+        (output, _) => output,
+    };
+    // SAFETY: the output is written only here, before `DONE`.
+    unsafe { *(*cell.as_ptr()).head.output.get() = Some(output) };
+}
+
+/// The poller's last steps: `DONE`, out of the pool's list, the handle
+/// woken, and the queue's reference dropped.
+///
+/// # Safety
+///
+/// The caller holds `RUNNING` and a reference, has stored the output and
+/// dropped the future.
+pub(super) unsafe fn complete(header: NonNull<Header>) {
+    // SAFETY: live (contract).
+    let header_ref = unsafe { header.as_ref() };
+    if !header_ref.state.complete() {
+        // SAFETY: no handle will read the output: it is ours.
+        unsafe { (header_ref.vtable.drop_output)(header) };
+    }
+    let shared = header_ref.shared();
+    // SAFETY: in the list since it was spawned; the list's reference.
+    unsafe {
+        shared.async_tasks.remove(header);
+        release(header);
+    }
+    let waker = header_ref.join.lock().take();
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+    // SAFETY: the caller's reference, not used again.
+    unsafe { release(header) };
+}
+
+/// Drops the future of a task no core will poll again (the pool's
+/// tear-down, see `state`), completing it with `TaskError::Stopped`.
+/// False if it was not claimed (it is done, or being polled).
+///
+/// # Safety
+///
+/// `header` is live, and the caller holds a reference for the call.
+pub(super) unsafe fn tear_down(header: NonNull<Header>) -> bool {
+    // SAFETY: live (contract).
+    let header_ref = unsafe { header.as_ref() };
+    if !header_ref.state.claim_for_teardown() {
+        return false;
+    }
+    header_ref.state.acquire();
+    // SAFETY: claimed: `RUNNING` is ours, and so is the future. The
+    // reference taken above is the one `complete` gives up.
+    unsafe {
+        (header_ref.vtable.abandon)(header);
+        complete(header);
+    }
+    true
+}
+
+/// Runs `f`; on the host a panic in it becomes a failure. Bare metal does
+/// not unwind: the kernel's panic handler reports it.
+fn catching_panic<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
+    #[cfg(feature = "std")]
+    return std::panic::catch_unwind(core::panic::AssertUnwindSafe(f))
+        .map_err(|payload| *crate::strand::from_task_unwind(payload));
+    #[cfg(not(feature = "std"))]
+    return Ok(f());
+}
