@@ -24,6 +24,9 @@
 //!   release a semaphore 1,000 times, and send 2,000 messages to an actor
 //!   through an `InterruptSender` of 4 slots (retrying when it is full),
 //!   while the cores work.
+//! - **async tasks**: 2,000 async tasks yield 20 times each, stolen between
+//!   the cores; then 100 tasks each wait for a counter that two stand-in
+//!   handlers raise 20 times, waking the task by reference each time.
 //!
 //! After each pool ends, no fibre may still be held.
 //!
@@ -32,14 +35,19 @@
 //! (default: two per CPU).
 #![cfg(feature = "std")]
 
+#[path = "common/async_cases.rs"]
+mod async_cases;
 mod support;
 
 use roving::Pool;
 use roving::actor::{Actor, Context, InterruptSendError};
 use roving::strand::{self, JoinHandle, Unparker};
 use roving::sync::{Semaphore, channel};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::task::{Context as TaskContext, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -83,6 +91,11 @@ impl Drop for Hogs {
             let _ = hog.join();
         }
     }
+}
+
+/// The async tasks workload's first half (module docs).
+fn async_tasks() -> u64 {
+    async_cases::many_tasks(2_000, 20).0
 }
 
 fn join_all<T>(handles: Vec<JoinHandle<T>>) -> Vec<T> {
@@ -231,6 +244,64 @@ fn interrupts(handler: &dyn Fn(support::Outside) -> support::OutsideHandle) -> (
     (seen, RELEASES, tally.load(SeqCst))
 }
 
+/// Waits until its counter reaches `UNPARKS`, keeping its waker where the
+/// stand-in handlers find it.
+struct Counted {
+    index: usize,
+    counts: Arc<Vec<AtomicU64>>,
+    wakers: Arc<Vec<spin::Mutex<Option<Waker>>>>,
+}
+
+impl Future for Counted {
+    type Output = u64;
+    fn poll(self: Pin<&mut Self>, context: &mut TaskContext<'_>) -> Poll<u64> {
+        {
+            let mut slot = self.wakers[self.index].lock();
+            if !slot.as_ref().is_some_and(|w| w.will_wake(context.waker())) {
+                *slot = Some(context.waker().clone());
+            }
+        }
+        let count = self.counts[self.index].load(SeqCst);
+        if count >= UNPARKS { Poll::Ready(count) } else { Poll::Pending }
+    }
+}
+
+/// The async tasks workload's interrupt half (module docs); returns the
+/// counts the tasks saw.
+fn interrupt_wakes(handler: &dyn Fn(support::Outside) -> support::OutsideHandle) -> u64 {
+    let counts: Arc<Vec<AtomicU64>> = Arc::new((0..PARKED).map(|_| AtomicU64::new(0)).collect());
+    let wakers: Arc<Vec<spin::Mutex<Option<Waker>>>> =
+        Arc::new((0..PARKED).map(|_| spin::Mutex::new(None)).collect());
+    let tasks: Vec<_> = (0..PARKED)
+        .map(|index| {
+            let future = Counted { index, counts: counts.clone(), wakers: wakers.clone() };
+            roving::spawn_async(future).expect("spawn a waiting task")
+        })
+        .collect();
+    let devices: Vec<_> = (0..2usize)
+        .map(|device| {
+            let (counts, wakers) = (counts.clone(), wakers.clone());
+            handler(Box::new(move || {
+                for round in 1..=UNPARKS {
+                    for i in (device..PARKED).step_by(2) {
+                        counts[i].store(round, SeqCst);
+                        if let Some(waker) = wakers[i].lock().as_ref() {
+                            waker.wake_by_ref();
+                        }
+                    }
+                }
+            }))
+        })
+        .collect();
+    let seen = tasks.into_iter().map(|task| task.join().expect("a waiting task finishes")).sum();
+    for device in devices {
+        device.join();
+    }
+    // The wakers go with the tasks' last references, here, not in a handler.
+    drop(wakers);
+    seen
+}
+
 #[test]
 fn strands_survive_an_oversubscribed_host() {
     let budget = Duration::from_secs(env_number("ROVING_STRESS_SECS").unwrap_or(20));
@@ -244,19 +315,29 @@ fn strands_survive_an_oversubscribed_host() {
                 let value = f();
                 (value, start.elapsed())
             };
-            let ((lone, t0), (storm, t1), (yields, t2), (sum, t3)) = support::on_pool(cores, || {
-                (timed(lone_spawner), timed(spawn_storm), timed(yield_many), timed(pairs))
-            });
+            let ((lone, t0), (storm, t1), (yields, t2), (sum, t3), (tasks, t4)) =
+                support::on_pool(cores, || {
+                    (
+                        timed(lone_spawner),
+                        timed(spawn_storm),
+                        timed(yield_many),
+                        timed(pairs),
+                        timed(async_tasks),
+                    )
+                });
             if std::env::var_os("ROVING_STRESS_VERBOSE").is_some() {
                 eprintln!(
-                    "{cores} cores: lone spawner {t0:?}, storm {t1:?}, yield many {t2:?}, pairs {t3:?}"
+                    "{cores} cores: lone spawner {t0:?}, storm {t1:?}, yield many {t2:?}, pairs {t3:?}, async tasks {t4:?}"
                 );
             }
+            assert_eq!(tasks, (0..2_000).sum::<u64>(), "async tasks at {cores} cores");
             assert_eq!(lone, (0..1_500).sum::<u64>(), "lone spawner at {cores} cores");
             assert_eq!(storm, expected_storm_sum(), "spawn storm at {cores} cores");
             assert_eq!(yields, 200 * 200, "yield many at {cores} cores");
             assert_eq!(sum, (0..1_000).sum::<u64>(), "pairs at {cores} cores");
             assert_eq!(strand::usage().fibres_in_use, 0, "a fibre is still held after the pool ended");
+            let seen = support::with_outside(cores, interrupt_wakes);
+            assert_eq!(seen, PARKED as u64 * UNPARKS, "async tasks woken by handlers at {cores} cores");
             let (seen, permits, sum) = support::with_outside(cores, interrupts);
             assert_eq!(seen, PARKED as u64 * UNPARKS, "unparks seen at {cores} cores");
             assert_eq!(permits, RELEASES, "permits at {cores} cores");
