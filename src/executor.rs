@@ -71,10 +71,11 @@ use crate::pool::{Pool, PostError};
 use crate::strand::{self, Failure, WaitError};
 use crate::task::storage::BlockCache;
 use crate::task::{IntoTask, Task};
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::fmt;
 use core::future::Future;
-use core::pin::pin;
+use core::pin::Pin;
 use core::ptr::NonNull;
 use core::task::{Context, Poll};
 pub use handle::TaskHandle;
@@ -244,21 +245,63 @@ unsafe impl<F: Send> Send for NewTask<F> {}
 /// between polls parks the strand until the future's waker is woken. The
 /// strand's core runs other work meanwhile.
 ///
+/// The future is moved to the heap first (one allocation). A strand that
+/// waits is not always resident on its fibre: another strand may have the
+/// stack meanwhile (copy-swap). A pending future may have given out its
+/// own address, as roving's waits do (a waiter record in the future, found
+/// by whoever wakes it), and nothing may reach into the stack of a strand
+/// that is not resident.
+///
 /// # Errors
 ///
 /// [`WaitError::NotAStrand`] outside a strand (an async task awaits
-/// instead); [`WaitError::Interrupted`] if the strand is cancelled while
-/// it waits (the future is dropped).
+/// instead); [`WaitError::OutOfMemory`] if there was no memory to move the
+/// future to; [`WaitError::Interrupted`] if the strand is cancelled while
+/// it waits. The future is dropped in each case.
 pub fn block_on<F: Future>(future: F) -> Result<F::Output, WaitError> {
     let waker = strand::unparker()?.into_waker();
-    let mut context = Context::from_waker(&waker);
-    let mut future = pin!(future);
+    let future = pin_on_heap(future).map_err(|_| WaitError::OutOfMemory)?;
+    poll_in_strand(future, &waker)
+}
+
+/// [`block_on`] for a future that gives out no address of its own, so it
+/// may stay on the strand's stack: a [`TaskHandle`], whose waker is kept
+/// in the task's header.
+pub(crate) fn block_on_unmoved<F: Future + Unpin>(future: F) -> Result<F::Output, WaitError> {
+    let waker = strand::unparker()?.into_waker();
+    poll_in_strand(future, &waker)
+}
+
+fn poll_in_strand<F: Future + Unpin>(
+    mut future: F,
+    waker: &core::task::Waker,
+) -> Result<F::Output, WaitError> {
+    let mut context = Context::from_waker(waker);
     loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+        if let Poll::Ready(output) = Pin::new(&mut future).poll(&mut context) {
             return Ok(output);
         }
         strand::park()?;
     }
+}
+
+/// `future` in a heap allocation, pinned there; gives it back if memory
+/// ran out (where `Box::pin` would abort).
+fn pin_on_heap<F>(future: F) -> Result<Pin<Box<F>>, F> {
+    let layout = core::alloc::Layout::new::<F>();
+    if layout.size() == 0 {
+        return Ok(Box::pin(future));
+    }
+    // SAFETY: the layout has a non-zero size.
+    let Some(memory) = NonNull::new(unsafe { alloc::alloc::alloc(layout) }.cast::<F>()) else {
+        return Err(future);
+    };
+    // SAFETY: fresh memory with `F`'s layout, which the box frees with the
+    // same layout from the global allocator.
+    Ok(Box::into_pin(unsafe {
+        memory.write(future);
+        Box::from_raw(memory.as_ptr())
+    }))
 }
 
 impl Pool {

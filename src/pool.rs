@@ -61,6 +61,7 @@ pub use deadlock::{Deadlock, OnDeadlock, Waiter};
 pub use error::{DestroyError, PinError, PoolError, PostError, ResizeError, RunError, SendError};
 pub use resize::free_cores;
 pub use stats::CoreStats;
+pub(crate) use timers::TimerNode;
 
 use crate::atomics::Ordering::SeqCst;
 use crate::domain::DomainId;

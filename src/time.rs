@@ -1,8 +1,23 @@
-//! Time on the platform's tick counter.
+//! Time on the platform's tick counter, and timers for async tasks.
+//!
+//! [`Instant`] reads the machine's monotonic tick counter. [`sleep`],
+//! [`sleep_until`] and [`timeout`] are futures for async tasks, armed on
+//! the pool's timer heap, the one that wakes sleeping strands
+//! ([`strand::sleep`](crate::strand::sleep)): on bare metal an idle pool
+//! waits for them in its timer interrupt, with no core spinning.
+
+#[cfg(not(loom))]
+mod sleep;
+#[cfg(not(loom))]
+mod timeout;
 
 use crate::platform;
 use core::ops::{Add, Sub};
 use core::time::Duration;
+#[cfg(not(loom))]
+pub use sleep::{Sleep, sleep, sleep_until};
+#[cfg(not(loom))]
+pub use timeout::{Elapsed, Timeout, timeout, timeout_at};
 
 /// A point on the machine's monotonic tick counter, shared by all cores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

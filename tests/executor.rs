@@ -198,3 +198,61 @@ fn spawning_outside_a_pool_gives_the_future_back() {
         other => panic!("spawned outside a pool: {other:?}"),
     }
 }
+
+#[test]
+fn a_driver_task_takes_every_signal_a_stand_in_handler_raises() {
+    const RAISES: u64 = 2_000;
+    let taken = with_outside(2, |outside| {
+        let ready = Arc::new(roving::sync::Signal::new());
+        let raised = Arc::new(AtomicUsize::new(0));
+        let (signal, count) = (ready.clone(), raised.clone());
+        let driver = executor::spawn_async(async move {
+            let mut taken = 0;
+            while taken < RAISES {
+                signal.wait_async().await.unwrap();
+                taken += 1;
+                // Each raise waits for the one before to be taken, so none
+                // coalesce: the handler below raises only then.
+                count.store(taken as usize, SeqCst);
+            }
+            taken
+        })
+        .unwrap();
+        let device = outside(Box::new(move || {
+            for n in 0..RAISES as usize {
+                while raised.load(SeqCst) < n {
+                    std::thread::yield_now();
+                }
+                ready.signal();
+            }
+        }));
+        let taken = driver.join().unwrap();
+        device.join();
+        taken
+    });
+    assert_eq!(taken, 2_000);
+}
+
+#[test]
+fn a_signal_given_to_a_dropped_wait_is_raised_again() {
+    on_pool(2, || {
+        let signal = roving::sync::Signal::new();
+        let mut context = Context::from_waker(Waker::noop());
+        {
+            let mut wait = std::pin::pin!(signal.wait_async());
+            assert!(wait.as_mut().poll(&mut context).is_pending());
+            // A second waiter is refused while the first waits.
+            let mut second = std::pin::pin!(signal.wait_async());
+            assert_eq!(
+                second.as_mut().poll(&mut context),
+                Poll::Ready(Err(roving::sync::WaitError::Occupied))
+            );
+            signal.signal();
+            // Delivered to the first, which is dropped without looking.
+        }
+        assert!(signal.try_take(), "the delivered signal was lost with its wait");
+        // A wait that has not registered yet takes a raised signal at once.
+        signal.signal();
+        assert_eq!(roving::block_on(signal.wait_async()).unwrap(), Ok(()));
+    });
+}

@@ -11,7 +11,8 @@
 //! touches the waiter after the waiter has left, and a waiter back for the
 //! next signal while the firer finishes is let in, not refused. Each model
 //! runs on both words: a signal's (pointer-sized, the waiter's address)
-//! and a strand's park token (a byte, the waiter known).
+//! and a strand's park token (a byte, the waiter known). Two more run an
+//! async task's wait, whose every wake reaches it, waiting or dropped early.
 #![cfg(loom)]
 
 use loom::sync::Arc;
@@ -103,4 +104,52 @@ fn a_park_token_reaches_its_parked_strand_once() {
 #[test]
 fn a_park_token_racing_a_deadline_is_taken_once_and_never_touches_a_gone_strand() {
     model(true, SignalWord::<AtomicU8>::new_byte, SIGNAL_WAITING);
+}
+
+/// An async task's wait: every wake reaches it, so it either sees the
+/// firer take its address (delivered) or, dropped first, leaves; with
+/// `drop_early` it leaves at once, without looking, as a future dropped
+/// mid-wait does. The signal is either delivered or still set, never both
+/// and never neither, and the firer never touches the node after it left.
+fn model_async(drop_early: bool) {
+    const TAGGED: usize = ADDRESS | 4;
+    loom::model(move || {
+        let word = Arc::new(SignalWord::new());
+        let left = Arc::new(AtomicBool::new(false));
+        let firer = {
+            let (word, left) = (word.clone(), left.clone());
+            thread::spawn(move || {
+                word.fire(|got_address| {
+                    assert_eq!(got_address, TAGGED);
+                    assert!(!left.load(SeqCst), "the firer touched a wait that had left");
+                    true
+                });
+            })
+        };
+        let got = match word.register(TAGGED, thread::yield_now) {
+            SignalRegister::Taken => true,
+            SignalRegister::Occupied => unreachable!("one waiter"),
+            SignalRegister::Registered if drop_early => word.leave_delivered(TAGGED, thread::yield_now),
+            SignalRegister::Registered => {
+                while word.still_waiting(TAGGED, thread::yield_now) {
+                    thread::yield_now();
+                }
+                true
+            }
+        };
+        left.store(true, SeqCst);
+        firer.join().unwrap();
+        let still_set = word.try_take();
+        assert!(got ^ still_set, "the signal was lost or taken twice (got {got}, still set {still_set})");
+    });
+}
+
+#[test]
+fn a_signal_reaches_an_async_waiter_once() {
+    model_async(false);
+}
+
+#[test]
+fn a_signal_racing_a_dropped_async_wait_is_delivered_or_kept() {
+    model_async(true);
 }

@@ -72,7 +72,7 @@ impl<T> TaskHandle<T> {
     /// [`TaskError::Wait`] if the caller is not a strand or is cancelled
     /// while it waits (the task runs on, detached).
     pub fn join(self) -> Result<T, TaskError> {
-        super::block_on(self).map_err(TaskError::Wait)?
+        super::block_on_unmoved(self).map_err(TaskError::Wait)?
     }
 
     /// Takes the output of a finished task.

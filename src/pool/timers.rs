@@ -1,7 +1,9 @@
-//! A pool's timers: the deadlines of sleeping and timed-out strands.
+//! A pool's timers: the deadlines of sleeping and timed-out strands, and of
+//! async tasks' sleeps.
 //!
-//! A binary min-heap under a spin lock, with each strand's index kept in
-//! its control block so a strand woken early leaves the heap in O(log n).
+//! A binary min-heap under a spin lock, with each entry's index kept in its
+//! owner (a strand's control block, or the [`TimerNode`] in a task's
+//! `Sleep` future) so an entry woken early leaves the heap in O(log n).
 //! Its storage grows by chunks allocated outside the lock (`chunked.rs`).
 //! `earliest` mirrors the heap's top outside the lock, so cores can ask
 //! "is anything due?" with one load.
@@ -28,6 +30,11 @@
 //! Expiry signals the strand under the lock; a strand woken by something
 //! else removes its entry under the same lock before it moves on, so the
 //! heap never holds a control block that is gone (see `strand::wait`).
+//! A task's entry is marked fired and its waker woken under the lock; its
+//! future removes the entry, under the lock, when it is dropped first (a
+//! pinned future is dropped before its memory is reused), and a future
+//! with an entry is never on a strand's stack (`block_on` moves it to the
+//! heap), so the heap never points at a node that is gone or not resident.
 //! The lock masks interrupts, so expiry takes it once per strand: a
 //! thousand strands due at once would otherwise hold interrupts off for a
 //! thousand wake-ups. Removing the top entry sifts a hole down the heap,
@@ -42,18 +49,85 @@ use crate::strand::control::{Header, state};
 use crate::strand::scheduler;
 use crate::time::Instant;
 use chunked::Chunked;
-use core::ptr::NonNull;
+use core::cell::UnsafeCell;
+use core::marker::PhantomPinned;
+use core::pin::Pin;
+use core::ptr::{self, NonNull};
+use core::task::Waker;
+
+/// The control block an untagged entry points at.
+fn strand_of(target: *mut ()) -> NonNull<Header> {
+    // SAFETY: an entry's target is never null.
+    unsafe { NonNull::new_unchecked(target.cast()) }
+}
 
 const NOT_QUEUED: u32 = u32::MAX;
+
+/// The low bit of an entry's target that is a task's node.
+const TASK: usize = 1;
 
 #[derive(Clone, Copy)]
 struct Entry {
     deadline: u64,
-    strand: NonNull<Header>,
+    /// A strand's control block, or (tagged with [`TASK`]) a task's node.
+    target: *mut (),
 }
 
-// SAFETY: entries point at control blocks, which are `Send`.
+// SAFETY: entries point at control blocks and pinned task nodes, which are
+// shared between cores by design; the heap's lock guards what they touch.
 unsafe impl Send for Entry {}
+
+impl Entry {
+    fn strand(deadline: u64, strand: NonNull<Header>) -> Self {
+        Self { deadline, target: strand.as_ptr().cast() }
+    }
+
+    fn task(deadline: u64, node: &TimerNode) -> Self {
+        Self { deadline, target: ptr::from_ref(node).cast_mut().cast::<()>().map_addr(|a| a | TASK) }
+    }
+
+    fn node(self) -> Option<*mut TimerNode> {
+        (self.target.addr() & TASK != 0).then(|| self.target.map_addr(|a| a & !TASK).cast())
+    }
+
+    /// Where the entry's index is kept.
+    fn slot(self) -> *mut u32 {
+        match self.node() {
+            // SAFETY: a node in the heap is live (module docs).
+            Some(node) => unsafe { (*node).slot.get() },
+            // SAFETY: a control block in the heap is live (module docs).
+            None => unsafe { (*self.target.cast::<Header>()).timer_slot.get() },
+        }
+    }
+}
+
+/// An async task's entry in the heap, kept in its pinned future. Every
+/// field is guarded by the heap's lock.
+#[repr(align(8))]
+pub(crate) struct TimerNode {
+    slot: UnsafeCell<u32>,
+    /// Set by the expiry that took it out of the heap.
+    fired: UnsafeCell<bool>,
+    waker: UnsafeCell<Option<Waker>>,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: every field is touched under the heap's lock, or by the future
+// while no heap holds the node.
+unsafe impl Send for TimerNode {}
+// SAFETY: as above.
+unsafe impl Sync for TimerNode {}
+
+impl TimerNode {
+    pub(crate) const fn new() -> Self {
+        Self {
+            slot: UnsafeCell::new(NOT_QUEUED),
+            fired: UnsafeCell::new(false),
+            waker: UnsafeCell::new(None),
+            _pinned: PhantomPinned,
+        }
+    }
+}
 
 /// The heap of deadlines and who watches it.
 pub(crate) struct Timers {
@@ -68,7 +142,66 @@ impl Timers {
 
     /// Adds `strand`'s deadline. Fails only if the heap could not grow.
     pub(crate) fn insert(&self, deadline: Instant, strand: NonNull<Header>) -> Result<(), ()> {
-        let entry = Entry { deadline: deadline.ticks().min(NONE - 1), strand };
+        self.insert_entry(Entry::strand(deadline.ticks().min(NONE - 1), strand))
+    }
+
+    /// Adds a task's deadline, to wake `waker` at. Fails only if the heap
+    /// could not grow.
+    ///
+    /// # Safety
+    ///
+    /// The node is in no heap, stays put, and is taken out
+    /// ([`Timers::remove_task`]) before it is dropped.
+    pub(crate) unsafe fn insert_task(
+        &self,
+        deadline: Instant,
+        node: Pin<&TimerNode>,
+        waker: &Waker,
+    ) -> Result<(), ()> {
+        // SAFETY: in no heap: nobody else touches the node.
+        unsafe {
+            *node.waker.get() = Some(waker.clone());
+            *node.fired.get() = false;
+        }
+        self.insert_entry(Entry::task(deadline.ticks().min(NONE - 1), &node))
+    }
+
+    /// Whether a task's entry has fired; if not, it will wake `waker`.
+    ///
+    /// # Safety
+    ///
+    /// The node was inserted with [`Timers::insert_task`] in this heap.
+    pub(crate) unsafe fn poll_task(&self, node: &TimerNode, waker: &Waker) -> bool {
+        let _heap = self.heap.lock();
+        // SAFETY: the lock guards the node's fields.
+        unsafe {
+            if *node.fired.get() {
+                return true;
+            }
+            let current = &mut *node.waker.get();
+            if !current.as_ref().is_some_and(|old| old.will_wake(waker)) {
+                *current = Some(waker.clone());
+            }
+        }
+        false
+    }
+
+    /// Takes a task's entry out, if it is still in.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Timers::poll_task`].
+    pub(crate) unsafe fn remove_task(&self, node: &TimerNode) {
+        let mut heap = self.heap.lock();
+        // SAFETY: the lock guards the slot.
+        let slot = unsafe { *node.slot.get() };
+        if slot != NOT_QUEUED {
+            remove_at(&mut heap, slot as usize);
+            let _ = self.watch.publish(heap.first().map_or(NONE, |top| top.deadline));
+        }
+    }
+
+    fn insert_entry(&self, entry: Entry) -> Result<(), ()> {
         // A chunk to grow by, allocated with the lock (and interrupts) free.
         let mut spare = None;
         let ring_watcher = loop {
@@ -128,13 +261,24 @@ impl Timers {
         // One strand per hold of the lock (module docs).
         loop {
             let mut heap = self.heap.lock();
-            let Some(strand) = heap.first().filter(|top| top.deadline <= now).map(|top| top.strand) else {
+            let Some(due) = heap.first().filter(|top| top.deadline <= now).copied() else {
                 let _ = self.watch.publish(heap.first().map_or(NONE, |top| top.deadline));
                 return woken;
             };
             remove_at(&mut heap, 0);
-            // Under the lock: the strand cannot leave before we are done.
-            woken += usize::from(scheduler::signal(strand, state::TIMED_OUT));
+            // Under the lock: neither a strand nor a task's future can
+            // leave before we are done.
+            woken += usize::from(match due.node() {
+                // SAFETY: live (module docs); the lock guards its fields.
+                Some(node) => unsafe {
+                    *(*node).fired.get() = true;
+                    if let Some(waker) = &*(*node).waker.get() {
+                        waker.wake_by_ref();
+                    }
+                    true
+                },
+                None => scheduler::signal(strand_of(due.target), state::TIMED_OUT),
+            });
         }
     }
 
@@ -158,12 +302,12 @@ impl Timers {
 
 fn set_slot(heap: &Chunked<Entry>, index: usize) {
     // SAFETY: the caller holds the heap's lock, which guards the slots.
-    unsafe { *heap[index].strand.as_ref().timer_slot.get() = index as u32 };
+    unsafe { *heap[index].slot() = index as u32 };
 }
 
 fn remove_at(heap: &mut Chunked<Entry>, index: usize) {
     // SAFETY: as in `set_slot`.
-    unsafe { *heap[index].strand.as_ref().timer_slot.get() = NOT_QUEUED };
+    unsafe { *heap[index].slot() = NOT_QUEUED };
     let last = heap.pop().expect("removing from a heap that holds the entry");
     if index < heap.len() {
         heap[index] = last;

@@ -18,6 +18,7 @@ use super::failure::Failure;
 use super::fibre::Fibre;
 use super::save::SaveArea;
 use super::tree::Node;
+use super::wait::WaitLinks;
 use crate::context::Context;
 use crate::sync::MutexCore;
 use crate::task::{Action, Task};
@@ -120,16 +121,6 @@ impl BlockReason {
         ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
     }
 }
-
-/// Links of a strand in a wait queue; guarded by that queue's lock.
-pub(crate) struct WaitLinks {
-    /// The previous waiter, null at the head, or [`NOT_QUEUED`].
-    pub(crate) prev: *mut Header,
-    pub(crate) next: *mut Header,
-}
-
-/// `WaitLinks::prev` of a strand in no wait queue.
-pub(crate) const NOT_QUEUED: *mut Header = core::ptr::dangling_mut::<Header>();
 
 /// What a strand's code does, behind one pointer per closure type.
 pub(crate) struct VTable {
@@ -370,7 +361,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 fibre,
                 saved: UnsafeCell::new(SaveArea::empty()),
                 id,
-                wait: UnsafeCell::new(WaitLinks { prev: NOT_QUEUED, next: core::ptr::null_mut() }),
+                wait: UnsafeCell::new(WaitLinks::new()),
                 timer_slot: UnsafeCell::new(u32::MAX),
                 flags: AtomicU32::new(flags),
                 shield: AtomicU8::new(0),

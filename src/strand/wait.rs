@@ -36,13 +36,16 @@
 //! the lock the waker held, so no waker or timer ever touches a control
 //! block after its strand has moved on.
 
-use super::control::{BlockReason, Header, NOT_QUEUED, state};
+mod queue;
+
+use super::control::{BlockReason, Header, state};
 use super::error::WaitError;
 use super::scheduler::{self, Outcome};
 use crate::spin_lock::SpinLock;
 use crate::time::Instant;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering::*;
+pub(crate) use queue::{TaskWaiter, WaitLinks, WaitQueue};
 
 /// How a blocked strand was woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,105 +181,5 @@ pub(crate) fn wait_in<S>(
             queue(&mut state.lock()).leave();
             Err(error)
         }
-    }
-}
-
-/// A FIFO of blocked strands, linked through their control blocks. Its
-/// owner guards it with a lock.
-pub(crate) struct WaitQueue {
-    head: *mut Header,
-    tail: *mut Header,
-}
-
-// SAFETY: the queue only links control blocks, which are `Send`; its owner
-// guards it with a lock.
-unsafe impl Send for WaitQueue {}
-
-impl WaitQueue {
-    pub(crate) const fn new() -> Self {
-        Self { head: ptr::null_mut(), tail: ptr::null_mut() }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.head.is_null()
-    }
-
-    /// Appends a strand that is blocking.
-    ///
-    /// # Safety
-    ///
-    /// `strand` is live, in no wait queue, and stays live until it leaves
-    /// this one (the strand removes itself before moving on).
-    pub(crate) unsafe fn push_back(&mut self, strand: NonNull<Header>) {
-        // SAFETY: the caller holds the queue's lock, which guards the links.
-        let links = unsafe { &mut *strand.as_ref().wait.get() };
-        links.prev = self.tail;
-        links.next = ptr::null_mut();
-        match NonNull::new(self.tail) {
-            // SAFETY: as above, for the old tail.
-            Some(tail) => unsafe { (*tail.as_ref().wait.get()).next = strand.as_ptr() },
-            None => self.head = strand.as_ptr(),
-        }
-        self.tail = strand.as_ptr();
-    }
-
-    /// Removes `strand` if it is still queued; returns whether it was.
-    ///
-    /// # Safety
-    ///
-    /// `strand` is live and, if queued, queued here.
-    pub(crate) unsafe fn remove(&mut self, strand: NonNull<Header>) -> bool {
-        // SAFETY: the caller holds the lock guarding the links.
-        let links = unsafe { &mut *strand.as_ref().wait.get() };
-        if links.prev == NOT_QUEUED {
-            return false;
-        }
-        match NonNull::new(links.prev) {
-            // SAFETY: queued neighbours are live.
-            Some(prev) => unsafe { (*prev.as_ref().wait.get()).next = links.next },
-            None => self.head = links.next,
-        }
-        match NonNull::new(links.next) {
-            // SAFETY: as above.
-            Some(next) => unsafe { (*next.as_ref().wait.get()).prev = links.prev },
-            None => self.tail = links.prev,
-        }
-        links.prev = NOT_QUEUED;
-        true
-    }
-
-    /// The calling strand leaves the queue, if it is still in it: what a
-    /// strand whose deadline passed does before it moves on.
-    pub(crate) fn leave(&mut self) {
-        let me = scheduler::current().expect("only a strand that blocked leaves a wait queue");
-        // SAFETY: the running strand is live, and queued here if anywhere
-        // (it joins one queue per wait).
-        unsafe { self.remove(me) };
-    }
-
-    fn pop_front(&mut self) -> Option<NonNull<Header>> {
-        let head = NonNull::new(self.head)?;
-        // SAFETY: the head is queued here.
-        unsafe { self.remove(head) };
-        Some(head)
-    }
-
-    /// Wakes the first waiter that is still waiting; returns whether one was.
-    pub(crate) fn wake_one(&mut self) -> bool {
-        while let Some(strand) = self.pop_front() {
-            if scheduler::signal(strand, state::SIGNALLED) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Wakes every waiter; returns how many were still waiting.
-    pub(crate) fn wake_all(&mut self) -> usize {
-        let mut woken = 0;
-        while let Some(strand) = self.pop_front() {
-            woken += usize::from(scheduler::signal(strand, state::SIGNALLED));
-        }
-        woken
     }
 }

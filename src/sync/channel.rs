@@ -18,6 +18,8 @@
 //! }).unwrap();
 //! ```
 
+mod wait_async;
+
 use super::WaitError;
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
@@ -27,6 +29,7 @@ use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use core::fmt;
 use core::time::Duration;
+pub use wait_async::{RecvFuture, SendFuture};
 
 struct State<T> {
     buffer: VecDeque<T>,

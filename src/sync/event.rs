@@ -1,14 +1,19 @@
-//! An event strands wait for.
+//! An event strands and async tasks wait for.
 
 use super::WaitError;
+use super::task_wait::QueuedWait;
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use core::time::Duration;
 
-/// A flag that strands wait for. [`set`](Event::set) raises it and wakes
-/// every waiter; it stays raised (later waits return at once) until
-/// [`reset`](Event::reset).
+/// A flag that strands and async tasks wait for. [`set`](Event::set)
+/// raises it and wakes every waiter; it stays raised (later waits return
+/// at once) until [`reset`](Event::reset). A strand waits with
+/// [`wait`](Event::wait), a task awaits [`wait_async`](Event::wait_async).
 pub struct Event {
     state: SpinLock<(bool, WaitQueue)>,
 }
@@ -19,8 +24,8 @@ impl Event {
         Self { state: SpinLock::new((false, WaitQueue::new())) }
     }
 
-    /// Raises the flag and wakes every waiting strand; returns how many.
-    /// Interrupt-safe (see [`sync`](super)).
+    /// Raises the flag and wakes every waiting strand and task; returns
+    /// how many. Interrupt-safe (see [`sync`](super)).
     pub fn set(&self) -> usize {
         let mut state = self.state.lock();
         state.0 = true;
@@ -61,6 +66,45 @@ impl Event {
             return Ok(());
         }
         wait::wait_in(&self.state, BlockReason::Event, deadline, |state| &mut state.1, |state| state.0)
+    }
+
+    /// Waits for the flag without blocking: the async form of
+    /// [`Event::wait`], for a task. A `set` that comes while the future
+    /// waits completes it, even if the flag is reset before the task runs.
+    pub fn wait_async(&self) -> EventWait<'_> {
+        EventWait { event: self, wait: QueuedWait::new() }
+    }
+}
+
+/// The future of [`Event::wait_async`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct EventWait<'a> {
+    event: &'a Event,
+    wait: QueuedWait,
+}
+
+impl Future for EventWait<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: the wait is structurally pinned: never moved out.
+        let (event, wait) = unsafe {
+            let this = self.get_unchecked_mut();
+            (this.event, Pin::new_unchecked(&mut this.wait))
+        };
+        wait.poll(
+            &event.state,
+            |state| &mut state.1,
+            context.waker(),
+            |state, woken| (woken || state.0).then_some(()),
+        )
+    }
+}
+
+impl Drop for EventWait<'_> {
+    fn drop(&mut self) {
+        // A set hands nothing over: there is nothing to give back.
+        self.wait.leave(&self.event.state, |state| &mut state.1, |_| {});
     }
 }
 

@@ -1,8 +1,10 @@
 //! A mutex whose waiters are strands, poisoned when a holder fails.
 
 mod core;
+mod lock_async;
 
 pub(crate) use self::core::{Core as MutexCore, release_held};
+pub use lock_async::{AsyncMutexGuard, Lock};
 
 use self::core::{Core, Holder};
 use super::WaitError;

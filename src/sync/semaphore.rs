@@ -1,14 +1,20 @@
-//! A counting semaphore whose waiters are strands.
+//! A counting semaphore whose waiters are strands and async tasks.
 
 use super::WaitError;
+use super::task_wait::QueuedWait;
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use core::time::Duration;
 
 /// Counted permits. [`acquire`](Semaphore::acquire) takes one, blocking the
-/// strand while there is none; [`release`](Semaphore::release) hands
-/// permits to waiting strands first, in order, and banks the rest.
+/// strand while there is none, and a task awaits
+/// [`acquire_async`](Semaphore::acquire_async);
+/// [`release`](Semaphore::release) hands permits to waiters first, strands
+/// and tasks alike, in the order they came, and banks the rest.
 pub struct Semaphore {
     state: SpinLock<(usize, WaitQueue)>,
 }
@@ -72,7 +78,15 @@ impl Semaphore {
         )
     }
 
-    /// Gives back `permits`: each goes to a waiting strand if there is one,
+    /// Takes a permit without blocking: the async form of
+    /// [`Semaphore::acquire`], for a task. Dropped after a release handed
+    /// it a permit, it gives the permit back (to the next waiter, or the
+    /// bank).
+    pub fn acquire_async(&self) -> Acquire<'_> {
+        Acquire { semaphore: self, wait: QueuedWait::new() }
+    }
+
+    /// Gives back `permits`: each goes to a waiter if there is one,
     /// and the rest are banked. Interrupt-safe (see [`sync`](super)).
     ///
     /// # Errors
@@ -93,6 +107,52 @@ impl Semaphore {
             }
             None => Err(TooManyPermits { banked: state.0, refused: left }),
         }
+    }
+}
+
+/// The future of [`Semaphore::acquire_async`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct Acquire<'a> {
+    semaphore: &'a Semaphore,
+    wait: QueuedWait,
+}
+
+impl Future for Acquire<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: the wait is structurally pinned: never moved out.
+        let (semaphore, wait) = unsafe {
+            let this = self.get_unchecked_mut();
+            (this.semaphore, Pin::new_unchecked(&mut this.wait))
+        };
+        wait.poll(
+            &semaphore.state,
+            |state| &mut state.1,
+            context.waker(),
+            |state, handed| {
+                let banked = !handed && state.0 > 0;
+                state.0 -= usize::from(banked);
+                (handed || banked).then_some(())
+            },
+        )
+    }
+}
+
+impl Drop for Acquire<'_> {
+    fn drop(&mut self) {
+        self.wait.leave(
+            &self.semaphore.state,
+            |state| &mut state.1,
+            |state| {
+                // A permit handed to us that we never took: pass it on. (It
+                // was not banked, so banking it cannot pass usize::MAX unless
+                // releases pushed the bank there meanwhile; then it saturates.)
+                if !state.1.wake_one() {
+                    state.0 = state.0.saturating_add(1);
+                }
+            },
+        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! A signal one strand waits for, set from anywhere, an interrupt handler
 //! included.
 
+mod wait_async;
 mod word;
 
 use super::WaitError;
@@ -12,8 +13,9 @@ use crate::time::Instant;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::SeqCst;
 use core::time::Duration;
+pub use wait_async::SignalWait;
 pub use word::Register;
-use word::{SignalWord, StateWord, WAITING};
+use word::{ASYNC, SignalWord, StateWord, WAITING};
 
 /// A flag that one strand at a time waits for, and that anyone may raise,
 /// including an interrupt handler: the way a device's interrupt becomes a
@@ -66,6 +68,9 @@ impl Signal {
     /// Raises the signal, or hands it to the waiting strand. Interrupt-safe.
     pub fn signal(&self) {
         self.word.fire(|address| {
+            if address & ASYNC != 0 {
+                return Self::wake_async(address);
+            }
             // SAFETY: the word held the address of a strand blocked (or
             // about to block) in `wait`; it stays live while the word is
             // `BUSY`, which it is until `fire` returns.

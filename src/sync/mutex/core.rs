@@ -142,7 +142,7 @@ impl Core {
             wait::block(BlockReason::Mutex, ptr::from_ref(self).expose_provenance(), deadline, |me| {
                 let mut waiters = self.waiters.lock();
                 // Announce a waiter; if the holder left meanwhile, it is ours.
-                if self.state.swap(CONTENDED, Acquire) == UNLOCKED {
+                if self.contend() {
                     return false;
                 }
                 // SAFETY: we stay live until we leave the queue (below or by
@@ -218,15 +218,41 @@ impl Core {
         if self.state.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_ok() {
             return;
         }
-        let mut waiters = self.waiters.lock();
+        self.hand_on(&mut self.waiters.lock());
+    }
+
+    /// Unlocks with the waiters' lock held (`waiters` is what it guards):
+    /// hands the lock to the first waiter, or leaves it free.
+    pub(crate) fn hand_on(&self, waiters: &mut WaitQueue) {
         if waiters.wake_one() {
-            // Handed over: the lock stays held, by the strand just woken.
+            // Handed over: the lock stays held, by the waiter just woken.
             if waiters.is_empty() {
                 self.state.store(LOCKED, Release);
             }
         } else {
             self.state.store(UNLOCKED, Release);
         }
+    }
+
+    /// Under the waiters' lock: announces a waiter, and takes the lock if
+    /// its holder left meanwhile (returns whether it did).
+    pub(crate) fn contend(&self) -> bool {
+        self.state.swap(CONTENDED, Acquire) == UNLOCKED
+    }
+
+    /// The waiters, and the lock guarding them.
+    pub(crate) fn waiters(&self) -> &SpinLock<WaitQueue> {
+        &self.waiters
+    }
+
+    /// As [`Core::hold`] for a holder that is no strand's (an async task's
+    /// guard, which may move between cores and is listed nowhere).
+    pub(crate) fn hold_unlisted(&self) -> Result<(), WaitError> {
+        if self.is_poisoned() {
+            self.unlock();
+            return Err(WaitError::Poisoned);
+        }
+        Ok(())
     }
 }
 

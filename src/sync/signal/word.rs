@@ -21,6 +21,12 @@
 //!   `BUSY`, it waits until the firer is done (a waiter the firer has just
 //!   woken may be back before the firer's last store); finding an
 //!   address, another strand waits: refused.
+//! - **An async waiter** registers the address of a node in its future,
+//!   tagged with [`ASYNC`]. Its wake (a `Waker`'s) always reaches it, so a
+//!   firer that took its address always stores `EMPTY`: the waiter knows
+//!   it has the signal when the word no longer holds its address (and is
+//!   not `BUSY`). To leave early it exchanges its address for `EMPTY`; if
+//!   that fails, a firer took the address and it has the signal.
 //! - **Withdraw** (the waiter, woken by its deadline or a cancel): its
 //!   address → `EMPTY`. If that fails a firer has it: the waiter waits
 //!   while the word is `BUSY`, then takes the `SET` the firer left.
@@ -46,6 +52,9 @@ const BUSY: usize = 2;
 /// The waiter of a word whose one waiter is known: the smallest value a
 /// waiter may have.
 pub const WAITING: usize = 8;
+/// The tag of an async waiter's address (a strand's control block is
+/// 8-aligned, so the bit is clear in a strand's).
+pub const ASYNC: usize = 4;
 
 /// An atomic word the protocol runs on: pointer-sized to hold a waiter's
 /// address, or a byte that holds only [`WAITING`].
@@ -167,8 +176,8 @@ impl<W: StateWord> SignalWord<W> {
     /// `relax` while a firer finishes a delivery.
     pub fn register(&self, address: usize, mut relax: impl FnMut()) -> Register {
         debug_assert!(
-            address >= WAITING && address.is_multiple_of(8),
-            "a waiter is an aligned control block"
+            address >= WAITING && address.is_multiple_of(4),
+            "a waiter is an aligned control block, or a tagged async waiter"
         );
         loop {
             match self.0.exchange(EMPTY, address) {
@@ -197,5 +206,28 @@ impl<W: StateWord> SignalWord<W> {
             relax();
         }
         !self.try_take()
+    }
+
+    /// Whether the word still holds the waiter at `address`; while a firer
+    /// is delivering to it (`BUSY`), waits for it to finish. Once it does
+    /// not, a firer took the address: for a waiter that every wake reaches
+    /// (an async task's), the signal was delivered.
+    pub fn still_waiting(&self, address: usize, mut relax: impl FnMut()) -> bool {
+        loop {
+            match self.0.get() {
+                BUSY => relax(),
+                word => return word == address,
+            }
+        }
+    }
+
+    /// The waiter at `address`, which every wake reaches, leaves. Returns
+    /// `true` if a firer took its address first (the signal was delivered
+    /// to it), after waiting for that firer to finish.
+    pub fn leave_delivered(&self, address: usize, relax: impl FnMut()) -> bool {
+        if self.0.exchange(address, EMPTY).is_ok() {
+            return false;
+        }
+        !self.still_waiting(address, relax)
     }
 }

@@ -11,8 +11,9 @@
 //!    while work runs);
 //! 3. [`OP_ROUNDS`] times for each other interrupt-safe way to wake work:
 //!    an `Event`, a `Semaphore`, a parked strand's `Unparker`, a channel's
-//!    `try_send`, and an actor's `InterruptSender` (whose actor then wakes
-//!    the strand);
+//!    `try_send`, an actor's `InterruptSender` (whose actor then wakes
+//!    the strand), and an async driver task that fires the line and
+//!    awaits the `Signal` its handler raises;
 //! 4. then the line storms on a compute core (its handler finds nothing to
 //!    do and the line keeps firing): the kernel masks and reports it, and
 //!    every compute core keeps working throughout.
@@ -188,14 +189,14 @@ fn main() {
             })
             .expect("the compute pool runs")
     };
-    let expected = ROUNDS + outcome.busy.len() + OPS.len() * OP_ROUNDS;
+    let expected = ROUNDS + outcome.busy.len() + (OPS.len() + 1) * OP_ROUNDS;
     assert_eq!(HANDLED.load(SeqCst), expected as u64, "interrupts lost or doubled");
     report("on the I/O core", outcome.idle);
     if !outcome.busy.is_empty() {
         report("on a busy compute core", outcome.busy);
     }
     println!(
-        "irq: {OP_ROUNDS} interrupts each woke work through Event::set, Semaphore::release, Unparker::unpark, Sender::try_send and InterruptSender::send"
+        "irq: {OP_ROUNDS} interrupts each woke work through Event::set, Semaphore::release, Unparker::unpark, Sender::try_send, InterruptSender::send, and an async task awaiting Signal::wait_async"
     );
     println!(
         "irq: the storm was masked after {} firings; the compute cores kept working",
@@ -284,6 +285,16 @@ fn every_op(io_core: usize) {
     }
     OP.store(Op::Signal as u32, SeqCst);
     echo.stop();
+    // An async driver: a task fires the line and awaits the signal its
+    // handler raises.
+    let driver = Pool::current().expect("in the I/O pool").spawn_async(async move {
+        for round in 0..OP_ROUNDS {
+            test_line().fire();
+            WOKEN.wait_async().await.unwrap_or_else(|e| panic!("async driver round {round}: {e}"));
+            assert_eq!(HANDLER_CORE.load(SeqCst), io_core, "async driver round {round}: the handler's core");
+        }
+    });
+    driver.expect("the driver task").join().expect("the driver task finishes");
 }
 
 /// Makes the test line storm on `core`; returns how often it fired.
