@@ -75,9 +75,11 @@ lint:
 setup-check:
 	tests/setup/check
 
-## host-test: the portable core on the host, OS threads as cores
+## host-test: the portable core on the host, OS threads as cores, and
+## the host examples (a driver for embedded-hal on a mock device)
 host-test:
 	ROVING_STRESS_SECS=5 cargo test --quiet -p roving --features std $(HOST)
+	cargo run --quiet -p roving --example hal_driver --features std $(HOST)
 
 ## miri: the host tests that do not switch stacks, under Stacked Borrows,
 ## Tree Borrows, and three more scheduling seeds

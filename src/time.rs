@@ -5,7 +5,11 @@
 //! the pool's timer heap, the one that wakes sleeping strands
 //! ([`strand::sleep`](crate::strand::sleep)): on bare metal an idle pool
 //! waits for them in its timer interrupt, with no core spinning.
+//! [`Delay`] gives drivers written for `embedded-hal` and
+//! `embedded-hal-async` those same timers.
 
+#[cfg(not(loom))]
+mod delay;
 #[cfg(not(loom))]
 mod sleep;
 #[cfg(not(loom))]
@@ -14,6 +18,8 @@ mod timeout;
 use crate::platform;
 use core::ops::{Add, Sub};
 use core::time::Duration;
+#[cfg(not(loom))]
+pub use delay::Delay;
 #[cfg(not(loom))]
 pub use sleep::{Sleep, sleep, sleep_until};
 #[cfg(not(loom))]

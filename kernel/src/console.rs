@@ -53,19 +53,32 @@ fn me() -> usize {
 
 #[doc(hidden)]
 pub fn _print(args: fmt::Arguments<'_>) {
+    owning(|uart| {
+        let _ = uart.write_fmt(args);
+    });
+}
+
+/// Writes `bytes` to the console as they are (no line-end translation),
+/// whole: another core's writes come before or after, never among them.
+pub fn write_bytes(bytes: &[u8]) {
+    owning(|uart| uart.write_bytes(bytes));
+}
+
+/// Runs `write` as the console's owner (module docs); nothing if the
+/// console is not open yet.
+fn owning(write: impl FnOnce(&mut Uart)) {
     if !OPENED.load(Acquire) {
         return;
     }
     let me = me();
     if OWNER.load(Relaxed) == me {
         // A handler interrupted this core's own line (module docs).
-        let _ = writer().write_fmt(args);
-        return;
+        return write(&mut writer());
     }
     while OWNER.compare_exchange_weak(NOBODY, me, Acquire, Relaxed).is_err() {
         core::hint::spin_loop();
     }
-    let _ = writer().write_fmt(args);
+    write(&mut writer());
     OWNER.store(NOBODY, Release);
 }
 

@@ -4,7 +4,10 @@
 //! to core 0; [`interrupts::route`] moves it). Its
 //! handler drains the UART into a ring of [`CAPACITY`] bytes and raises a
 //! [`Signal`]; a strand in [`read`] or [`read_line`] waits on that signal,
-//! which blocks the strand, not its core.
+//! which blocks the strand, not its core, and an async task awaits it in
+//! [`read_async`] or [`read_line_async`]. [`Serial`] is the console as the
+//! embedded ecosystem's `embedded-io` and `embedded-io-async` traits see
+//! it.
 //!
 //! Nothing is dropped silently:
 //!
@@ -22,7 +25,12 @@
 //!   counted in [`stats`] and reported by the next read as
 //!   [`ReadError::Lost`], once.
 //!
-//! One strand reads at a time; others wait their turn (a roving `Mutex`).
+//! One reader at a time, strand or task; others wait their turn (a roving
+//! `Mutex`, whose waiters are served in the order they came).
+
+mod io;
+
+pub use io::Serial;
 
 use crate::board::board;
 use crate::drivers::{self, Receiver};
@@ -240,12 +248,51 @@ impl Reader {
         Ok(taken)
     }
 
+    /// Whether a read would return at once: a byte, or a loss to report.
+    fn has_news(&self) -> bool {
+        self.consumer.ready() || lost() != self.reported
+    }
+
     /// Waits until the ring has a byte (or a loss to report).
     fn wait(&mut self) -> Result<(), ReadError> {
-        while !self.consumer.ready() && lost() == self.reported {
+        while !self.has_news() {
             ARRIVED.wait()?;
         }
         Ok(())
+    }
+
+    /// [`Reader::wait`] for an async task.
+    async fn wait_async(&mut self) -> Result<(), ReadError> {
+        while !self.has_news() {
+            ARRIVED.wait_async().await?;
+        }
+        Ok(())
+    }
+
+    /// One byte of a line being typed (see [`read_line`]): echoes it and
+    /// edits `buf`, whose first `len` bytes are the line so far. Returns
+    /// whether the line has ended.
+    fn edit_line(&mut self, byte: u8, buf: &mut [u8], len: &mut usize) -> bool {
+        let after_cr = core::mem::replace(&mut self.after_cr, byte == b'\r');
+        match byte {
+            b'\n' if after_cr => {}
+            b'\r' | b'\n' => {
+                crate::print!("\n");
+                return true;
+            }
+            0x08 | 0x7f if *len > 0 => {
+                *len -= 1;
+                crate::print!("\x08 \x08");
+            }
+            0x08 | 0x7f => {}
+            byte if *len < buf.len() => {
+                buf[*len] = byte;
+                *len += 1;
+                echo(byte);
+            }
+            _ => {}
+        }
+        false
     }
 }
 
@@ -254,6 +301,13 @@ fn reader() -> Result<roving::sync::MutexGuard<'static, Reader>, ReadError> {
         return Err(ReadError::NoInput);
     }
     ENDS.1.lock().map_err(ReadError::Wait)
+}
+
+async fn reader_async() -> Result<roving::sync::AsyncMutexGuard<'static, Reader>, ReadError> {
+    if LINE.load(Relaxed) == NO_LINE {
+        return Err(ReadError::NoInput);
+    }
+    ENDS.1.lock_async().await.map_err(ReadError::Wait)
 }
 
 /// Reads at least one byte into `buf` (unless it is empty), blocking the
@@ -307,26 +361,44 @@ pub fn read_line(buf: &mut [u8]) -> Result<usize, ReadError> {
         let mut byte = [0];
         if reader.take(&mut byte)? == 0 {
             reader.wait()?;
-            continue;
+        } else if reader.edit_line(byte[0], buf, &mut len) {
+            return Ok(len);
         }
-        let after_cr = core::mem::replace(&mut reader.after_cr, byte[0] == b'\r');
-        match byte[0] {
-            b'\n' if after_cr => {}
-            b'\r' | b'\n' => {
-                crate::print!("\n");
-                return Ok(len);
-            }
-            0x08 | 0x7f if len > 0 => {
-                len -= 1;
-                crate::print!("\x08 \x08");
-            }
-            0x08 | 0x7f => {}
-            byte if len < buf.len() => {
-                buf[len] = byte;
-                len += 1;
-                echo(byte);
-            }
-            _ => {}
+    }
+}
+
+/// Reads at least one byte into `buf` (unless it is empty), waiting
+/// without blocking until one arrives: [`read`] for an async task.
+///
+/// # Errors
+///
+/// As for [`read`], but never [`ReadError::Wait`].
+pub async fn read_async(buf: &mut [u8]) -> Result<usize, ReadError> {
+    let mut reader = reader_async().await?;
+    loop {
+        let taken = reader.take(buf)?;
+        if taken > 0 || buf.is_empty() {
+            return Ok(taken);
+        }
+        reader.wait_async().await?;
+    }
+}
+
+/// Reads one line into `buf`, echoing and editing it: [`read_line`] for
+/// an async task.
+///
+/// # Errors
+///
+/// As for [`read_async`].
+pub async fn read_line_async(buf: &mut [u8]) -> Result<usize, ReadError> {
+    let mut reader = reader_async().await?;
+    let mut len = 0;
+    loop {
+        let mut byte = [0];
+        if reader.take(&mut byte)? == 0 {
+            reader.wait_async().await?;
+        } else if reader.edit_line(byte[0], buf, &mut len) {
+            return Ok(len);
         }
     }
 }

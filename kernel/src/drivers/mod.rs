@@ -67,6 +67,21 @@ impl Uart {
     }
 }
 
+impl Uart {
+    /// Sends `bytes` as they are: no line-end translation (binary data,
+    /// `embedded-io` writes, defmt frames).
+    pub(crate) fn write_bytes(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            match self {
+                #[cfg(target_arch = "aarch64")]
+                Self::Pl011(uart) => uart.send_raw(byte),
+                #[cfg(target_arch = "x86_64")]
+                Self::Uart16550(uart) => uart.send(byte),
+            }
+        }
+    }
+}
+
 /// The console UART's receiving side.
 pub(crate) struct Receiver {
     device: ReceiverDevice,

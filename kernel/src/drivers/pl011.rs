@@ -58,6 +58,16 @@ unsafe fn save_early_input(base: usize) {
     super::early_input::save(|| early.next(), || !uart(base).is_rx_fifo_empty());
 }
 
+impl Pl011 {
+    /// Sends one byte as it is (no line-end translation).
+    pub(crate) fn send_raw(&mut self, byte: u8) {
+        while self.0.is_tx_fifo_full() {
+            core::hint::spin_loop();
+        }
+        self.0.write_word(byte);
+    }
+}
+
 impl fmt::Write for Pl011 {
     /// Serial terminals expect CR LF.
     fn write_str(&mut self, s: &str) -> fmt::Result {

@@ -72,7 +72,8 @@ impl Uart16550 {
         Self(port)
     }
 
-    fn send(&mut self, byte: u8) {
+    /// Sends one byte as it is (no line-end translation).
+    pub(crate) fn send(&mut self, byte: u8) {
         while line_status(self.0) & ROOM_TO_SEND == 0 {
             core::hint::spin_loop();
         }

@@ -1,6 +1,8 @@
 //! Serial input: the suite pipes [`BYTES`] bytes of a known pattern into
-//! the guest's serial port; a strand reads them through the kernel's
-//! interrupt-driven receiver and checks every one, in order. None may be
+//! the guest's serial port; they are read through the kernel's
+//! interrupt-driven receiver and every one is checked, in order: the
+//! first half by a strand through `embedded_io::Read` (blocking), the
+//! second by an async task through `embedded_io_async::Read`. None may be
 //! lost, and the receiver must report no overrun. Beside the reader, a
 //! strand keeps a core busy (one: the host has few CPUs for the guest's),
 //! so the reads block the reading strand, not its core.
@@ -32,6 +34,26 @@ fn pattern(i: usize) -> u8 {
 }
 
 static DONE: AtomicBool = AtomicBool::new(false);
+
+/// What has been read so far, checked against the pattern.
+#[derive(Clone, Copy)]
+struct Check {
+    at: usize,
+    /// FNV-1a of the bytes read.
+    checksum: u32,
+    reads: u32,
+}
+
+impl Check {
+    fn feed(&mut self, bytes: &[u8]) {
+        self.reads += 1;
+        for &byte in bytes {
+            assert_eq!(byte, pattern(self.at), "byte {} of the pattern", self.at);
+            self.checksum = (self.checksum ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+            self.at += 1;
+        }
+    }
+}
 
 /// Reads until [`START`] has gone by; returns the bytes that followed it
 /// in the same read, left at the front of `buf`, and the losses reported
@@ -81,22 +103,30 @@ fn main() {
             let spinners: alloc::vec::Vec<_> =
                 (1..platform::core_count().min(2)).map(|_| strand::spawn(spin).expect("a strand")).collect();
             let mut buf = [0u8; 512];
-            let (mut ahead, boot_loss) = skip_to_start(&mut buf);
-            let (mut at, mut checksum, mut reads) = (0usize, 0x811c_9dc5u32, 0u32);
-            while at < BYTES {
-                let got = if ahead > 0 {
-                    core::mem::take(&mut ahead)
-                } else {
-                    let want = buf.len().min(BYTES - at);
-                    reads += 1;
-                    serial::read(&mut buf[..want]).unwrap_or_else(|e| panic!("after {at} bytes: {e}"))
-                };
-                for &byte in &buf[..got] {
-                    assert_eq!(byte, pattern(at), "byte {at} of the pattern");
-                    checksum = (checksum ^ u32::from(byte)).wrapping_mul(0x0100_0193); // FNV-1a
-                    at += 1;
-                }
+            let (ahead, boot_loss) = skip_to_start(&mut buf);
+            let mut check = Check { at: 0, checksum: 0x811c_9dc5, reads: 0 };
+            check.feed(&buf[..ahead]);
+            // The first half: a strand, through the blocking trait.
+            while check.at < BYTES / 2 {
+                let want = buf.len().min(BYTES / 2 - check.at);
+                let got = embedded_io::Read::read(&mut serial::Serial, &mut buf[..want])
+                    .unwrap_or_else(|e| panic!("after {} bytes: {e}", check.at));
+                check.feed(&buf[..got]);
             }
+            // The rest: an async task, through the async trait.
+            let task = roving::executor::spawn_async(async move {
+                let mut buf = [0u8; 512];
+                while check.at < BYTES {
+                    let want = buf.len().min(BYTES - check.at);
+                    let got = embedded_io_async::Read::read(&mut serial::Serial, &mut buf[..want])
+                        .await
+                        .unwrap_or_else(|e| panic!("after {} bytes: {e}", check.at));
+                    check.feed(&buf[..got]);
+                }
+                check
+            });
+            let check = task.expect("a task").join().expect("the reading task finishes");
+            let (checksum, reads) = (check.checksum, check.reads);
             DONE.store(true, SeqCst);
             for spinner in spinners {
                 spinner.join().expect("a spinner ends");
@@ -113,7 +143,7 @@ fn main() {
     assert_eq!(stats.overruns, boot_loss, "the UART overran after boot (or a loss went unreported)");
     assert_eq!(stats.damaged, 0, "bytes arrived damaged");
     println!(
-        "serial: {BYTES} bytes read in order by a strand in {reads} reads, FNV-1a {checksum:#010x}, {} ms; the ring filled {} times; 0 lost ({boot_loss} of the preamble)",
+        "serial: {BYTES} bytes read in order (by a strand, then an async task) in {reads} reads, FNV-1a {checksum:#010x}, {} ms; the ring filled {} times; 0 lost ({boot_loss} of the preamble)",
         ticks * 1000 / platform::tick_hz(),
         stats.held_back
     );
