@@ -54,6 +54,8 @@ mod actor_schedule;
 mod atomics;
 mod chaos;
 pub mod context;
+#[cfg_attr(loom, allow(unused))]
+mod diag;
 #[cfg(not(loom))]
 pub mod domain;
 #[cfg(not(loom))]

@@ -428,6 +428,11 @@ impl Pool {
         // SAFETY: every core has left and no outside post is in flight.
         let discarded = unsafe { shared.discard_everything(me) };
         stats::add(&shared.stats[me].discarded, discarded);
+        if discarded > 0 {
+            crate::diag::info(format_args!(
+                "a pool stopped with {discarded} tasks unrun; they were discarded"
+            ));
+        }
         discarded
     }
 }

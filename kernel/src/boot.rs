@@ -1,7 +1,7 @@
 //! The architecture-independent part of boot: after the architecture has
 //! turned the MMU on, before `main`.
 
-use crate::{arch, board::board, boot_info, console, cores, heap, println, serial};
+use crate::{arch, board::board, boot_info, console, cores, heap, logger, println, serial};
 
 unsafe extern "Rust" {
     // Defined by `roving_kernel::entry!` in the program.
@@ -12,6 +12,7 @@ unsafe extern "Rust" {
 pub(crate) fn primary_main() -> ! {
     console::init();
     let info = boot_info::boot_info();
+    logger::init(info.bootarg("roving.log"));
     banner(info);
     heap::init(info);
     arch::init_interrupts_primary();

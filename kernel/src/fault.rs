@@ -2,19 +2,27 @@
 
 use roving::strand::fibre::GuardHit;
 
-/// A fault in a fibre's guard page, in words.
-pub(crate) struct Overflow(pub GuardHit);
+/// A fault in a fibre's guard page, in words, as a line of its own (nothing
+/// if the fault was not in one).
+pub(crate) struct Overflow(pub Option<GuardHit>);
 
 impl core::fmt::Display for Overflow {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self.0.strand {
-            Some(strand) => write!(
-                f,
-                "stack overflow: strand {strand} ran off the bottom of fibre {}'s stack",
-                self.0.fibre
-            ),
+        let Some(hit) = self.0 else { return Ok(()) };
+        match hit.strand {
+            Some(strand) => {
+                write!(
+                    f,
+                    "\n    stack overflow: strand {strand} ran off the bottom of fibre {}'s stack",
+                    hit.fibre
+                )
+            }
             None => {
-                write!(f, "stack overflow into the guard page of fibre {} (no strand resident)", self.0.fibre)
+                write!(
+                    f,
+                    "\n    stack overflow into the guard page of fibre {} (no strand resident)",
+                    hit.fibre
+                )
             }
         }
     }

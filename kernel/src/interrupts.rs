@@ -493,8 +493,9 @@ fn stormed(line: u32, state: &LineState) {
         arch::disable_line(line);
         state.flags.fetch_or(STORMED, Relaxed);
     });
-    crate::println!(
-        "roving-kernel: interrupt storm on line {line} (core {}): it fired {} times in a row with nothing for its handler to do; masked (interrupts::unmask({line}) enables it again)",
+    log::error!(
+        target: "roving_kernel",
+        "interrupt storm on line {line} (core {}): it fired {} times in a row with nothing for its handler to do; masked (interrupts::unmask({line}) enables it again)",
         state.core.load(Relaxed),
         storm::FIRINGS
     );

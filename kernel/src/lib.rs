@@ -40,6 +40,7 @@ mod fault;
 pub mod heap;
 mod idle;
 pub mod interrupts;
+mod logger;
 mod masking;
 mod panic;
 mod platform;

@@ -8,7 +8,7 @@
 //! A handler's panic is never taken for the strand it interrupted: there
 //! roving reports no current strand.
 
-use crate::{arch, console, cores, exit_code};
+use crate::{arch, cores, exit_code, logger};
 use core::panic::PanicInfo;
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -22,20 +22,20 @@ fn panic(info: &PanicInfo<'_>) -> ! {
             // turn: without memory it can never be failed, and trying
             // again would nest panics until the stack overflows.
             arch::cpu::disable_interrupts();
-            console::emergency(format_args!(
-                "\n*** strand {strand} on core {core} panicked again while it was being failed: {}\n\
-                 *** (out of memory?) the strand cannot be failed; stopping\n",
+            logger::emergency(format_args!(
+                "*** strand {strand} on core {core} panicked again while it was being failed: {}\n\
+                 *** (out of memory?) the strand cannot be failed; stopping",
                 info.message()
             ));
             crate::exit(exit_code::PANIC);
         }
         match info.location() {
-            Some(at) => console::emergency(format_args!(
-                "*** strand {strand} on core {core} panicked at {at}: {} (the strand failed)\n",
+            Some(at) => logger::emergency(format_args!(
+                "*** strand {strand} on core {core} panicked at {at}: {} (the strand failed)",
                 info.message()
             )),
-            None => console::emergency(format_args!(
-                "*** strand {strand} on core {core} panicked: {} (the strand failed)\n",
+            None => logger::emergency(format_args!(
+                "*** strand {strand} on core {core} panicked: {} (the strand failed)",
                 info.message()
             )),
         }
@@ -54,22 +54,21 @@ fn panic(info: &PanicInfo<'_>) -> ! {
     }
     let index = core.map(|c| c.index);
     match (index, info.location()) {
-        (Some(i), Some(at)) => console::emergency(format_args!(
-            "\n*** core {i} panicked{} at {at}:\n{}\n",
+        (Some(i), Some(at)) => logger::emergency(format_args!(
+            "*** core {i} panicked{} at {at}:\n{}",
             InHandler(crate::interrupts::handling(i)),
             info.message()
         )),
-        (Some(i), None) => console::emergency(format_args!(
-            "\n*** core {i} panicked{}:\n{}\n",
+        (Some(i), None) => logger::emergency(format_args!(
+            "*** core {i} panicked{}:\n{}",
             InHandler(crate::interrupts::handling(i)),
             info.message()
         )),
-        (None, Some(at)) => console::emergency(format_args!(
-            "\n*** panicked during early boot at {at}:\n{}\n",
-            info.message()
-        )),
+        (None, Some(at)) => {
+            logger::emergency(format_args!("*** panicked during early boot at {at}:\n{}", info.message()))
+        }
         (None, None) => {
-            console::emergency(format_args!("\n*** panicked during early boot:\n{}\n", info.message()))
+            logger::emergency(format_args!("*** panicked during early boot:\n{}", info.message()))
         }
     }
     crate::exit(exit_code::PANIC)

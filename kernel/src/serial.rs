@@ -167,7 +167,7 @@ pub(crate) fn init() {
             // its FIFO's trigger level): drain it now.
             on_interrupt(line);
         }
-        Err(error) => crate::println!("roving-kernel: no serial input: {error}"),
+        Err(error) => log::warn!(target: "roving_kernel", "no serial input: {error}"),
     }
 }
 

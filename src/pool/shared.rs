@@ -713,6 +713,7 @@ impl Shared {
     /// stop the pool, or, for a domain's pool, tear it down.
     pub(crate) fn fail(&self, failure: Option<Box<Failure>>) {
         if let Some(failure) = failure {
+            crate::diag::info(format_args!("a pool fails: {failure}"));
             Failure::keep(&mut self.failure.lock(), failure);
         }
         if self.tears_down.load(SeqCst) {
@@ -841,8 +842,13 @@ impl Shared {
     /// posters (here only woken fibres) held off between them.
     fn abandon_stuck_strands(&self) {
         let stuck = || self.looks_idle() && self.timers.is_empty();
-        if stuck() {
-            self.with_posters_held(WINDING, || (stuck(), ()));
+        if stuck() && self.with_posters_held(WINDING, || (stuck(), ())).is_some() {
+            let left = self.live_strands.load(SeqCst);
+            if left > 0 && self.state.load(SeqCst) == STOPPED {
+                crate::diag::warn(format_args!(
+                    "a stopping pool abandoned {left} strands that could not end (shielded waits?)"
+                ));
+            }
         }
     }
 
@@ -908,8 +914,10 @@ impl Shared {
             self.deadlock_pending.store(false, SeqCst);
             return;
         }
-        #[cfg(feature = "std")]
-        std::eprintln!("roving: {report}");
+        match self.config.on_deadlock {
+            OnDeadlock::Fail => crate::diag::error(format_args!("{report}; the pool fails")),
+            OnDeadlock::Wait => crate::diag::warn(format_args!("{report}; the pool waits")),
+        }
         *self.deadlock.lock() = Some(report.clone());
         if self.config.on_deadlock == OnDeadlock::Wait {
             // Reported once; `deadlock_pending` stays set.

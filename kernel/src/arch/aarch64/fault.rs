@@ -3,7 +3,7 @@
 
 use super::exception::{Frame, Vector, origin};
 use crate::fault::{Core, Overflow};
-use crate::{console, cores, exit_code};
+use crate::{cores, exit_code, logger};
 use aarch64_cpu::registers::{ESR_EL1, FAR_EL1, Readable};
 
 /// Prints the report for an exception the kernel does not handle and ends
@@ -13,8 +13,10 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
     let far = FAR_EL1.get();
     let class = (esr >> 26) & 0x3f;
     let core = cores::current().map(|c| c.index);
-    console::emergency(format_args!(
-        "\n*** FAULT on core {}: {} from {}\n    {}{}\n    ESR_EL1 {esr:#018x}  FAR_EL1 {far:#018x}\n    ELR_EL1 {:#018x}  SPSR_EL1 {:#010x}  LR {:#018x}\n",
+    let overflow =
+        if matches!(class, 0x24 | 0x25) { roving::strand::fibre::guard_hit(far as usize) } else { None };
+    logger::emergency(format_args!(
+        "*** FAULT on core {}: {} from {}\n    {}{}\n    ESR_EL1 {esr:#018x}  FAR_EL1 {far:#018x}\n    ELR_EL1 {:#018x}  SPSR_EL1 {:#010x}  LR {:#018x}{}",
         Core(core),
         vector_name(vector),
         origin(kind),
@@ -23,12 +25,8 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
         frame.elr,
         frame.spsr,
         frame.x30,
+        Overflow(overflow),
     ));
-    if matches!(class, 0x24 | 0x25)
-        && let Some(hit) = roving::strand::fibre::guard_hit(far as usize)
-    {
-        console::emergency(format_args!("    {}\n", Overflow(hit)));
-    }
     crate::exit(exit_code::FAULT)
 }
 

@@ -81,7 +81,7 @@ pub(super) fn init_primary() {
             // per core the device tree lists.
             let driver = unsafe { GicV3::new(UniqueMmioPointer::new(gicd), gicr, info.cores_found) };
             let Ok(mut driver) = driver else {
-                crate::println!("roving-kernel: GICv3 redistributors unreadable; deep idle disabled");
+                log::warn!(target: "roving_kernel", "GICv3 redistributors unreadable; deep idle disabled");
                 return;
             };
             let frame = redistributor_frame(&mut driver, cpu::hw_id());

@@ -3,7 +3,7 @@
 
 use super::exception::Frame;
 use crate::fault::{Core, Overflow};
-use crate::{console, cores, exit_code};
+use crate::{cores, exit_code, logger};
 use x86_64::registers::control::Cr2;
 
 /// Prints the report for an exception and ends the run with
@@ -12,25 +12,22 @@ pub(super) fn report_and_exit(frame: &Frame) -> ! {
     let core = cores::current().map(|c| c.index);
     let vector = frame.vector;
     let cr2 = Cr2::read_raw();
-    console::emergency(format_args!(
-        "\n*** FAULT on core {}: {} (vector {vector}, error code {:#x})\n",
+    let page_fault = (vector == PAGE_FAULT).then_some(PageFault(frame.error_code));
+    let overflow = if vector == PAGE_FAULT { roving::strand::fibre::guard_hit(cr2 as usize) } else { None };
+    logger::emergency(format_args!(
+        "*** FAULT on core {}: {} (vector {vector}, error code {:#x}){}\n    RIP {:#018x}  RSP {:#018x}  RFLAGS {:#010x}\n    RAX {:#018x}  RBX {:#018x}  RBP {:#018x}{}",
         Core(core),
         name(vector),
         frame.error_code,
+        PageFaultLines(page_fault, cr2),
+        frame.rip,
+        frame.rsp,
+        frame.rflags,
+        frame.rax,
+        frame.rbx,
+        frame.rbp,
+        Overflow(overflow),
     ));
-    if vector == PAGE_FAULT {
-        console::emergency(format_args!("    {}\n    CR2 {cr2:#018x}\n", PageFault(frame.error_code)));
-    }
-    console::emergency(format_args!(
-        "    RIP {:#018x}  RSP {:#018x}  RFLAGS {:#010x}\n    RAX {:#018x}  RBX {:#018x}  RBP {:#018x}\n",
-        frame.rip, frame.rsp, frame.rflags, frame.rax, frame.rbx, frame.rbp,
-    ));
-    if vector == PAGE_FAULT
-        && let Some(hit) = roving::strand::fibre::guard_hit(cr2 as usize)
-    {
-        let text = Overflow(hit);
-        console::emergency(format_args!("    {text}\n"));
-    }
     crate::exit(exit_code::FAULT)
 }
 
@@ -79,5 +76,18 @@ impl core::fmt::Display for PageFault {
             "a read"
         };
         write!(f, "{what}, on {access}")
+    }
+}
+
+/// A page fault's lines of the report: what and where (nothing for other
+/// faults).
+struct PageFaultLines(Option<PageFault>, u64);
+
+impl core::fmt::Display for PageFaultLines {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.0 {
+            Some(fault) => write!(f, "\n    {fault}\n    CR2 {:#018x}", self.1),
+            None => Ok(()),
+        }
     }
 }

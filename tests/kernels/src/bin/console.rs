@@ -1,5 +1,7 @@
-//! Every core prints at once; the suite checks that no line was broken or
-//! mixed with another core's (`tests/qemu/suite` reads the output).
+//! Every core prints at once, with `println!` and through the `log`
+//! facade; the suite checks that no line was broken or mixed with another
+//! core's (`tests/qemu/suite` reads the output), and that a record below
+//! the level set on the command line (`roving.log=info`) is left out.
 #![no_std]
 #![no_main]
 
@@ -20,6 +22,8 @@ fn shout(me: usize) {
         println!(
             "console core={me:02} line={line:03} abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ end"
         );
+        log::info!("logged core={me:02} line={line:03} abcdefghijklmnopqrstuvwxyz0123456789 end");
+        log::debug!("logged below the level: never printed");
     }
 }
 
