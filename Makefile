@@ -5,7 +5,8 @@
 # Other boards: make run BOARD=raspi3b (or raspi4b, x86-pc); make image
 # BOARD=... writes what the board boots from (a Raspberry Pi's kernel8.img).
 # Other programs: make run APP=shell (the interactive shell), or any
-# example in examples/src/bin.
+# example in examples/src/bin. make run LOG=defmt: the console carries
+# defmt frames, decoded on the host (installs defmt-print).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -14,6 +15,10 @@ SHELL := /bin/bash
 CORES ?= 4
 BOARD ?= virt
 APP ?= demo
+LOG ?= text
+LOGS := text defmt
+log_flags_text :=
+log_flags_defmt := --features defmt
 APPS := $(basename $(notdir $(wildcard examples/src/bin/*.rs)))
 BOARDS := virt raspi3b raspi4b x86-pc
 board_flags_virt :=
@@ -30,12 +35,13 @@ MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
 STRESS_SECS ?= 30
 SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores check-app lint setup-check host-test loom miri stress soak tsan no-std custom-platform qemu-test idle-check bench clean
+.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform qemu-test idle-check bench clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
-run: check-board check-cores check-app setup
-	ROVING_CORES=$(CORES) cargo run --quiet $(board_flags_$(BOARD)) --bin $(APP)
+run: check-board check-cores check-app check-log setup
+	@[[ $(LOG) != defmt ]] || tools/setup --defmt
+	DEFMT_LOG=trace ROVING_LOG=$(LOG) ROVING_CORES=$(CORES) cargo run --quiet $(board_flags_$(BOARD)) $(log_flags_$(LOG)) --bin $(APP)
 
 ## image: what BOARD boots from, in target/image/$(BOARD)/
 image: check-board setup
@@ -56,6 +62,9 @@ check-board:
 check-cores:
 	@tools/qemu-run --check-cores "$(CORES)"
 
+check-log:
+	@case " $(LOGS) " in *" $(LOG) "*) ;; *) echo "LOG must be one of: $(LOGS) (not '$(LOG)')" >&2; exit 2 ;; esac
+
 check-app:
 	@case " $(APPS) " in *" $(APP) "*) ;; *) echo "APP must be one of: $(APPS) (not '$(APP)')" >&2; exit 2 ;; esac
 
@@ -65,6 +74,8 @@ lint:
 	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
+	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
+	cargo clippy --quiet -p roving-examples --features defmt --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std $(HOST)
@@ -124,12 +135,14 @@ loom:
 no-std:
 	cargo build --quiet -p roving --target aarch64-unknown-none
 	cargo build --quiet -p roving --target x86_64-unknown-none
+	cargo build --quiet -p roving --features defmt --target aarch64-unknown-none
 
 ## custom-platform: an embedder's own Platform links and works
 custom-platform:
 	cargo run --quiet -p roving-custom-platform $(HOST)
 
 qemu-test:
+	tools/setup --defmt
 	tests/qemu/suite
 
 ## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon,

@@ -54,6 +54,8 @@ mod actor_schedule;
 mod atomics;
 mod chaos;
 pub mod context;
+#[cfg(all(feature = "defmt", not(loom)))]
+mod defmt_format;
 #[cfg_attr(loom, allow(unused))]
 mod diag;
 #[cfg(not(loom))]

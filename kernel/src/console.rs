@@ -26,6 +26,7 @@ const UNKNOWN_CORE: usize = NOBODY - 1;
 /// The console was opened (programmed): writers may be made.
 static OPENED: AtomicBool = AtomicBool::new(false);
 /// How long the panic path waits for a line under way on another core.
+#[cfg(not(feature = "defmt"))]
 const EMERGENCY_SPINS: u32 = 1 << 22;
 
 fn open(device: ConsoleDevice) -> Uart {
@@ -53,9 +54,69 @@ fn me() -> usize {
 
 #[doc(hidden)]
 pub fn _print(args: fmt::Arguments<'_>) {
+    #[cfg(feature = "defmt")]
+    defmt::println!("{}", defmt::Display2Format(&args));
+    #[cfg(not(feature = "defmt"))]
     owning(|uart| {
         let _ = uart.write_fmt(args);
     });
+}
+
+#[doc(hidden)]
+pub fn _println(args: fmt::Arguments<'_>) {
+    #[cfg(feature = "defmt")]
+    _print(args);
+    #[cfg(not(feature = "defmt"))]
+    _print(format_args!("{args}\n"));
+}
+
+/// How many times this core holds the console through [`hold`] (frames
+/// may nest only when a panic strikes mid-frame).
+#[cfg(feature = "defmt")]
+static HELD: [core::sync::atomic::AtomicU32; crate::MAX_CORES + 1] =
+    [const { core::sync::atomic::AtomicU32::new(0) }; crate::MAX_CORES + 1];
+/// The interrupt state the outermost [`hold`] saved, per core.
+#[cfg(feature = "defmt")]
+static SAVED: [AtomicUsize; crate::MAX_CORES + 1] = [const { AtomicUsize::new(0) }; crate::MAX_CORES + 1];
+
+#[cfg(feature = "defmt")]
+fn slot(me: usize) -> usize {
+    me.min(crate::MAX_CORES)
+}
+
+/// Takes the console for a run of raw writes ([`write_held`]) that must
+/// not be split (a defmt frame), masking interrupts on this core until
+/// [`let_go`]. Returns whether this core held it already (nested).
+#[cfg(feature = "defmt")]
+pub(crate) fn hold() -> bool {
+    let saved = arch::cpu::disable_interrupts();
+    let me = me();
+    if HELD[slot(me)].fetch_add(1, Relaxed) > 0 {
+        return true;
+    }
+    while OWNER.compare_exchange_weak(NOBODY, me, Acquire, Relaxed).is_err() {
+        core::hint::spin_loop();
+    }
+    SAVED[slot(me)].store(saved, Relaxed);
+    false
+}
+
+/// Ends a [`hold`].
+#[cfg(feature = "defmt")]
+pub(crate) fn let_go() {
+    let me = me();
+    if HELD[slot(me)].fetch_sub(1, Relaxed) == 1 {
+        OWNER.store(NOBODY, Release);
+        arch::cpu::restore_interrupts(SAVED[slot(me)].load(Relaxed));
+    }
+}
+
+/// Writes `bytes` while holding the console ([`hold`]).
+#[cfg(feature = "defmt")]
+pub(crate) fn write_held(bytes: &[u8]) {
+    if OPENED.load(Acquire) {
+        writer().write_bytes(bytes);
+    }
 }
 
 /// Writes `bytes` to the console as they are (no line-end translation),
@@ -91,11 +152,17 @@ pub(crate) fn emergency(args: fmt::Arguments<'_>) {
         let _ = open(board().console).write_fmt(args);
         return;
     }
-    let saved = arch::cpu::disable_interrupts();
-    write_report(args);
-    arch::cpu::restore_interrupts(saved);
+    #[cfg(feature = "defmt")]
+    defmt::error!("{}", defmt::Display2Format(&args));
+    #[cfg(not(feature = "defmt"))]
+    {
+        let saved = arch::cpu::disable_interrupts();
+        write_report(args);
+        arch::cpu::restore_interrupts(saved);
+    }
 }
 
+#[cfg(not(feature = "defmt"))]
 fn write_report(args: fmt::Arguments<'_>) {
     let me = me();
     let mut spins = 0;
@@ -127,9 +194,9 @@ macro_rules! print {
 #[macro_export]
 macro_rules! println {
     () => {
-        $crate::console::_print(format_args!("\n"))
+        $crate::console::_println(format_args!(""))
     };
     ($($arg:tt)*) => {
-        $crate::console::_print(format_args!("{}\n", format_args!($($arg)*)))
+        $crate::console::_println(format_args!($($arg)*))
     };
 }

@@ -35,6 +35,8 @@ pub mod boot_info;
 pub mod console;
 pub mod cores;
 mod critical;
+#[cfg(feature = "defmt")]
+mod defmt_frames;
 mod drivers;
 mod fault;
 pub mod heap;

@@ -70,11 +70,26 @@ impl Log for Logger {
             return;
         }
         let core = Core(cores::current().map(|core| core.index));
-        let line = format_args!("[{core}] {} {}: {}\n", record.level(), record.target(), record.args());
-        if record.level() == Level::Error {
-            console::emergency(line);
-        } else {
-            console::_print(line);
+        #[cfg(feature = "defmt")]
+        {
+            use defmt::Display2Format as Text;
+            let (target, args) = (record.target(), record.args());
+            match record.level() {
+                Level::Error => defmt::error!("[{}] {=str}: {}", Text(&core), target, Text(args)),
+                Level::Warn => defmt::warn!("[{}] {=str}: {}", Text(&core), target, Text(args)),
+                Level::Info => defmt::info!("[{}] {=str}: {}", Text(&core), target, Text(args)),
+                Level::Debug => defmt::debug!("[{}] {=str}: {}", Text(&core), target, Text(args)),
+                Level::Trace => defmt::trace!("[{}] {=str}: {}", Text(&core), target, Text(args)),
+            }
+        }
+        #[cfg(not(feature = "defmt"))]
+        {
+            let line = format_args!("[{core}] {} {}: {}\n", record.level(), record.target(), record.args());
+            if record.level() == Level::Error {
+                console::emergency(line);
+            } else {
+                console::_print(line);
+            }
         }
     }
 

@@ -327,6 +327,7 @@ impl core::error::Error for ResizeError {}
 
 /// Why [`Pool::destroy`](super::Pool::destroy) did not destroy the pool.
 /// Nothing was changed.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DestroyError {

@@ -98,6 +98,7 @@ impl<F> fmt::Display for SpawnError<F> {
 impl<F> core::error::Error for SpawnError<F> {}
 
 /// Why a blocking call returned without what it waited for.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WaitError {

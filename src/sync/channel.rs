@@ -55,6 +55,7 @@ pub struct Receiver<T> {
 }
 
 /// Why a channel could not be made.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ChannelError {
@@ -150,6 +151,7 @@ impl<T> fmt::Display for SendError<T> {
 impl<T> core::error::Error for SendError<T> {}
 
 /// Why no value was received.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RecvError {

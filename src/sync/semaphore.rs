@@ -158,6 +158,7 @@ impl Drop for Acquire<'_> {
 
 /// Why [`Semaphore::release`] did not bank every permit: the count would
 /// have passed `usize::MAX`.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TooManyPermits {
     /// Permits banked (unchanged by the failed release).

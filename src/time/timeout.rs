@@ -50,6 +50,7 @@ impl<F> Timeout<F> {
 }
 
 /// The deadline of a [`timeout`] passed before its future finished.
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Elapsed;
 
