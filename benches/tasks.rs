@@ -144,6 +144,26 @@ fn ping_pong_roving() -> Duration {
     })
 }
 
+/// As [`ping_pong_roving`], the answer sent over roving's channel (one
+/// value of room), as tokio's goes over its oneshot.
+fn ping_pong_roving_channel() -> Duration {
+    on_roving(CORES, || {
+        let start = Instant::now();
+        let handles: Vec<_> = (0..PINGS)
+            .map(|i| {
+                roving::spawn_async(async move {
+                    let (answer, answered) = roving::sync::channel::bounded(1).unwrap();
+                    drop(roving::spawn_async(async move { answer.send_async(black_box(i)).await.unwrap() }).unwrap());
+                    assert_eq!(answered.recv_async().await.unwrap(), i);
+                })
+                .unwrap()
+            })
+            .collect();
+        join_all(handles);
+        start.elapsed()
+    })
+}
+
 fn ping_pong_tokio() -> Duration {
     in_tokio_task(async {
         let start = Instant::now();
@@ -205,31 +225,35 @@ fn chained_spawn_tokio() -> Duration {
 }
 
 fn main() {
-    let groups: [(&str, u64, [harness::Contender; 2]); 4] = [
+    let groups: [(&str, u64, &[harness::Contender]); 4] = [
         (
             "spawn_many: 10,000 tasks spawned from a task (per task)",
             SPAWN_MANY as u64,
-            [("roving spawn_async", &spawn_many_roving), ("tokio spawn", &spawn_many_tokio)],
+            &[("roving spawn_async", &spawn_many_roving), ("tokio spawn", &spawn_many_tokio)],
         ),
         (
             "yield_many: 200 tasks yield 500 times (per yield)",
             (YIELD_TASKS * YIELDS) as u64,
-            [("roving yield_now", &yield_many_roving), ("tokio yield_now", &yield_many_tokio)],
+            &[("roving yield_now", &yield_many_roving), ("tokio yield_now", &yield_many_tokio)],
         ),
         (
             "ping_pong: 1,000 tasks each answered by a task it spawns (per ping)",
             PINGS as u64,
-            [("roving handle as answer", &ping_pong_roving), ("tokio oneshot", &ping_pong_tokio)],
+            &[
+                ("roving handle as answer", &ping_pong_roving),
+                ("roving channel, send_async/recv_async", &ping_pong_roving_channel),
+                ("tokio oneshot", &ping_pong_tokio),
+            ],
         ),
         (
             "chained_spawn: a chain of 1,000 tasks each spawning the next (per task)",
             CHAIN as u64,
-            [("roving spawn_async", &chained_spawn_roving), ("tokio spawn", &chained_spawn_tokio)],
+            &[("roving spawn_async", &chained_spawn_roving), ("tokio spawn", &chained_spawn_tokio)],
         ),
     ];
     for (title, ops, contenders) in groups {
         println!("{title}, {CORES} cores");
-        let rows = compare(15, ops, &contenders);
-        ratios(&rows, &[contenders[1].0]);
+        let rows = compare(15, ops, contenders);
+        ratios(&rows, &[contenders[contenders.len() - 1].0]);
     }
 }
