@@ -153,7 +153,10 @@ fn ping_pong_roving_channel() -> Duration {
             .map(|i| {
                 roving::spawn_async(async move {
                     let (answer, answered) = roving::sync::channel::bounded(1).unwrap();
-                    drop(roving::spawn_async(async move { answer.send_async(black_box(i)).await.unwrap() }).unwrap());
+                    drop(
+                        roving::spawn_async(async move { answer.send_async(black_box(i)).await.unwrap() })
+                            .unwrap(),
+                    );
                     assert_eq!(answered.recv_async().await.unwrap(), i);
                 })
                 .unwrap()

@@ -20,6 +20,9 @@
 //! Strands ([`crate::strand`]) are the safe interface; this module is public for
 //! kernels that want to build their own.
 
+#[path = "context/catch.rs"]
+#[cfg_attr(feature = "std", allow(dead_code, reason = "the host unwinds; the tests use it"))]
+pub(crate) mod catch;
 #[cfg(target_arch = "aarch64")]
 #[path = "context/aarch64.rs"]
 mod isa;

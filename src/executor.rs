@@ -29,11 +29,13 @@
 //!
 //! Its future returns, and the handle gives the output. Or:
 //!
-//! - it panics: on the host the panic is caught, the future dropped, and
-//!   the handle gives [`TaskError::Failed`] (a detached task's failure
-//!   becomes the pool's, as a strand's that nobody joins does). Bare metal
-//!   does not unwind: a panic in a task is reported by the kernel's panic
-//!   handler and stops its core;
+//! - it panics: the task fails, not its core, and the handle gives
+//!   [`TaskError::Failed`] (a detached task's failure becomes the pool's,
+//!   as a strand's that nobody joins does). On the host the panic is
+//!   caught as it unwinds and the future dropped. Bare metal does not
+//!   unwind: every poll runs under a catch point on its core's stack, and
+//!   the kernel's panic handler throws back to it (`fail_running_task`);
+//!   the future is then leaked, not dropped, with whatever it held;
 //! - its handle cancels it ([`TaskHandle::cancel`]): the future is dropped
 //!   at its next await point, and the handle gives [`TaskError::Cancelled`];
 //! - its pool stops first: a task waiting for a wake, or queued, has its
@@ -62,6 +64,8 @@
 //! ```
 
 mod cell;
+#[cfg(not(feature = "std"))]
+mod contain;
 mod handle;
 pub(crate) mod list;
 pub(crate) mod state;
@@ -73,6 +77,8 @@ use crate::task::storage::BlockCache;
 use crate::task::{IntoTask, Task};
 use alloc::boxed::Box;
 use alloc::sync::Arc;
+#[cfg(not(feature = "std"))]
+pub use contain::{fail_running_task, running_task};
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;

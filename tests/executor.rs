@@ -66,6 +66,11 @@ fn block_on_runs_futures_in_a_strand_and_refuses_plain_tasks() {
 }
 
 #[test]
+fn a_panicking_task_fails_alone_and_its_core_goes_on() {
+    assert_eq!(on_pool(2, async_cases::a_panicking_task_fails_alone), 4950);
+}
+
+#[test]
 fn a_panicking_task_gives_its_failure_to_its_handle() {
     let error = on_pool(2, || {
         let task = executor::spawn_async(async {

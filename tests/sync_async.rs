@@ -75,6 +75,11 @@ fn block_on_keeps_waiter_records_off_copied_stacks() {
 }
 
 #[test]
+fn cancelled_waits_leave_their_objects_usable() {
+    on_pool(2, cases::cancelled_waits_leave_their_objects_usable);
+}
+
+#[test]
 fn a_task_that_panics_holding_an_async_guard_poisons_the_mutex() {
     let poisoned = on_pool(2, || {
         let mutex = Arc::new(Mutex::new(0));

@@ -1,8 +1,11 @@
 //! A panic in a strand fails that strand only: it is noted on the console
 //! and handed to roving ([`roving::strand::fail_running`]), which records
 //! the failure for the strand's joiner, abandons the strand's stack and
-//! switches the core back to its scheduler. A panic anywhere else (boot,
-//! the scheduler, a plain task, or a strand failing while it finishes)
+//! switches the core back to its scheduler. A panic in an async task's
+//! poll fails that task only, the same way
+//! ([`roving::executor::fail_running_task`]: the poll's frames are
+//! abandoned back to the core's loop). A panic anywhere else (boot, the
+//! scheduler, a plain task, or a strand failing while it finishes)
 //! prints the core, the location and the message (and, in a device's
 //! interrupt handler, its line), then ends the run with a non-zero status.
 //! A handler's panic is never taken for the strand it interrupted: there
@@ -29,19 +32,18 @@ fn panic(info: &PanicInfo<'_>) -> ! {
             ));
             crate::exit(exit_code::PANIC);
         }
-        match info.location() {
-            Some(at) => logger::emergency(format_args!(
-                "*** strand {strand} on core {core} panicked at {at}: {} (the strand failed)",
-                info.message()
-            )),
-            None => logger::emergency(format_args!(
-                "*** strand {strand} on core {core} panicked: {} (the strand failed)",
-                info.message()
-            )),
-        }
+        report_contained(format_args!("strand {strand}"), core, "strand", info);
         crate::masking::abandon_strand_sections();
         // Returns only if the strand cannot be failed (it was finishing).
         roving::strand::fail_running(info);
+    }
+    if roving::executor::running_task() {
+        let core = cores::current().map_or(usize::MAX, |c| c.index);
+        report_contained(format_args!("an async task"), core, "task", info);
+        crate::masking::abandon_strand_sections();
+        // Returns only if the task's failure could not be made (a panic
+        // while making it): then the core stops below.
+        roving::executor::fail_running_task(info);
     }
     arch::cpu::disable_interrupts();
     let core = cores::current();
@@ -72,6 +74,20 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         }
     }
     crate::exit(exit_code::PANIC)
+}
+
+/// Reports a panic that fails `who` (on `core`) and not the core.
+fn report_contained(who: core::fmt::Arguments<'_>, core: usize, what: &str, info: &PanicInfo<'_>) {
+    match info.location() {
+        Some(at) => logger::emergency(format_args!(
+            "*** {who} on core {core} panicked at {at}: {} (the {what} failed)",
+            info.message()
+        )),
+        None => logger::emergency(format_args!(
+            "*** {who} on core {core} panicked: {} (the {what} failed)",
+            info.message()
+        )),
+    }
 }
 
 /// Names the device line whose handler a core was running, if any.

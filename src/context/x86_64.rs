@@ -16,6 +16,20 @@ const FP_CONTROL_BYTES: usize = 8;
 #[cfg(not(target_feature = "sse"))]
 const FP_CONTROL_BYTES: usize = 0;
 
+/// Pushes the general registers a callee must preserve.
+macro_rules! push_callee_saved {
+    () => {
+        "push rbp\n push rbx\n push r12\n push r13\n push r14\n push r15"
+    };
+}
+
+/// Pops what `push_callee_saved` pushed, and returns.
+macro_rules! pop_callee_saved_and_return {
+    () => {
+        "pop r15\n pop r14\n pop r13\n pop r12\n pop rbx\n pop rbp\n ret"
+    };
+}
+
 /// Power-on values: all exceptions masked, round to nearest.
 #[cfg(target_feature = "sse")]
 const MXCSR_DEFAULT: u64 = 0x1f80;
@@ -67,23 +81,12 @@ macro_rules! restore_fp_controls {
 #[unsafe(naked)]
 pub unsafe extern "sysv64" fn switch(from: *mut Context, to: *const Context) {
     naked_asm!(
-        "push rbp",
-        "push rbx",
-        "push r12",
-        "push r13",
-        "push r14",
-        "push r15",
+        push_callee_saved!(),
         save_fp_controls!(),
         "mov [rdi], rsp",
         "mov rsp, [rsi]",
         restore_fp_controls!(),
-        "pop r15",
-        "pop r14",
-        "pop r13",
-        "pop r12",
-        "pop rbx",
-        "pop rbp",
-        "ret",
+        pop_callee_saved_and_return!(),
     )
 }
 
@@ -122,4 +125,98 @@ pub unsafe fn prepare(stack_top: *mut u8, entry: extern "C" fn(usize) -> !, argu
     {
         registers as usize
     }
+}
+
+/// Room `catch` keeps for the slot's address below the saved registers
+/// (and the FP control words), padded so that the call to `f` is made
+/// with a 16-byte-aligned stack.
+const CATCH_SLOT_BYTES: usize = if FP_CONTROL_BYTES == 8 { 16 } else { 8 };
+
+/// Saves the FP control words, when there are any (see `FP_CONTROL_BYTES`).
+#[cfg(target_feature = "sse")]
+macro_rules! catch_save_fp {
+    () => {
+        "sub rsp, 8\n stmxcsr [rsp]\n fnstcw [rsp + 4]"
+    };
+}
+/// Loads them back (a `throw`: the abandoned code may have changed them).
+#[cfg(target_feature = "sse")]
+macro_rules! catch_load_fp {
+    () => {
+        "ldmxcsr [rsp]\n fldcw [rsp + 4]\n add rsp, 8"
+    };
+}
+/// Drops them (a return: the callee kept them, as the ABI asks).
+#[cfg(target_feature = "sse")]
+macro_rules! catch_drop_fp {
+    () => {
+        "add rsp, 8"
+    };
+}
+#[cfg(not(target_feature = "sse"))]
+macro_rules! catch_save_fp {
+    () => {
+        ""
+    };
+}
+#[cfg(not(target_feature = "sse"))]
+macro_rules! catch_load_fp {
+    () => {
+        ""
+    };
+}
+#[cfg(not(target_feature = "sse"))]
+macro_rules! catch_drop_fp {
+    () => {
+        ""
+    };
+}
+
+/// Saves the callee-saved registers and the slot's address on the stack,
+/// stores the stack pointer in `*slot`, and calls `f(argument)`. Returns 0
+/// when `f` returns (clearing `*slot`), or 1 when `throw` resumed it.
+///
+/// # Safety
+///
+/// `slot` is valid for the call; `f` is a plain `extern "C"` function
+/// that does not unwind.
+#[unsafe(naked)]
+pub unsafe extern "sysv64" fn catch(slot: *mut usize, f: extern "C" fn(usize), argument: usize) -> usize {
+    naked_asm!(
+        push_callee_saved!(),
+        catch_save_fp!(),
+        "sub rsp, {slot}",
+        "mov [rsp], rdi",
+        "mov [rdi], rsp",
+        "mov rdi, rdx",
+        "call rsi",
+        "mov rdi, [rsp]",
+        "mov qword ptr [rdi], 0",
+        "xor eax, eax",
+        "add rsp, {slot}",
+        catch_drop_fp!(),
+        pop_callee_saved_and_return!(),
+        slot = const CATCH_SLOT_BYTES,
+    )
+}
+
+/// Resumes the `catch` whose stack pointer is `stack_pointer`, which then
+/// returns 1; the frames below it are abandoned.
+///
+/// # Safety
+///
+/// `stack_pointer` is what a `catch` still running on this stack stored,
+/// and the code being abandoned runs on that stack, below it.
+#[unsafe(naked)]
+pub unsafe extern "sysv64" fn throw(stack_pointer: usize) -> ! {
+    naked_asm!(
+        "mov rsp, rdi",
+        "mov rdi, [rsp]",
+        "mov qword ptr [rdi], 0",
+        "mov eax, 1",
+        "add rsp, {slot}",
+        catch_load_fp!(),
+        pop_callee_saved_and_return!(),
+        slot = const CATCH_SLOT_BYTES,
+    )
 }

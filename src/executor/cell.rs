@@ -354,7 +354,17 @@ where
     let output = match polled {
         Ok(Poll::Pending) => return None,
         Ok(Poll::Ready(value)) => Ok(value),
+        #[cfg(feature = "std")]
         Err(failure) => Err(TaskError::Failed(failure)),
+        #[cfg(not(feature = "std"))]
+        Err(failure) => {
+            // Abandoned mid-poll (`contain`): the future is neither dropped
+            // nor moved, and a reference never given back keeps its memory.
+            header_ref.state.acquire();
+            // SAFETY: the output is written only here, before `DONE`.
+            unsafe { *(*cell.as_ptr()).head.output.get() = Some(Err(TaskError::Failed(failure))) };
+            return Some(());
+        }
     };
     // SAFETY: as above.
     unsafe { finish_future::<F>(header, output) };
@@ -384,14 +394,35 @@ unsafe fn abandon_stopped<F: Future>(header: NonNull<Header>) {
 /// Drops the future in place (a panic in its drop is the task's failure)
 /// and stores the output.
 ///
+/// In place, never moved out first: the future is pinned, and a part of
+/// it may be linked by its address into a wait queue, a signal's word or
+/// the timer heap until its own drop unlinks it.
+///
 /// # Safety
 ///
 /// As for [`poll`].
 unsafe fn finish_future<F: Future>(header: NonNull<Header>, output: Result<F::Output, TaskError>) {
     let cell = header.cast::<Cell<F>>();
     // SAFETY: ours under `RUNNING`.
-    let future = unsafe { &mut *(*cell.as_ptr()).future.get() };
-    let dropped = catching_panic(|| drop(future.take()));
+    let slot = unsafe { (*cell.as_ptr()).future.get() };
+    let dropped = catching_panic(|| {
+        // SAFETY: ours under `RUNNING`.
+        if let Some(future) = unsafe { (*slot).as_mut() } {
+            // SAFETY: dropped once, where it lies; marked gone below
+            // without a second drop.
+            unsafe { ptr::drop_in_place(future) };
+        }
+    });
+    if cfg!(feature = "std") || dropped.is_ok() {
+        // SAFETY: dropped (a drop that unwound dropped the rest on its way
+        // out): marked gone without being dropped again.
+        unsafe { ptr::write(slot, None) };
+    } else {
+        // Abandoned mid-drop on bare metal (`contain`): left as it is, in
+        // memory kept for ever by a reference never given back.
+        // SAFETY: live; the caller holds a reference.
+        unsafe { header.as_ref() }.state.acquire();
+    }
     let output = match (output, dropped) {
         (Ok(_), Err(failure)) => Err(TaskError::Failed(failure)),
         (output, _) => output,
@@ -451,12 +482,13 @@ pub(super) unsafe fn tear_down(header: NonNull<Header>) -> bool {
     true
 }
 
-/// Runs `f`; on the host a panic in it becomes a failure. Bare metal does
-/// not unwind: the kernel's panic handler reports it.
+/// Runs `f`; a panic in it becomes a failure: caught as it unwinds on the
+/// host, thrown back to by the kernel's panic handler on bare metal
+/// (`contain`).
 fn catching_panic<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
     #[cfg(feature = "std")]
     return std::panic::catch_unwind(core::panic::AssertUnwindSafe(f))
         .map_err(|payload| *crate::strand::from_task_unwind(payload));
     #[cfg(not(feature = "std"))]
-    return Ok(f());
+    return super::contain::catching_panic(f);
 }

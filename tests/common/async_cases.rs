@@ -194,3 +194,25 @@ pub fn block_on_outside_a_strand() -> Result<u32, roving::strand::WaitError> {
     let future = pool.send(0, || roving::block_on(async { 1 })).expect("sent");
     future.wait().expect("the task ran")
 }
+
+/// A task that panics fails alone: its handle gives the failure, with the
+/// panic's message, and the core that polled it goes on running other
+/// tasks. Returns what the tasks spawned after it summed.
+pub fn a_panicking_task_fails_alone() -> u64 {
+    let failing = executor::spawn_async(async {
+        executor::yield_now().await;
+        if here() < usize::MAX {
+            panic!("the task gave up");
+        }
+    })
+    .expect("spawned");
+    match failing.join() {
+        Err(TaskError::Failed(failure)) => {
+            assert!(failure.message().contains("the task gave up"), "the failure's message: {failure}")
+        }
+        other => panic!("a panicking task's handle gave {other:?}"),
+    }
+    let after: Vec<_> =
+        (0..100u64).map(|i| executor::spawn_async(async move { i }).expect("spawned")).collect();
+    after.into_iter().map(|task| task.join().expect("a task after the panic finishes")).sum()
+}

@@ -383,3 +383,62 @@ pub fn block_on_with_copy_swap(strands: usize) -> usize {
     waiters.into_iter().for_each(|w| w.join().expect("a waiter finishes"));
     through.load(SeqCst)
 }
+
+/// Tasks cancelled while they wait (on a signal, a semaphore, a mutex, a
+/// channel, a sleep) leave each object as if they had never waited: the
+/// signal raised later is kept, the permit banked, the lock free, the
+/// value there for the next receiver, and no timer armed. Their futures
+/// are dropped where they lie (they are linked into those objects by
+/// address).
+pub fn cancelled_waits_leave_their_objects_usable() {
+    let signal = Arc::new(roving::sync::Signal::new());
+    let semaphore = Arc::new(Semaphore::new(0));
+    let mutex = Arc::new(Mutex::new(0u32));
+    let (tx, rx) = channel::bounded::<u32>(1).expect("a channel");
+    let held = mutex.lock().expect("locked");
+    let waiting: Vec<TaskHandle<()>> = alloc::vec![
+        {
+            let signal = signal.clone();
+            executor::spawn_async(async move { signal.wait_async().await.expect("one waiter") })
+                .expect("spawned")
+        },
+        {
+            let semaphore = semaphore.clone();
+            executor::spawn_async(async move { semaphore.acquire_async().await }).expect("spawned")
+        },
+        {
+            let mutex = mutex.clone();
+            executor::spawn_async(async move { drop(mutex.lock_async().await) }).expect("spawned")
+        },
+        {
+            let rx = rx.clone();
+            executor::spawn_async(async move {
+                let _ = rx.recv_async().await;
+            })
+            .expect("spawned")
+        },
+        executor::spawn_async(time::sleep(Duration::from_secs(3600))).expect("spawned"),
+    ];
+    // Let every task reach its wait, then cancel them all.
+    strand::sleep(Duration::from_millis(10)).expect("a strand sleeps");
+    for task in waiting {
+        task.cancel();
+        assert_eq!(task.join(), Err(executor::TaskError::Cancelled), "a waiting task was cancelled");
+    }
+    drop(held);
+    signal.signal();
+    assert!(signal.try_take(), "the signal raised after the cancel was kept");
+    semaphore.release(1).expect("released");
+    assert_eq!(semaphore.available(), 1, "the permit was banked, not handed to a gone task");
+    assert!(mutex.try_lock().is_ok(), "the mutex is free");
+    tx.try_send(9).expect("room");
+    assert_eq!(rx.try_recv(), Ok(9), "the value waits for the next receiver");
+    // A new waiter on the signal is let in.
+    let again = {
+        let signal = signal.clone();
+        executor::spawn_async(async move { signal.wait_async().await }).expect("spawned")
+    };
+    strand::sleep(Duration::from_millis(5)).expect("a strand sleeps");
+    signal.signal();
+    assert_eq!(again.join().expect("finishes"), Ok(()));
+}

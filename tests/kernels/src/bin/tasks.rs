@@ -3,7 +3,8 @@
 //! them when there is more than one); wakes during a poll causing exactly
 //! one more; a task pinned to each core woken from another; tasks woken
 //! by tasks, awaiting tasks, cancelled while waiting, woken after they
-//! ended; `block_on` in a strand and refused in a plain task. Then
+//! ended; `block_on` in a strand and refused in a plain task; a task that
+//! panics failing alone (its poll abandoned back to the core's loop). Then
 //! strands and tasks on the same `sync` objects (a mutex, a semaphore, an
 //! event, a channel with both kinds at each end), futures dropped after
 //! they were handed a lock, a permit or a wake giving it back, tasks'
@@ -50,6 +51,7 @@ fn main() {
         assert_eq!(async_cases::late_wakes_are_harmless(100), 100);
         assert_eq!(async_cases::block_on_in_a_strand(), 42);
         assert_eq!(async_cases::block_on_outside_a_strand(), Err(roving::strand::WaitError::NotAStrand));
+        assert_eq!(async_cases::a_panicking_task_fails_alone(), 4950, "tasks after a task's panic");
         println!(
             "tasks: 10000 tasks yielding 3 times each in {} ms, polled on {polled_on} of {cores} cores",
             took.as_millis()
@@ -70,6 +72,7 @@ fn shared_objects() {
     let sum = sync_async_cases::strands_and_tasks_share_a_channel(3, 500);
     assert_eq!(sum, 2 * 3 * (0..500u64).sum::<u64>(), "channel sum");
     sync_async_cases::dropped_waits_give_back_what_they_were_handed();
+    sync_async_cases::cancelled_waits_leave_their_objects_usable();
     let (early, late) = sync_async_cases::tasks_sleep(50);
     assert_eq!(early, 0, "task sleeps ended early");
     let took = sync_async_cases::timeouts();
