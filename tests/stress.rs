@@ -27,6 +27,10 @@
 //! - **async tasks**: 2,000 async tasks yield 20 times each, stolen between
 //!   the cores; then 100 tasks each wait for a counter that two stand-in
 //!   handlers raise 20 times, waking the task by reference each time.
+//! - **shared objects**: strands and async tasks on one mutex (held
+//!   across a yield or an await), one semaphore and one channel with both
+//!   kinds at each end, and 30 tasks sleeping on the timer heap beside
+//!   them: counts exact, permits never over-taken, per-sender order kept.
 //!
 //! After each pool ends, no fibre may still be held.
 //!
@@ -37,6 +41,8 @@
 
 #[path = "common/async_cases.rs"]
 mod async_cases;
+#[path = "common/sync_async_cases.rs"]
+mod sync_async_cases;
 mod support;
 
 use roving::Pool;
@@ -96,6 +102,17 @@ impl Drop for Hogs {
 /// The async tasks workload's first half (module docs).
 fn async_tasks() -> u64 {
     async_cases::many_tasks(2_000, 20).0
+}
+
+/// Strands and tasks on shared objects; returns a checksum of the counts.
+fn shared_objects() -> u64 {
+    let mutex = sync_async_cases::strands_and_tasks_share_a_mutex(4, 50) as u64;
+    let (most, turns) = sync_async_cases::strands_and_tasks_share_a_semaphore(2, 4, 50);
+    assert!(most <= 2, "{most} permits held at once, of 2");
+    let channel = sync_async_cases::strands_and_tasks_share_a_channel(3, 300);
+    let (early, _) = sync_async_cases::tasks_sleep(30);
+    assert_eq!(early, 0, "a task's sleep ended early");
+    mutex + turns as u64 + channel
 }
 
 fn join_all<T>(handles: Vec<JoinHandle<T>>) -> Vec<T> {
@@ -315,7 +332,7 @@ fn strands_survive_an_oversubscribed_host() {
                 let value = f();
                 (value, start.elapsed())
             };
-            let ((lone, t0), (storm, t1), (yields, t2), (sum, t3), (tasks, t4)) =
+            let ((lone, t0), (storm, t1), (yields, t2), (sum, t3), (tasks, t4), (shared, t5)) =
                 support::on_pool(cores, || {
                     (
                         timed(lone_spawner),
@@ -323,13 +340,16 @@ fn strands_survive_an_oversubscribed_host() {
                         timed(yield_many),
                         timed(pairs),
                         timed(async_tasks),
+                        timed(shared_objects),
                     )
                 });
             if std::env::var_os("ROVING_STRESS_VERBOSE").is_some() {
                 eprintln!(
-                    "{cores} cores: lone spawner {t0:?}, storm {t1:?}, yield many {t2:?}, pairs {t3:?}, async tasks {t4:?}"
+                    "{cores} cores: lone spawner {t0:?}, storm {t1:?}, yield many {t2:?}, pairs {t3:?}, async tasks {t4:?}, shared objects {t5:?}"
                 );
             }
+            let expected_shared = 2 * 4 * 50 + 2 * 4 * 50 + 2 * 3 * (0..300u64).sum::<u64>();
+            assert_eq!(shared, expected_shared, "shared objects at {cores} cores");
             assert_eq!(tasks, (0..2_000).sum::<u64>(), "async tasks at {cores} cores");
             assert_eq!(lone, (0..1_500).sum::<u64>(), "lone spawner at {cores} cores");
             assert_eq!(storm, expected_storm_sum(), "spawn storm at {cores} cores");
