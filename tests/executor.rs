@@ -261,3 +261,27 @@ fn a_signal_given_to_a_dropped_wait_is_raised_again() {
         assert_eq!(roving::block_on(signal.wait_async()).unwrap(), Ok(()));
     });
 }
+
+#[test]
+fn polling_a_handle_after_it_gave_its_output_panics_with_a_message() {
+    let message = on_pool(2, || {
+        let mut handle = executor::spawn_async(async { 7 }).unwrap();
+        let mut context = Context::from_waker(Waker::noop());
+        let output = loop {
+            if let Poll::Ready(output) = Pin::new(&mut handle).poll(&mut context) {
+                break output;
+            }
+            roving::strand::yield_now().unwrap();
+        };
+        assert_eq!(output, Ok(7));
+        let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = Pin::new(&mut handle).poll(&mut context);
+        }))
+        .unwrap_err();
+        again
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| again.downcast_ref::<&str>().map(|s| s.to_string()))
+    });
+    assert!(message.unwrap_or_default().contains("polled after it returned its output"));
+}

@@ -41,9 +41,9 @@
 
 #[path = "common/async_cases.rs"]
 mod async_cases;
+mod support;
 #[path = "common/sync_async_cases.rs"]
 mod sync_async_cases;
-mod support;
 
 use roving::Pool;
 use roving::actor::{Actor, Context, InterruptSendError};

@@ -15,7 +15,9 @@ use roving::sync::WaitError;
 /// terminal), and a write is never split by another core's output. They
 /// wait for room in the UART, never for other work, so the async `write`
 /// finishes in its first poll; `flush` has nothing to do, as a write
-/// returns once its bytes are in the UART.
+/// returns once its bytes are in the UART. (With feature `defmt` the
+/// console carries defmt frames, and raw writes would garble them for the
+/// decoder: write through `defmt` there.)
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Serial;
 

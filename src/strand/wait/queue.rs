@@ -331,3 +331,76 @@ impl WaitQueue {
         woken
     }
 }
+
+/// The queue with task waiters alone (a strand's needs a running pool):
+/// run under Miri too, for the tagged links and the nodes they point into.
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+    use alloc::boxed::Box;
+    use alloc::sync::Arc;
+    use alloc::task::Wake;
+    use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+
+    fn waiters(n: usize) -> (Vec<Pin<Box<TaskWaiter>>>, Vec<Arc<Count>>) {
+        let nodes = (0..n).map(|_| Box::pin(TaskWaiter::new())).collect();
+        let counts = (0..n).map(|_| Arc::new(Count(AtomicUsize::new(0)))).collect();
+        (nodes, counts)
+    }
+
+    #[test]
+    fn tasks_are_woken_in_the_order_they_came_and_marked() {
+        let (nodes, counts) = waiters(3);
+        let mut queue = WaitQueue::new();
+        for (node, count) in nodes.iter().zip(&counts) {
+            // SAFETY: the test owns the queue (it stands for the lock);
+            // each node leaves before it is dropped (below).
+            unsafe { node.as_ref().wait(&mut queue, &Waker::from(count.clone())) };
+        }
+        // Waiting again keeps the place and takes the new waker.
+        // SAFETY: as above.
+        unsafe { nodes[0].as_ref().wait(&mut queue, &Waker::from(counts[0].clone())) };
+        assert!(queue.wake_one());
+        assert_eq!(counts.iter().map(|c| c.0.load(SeqCst)).collect::<Vec<_>>(), [1, 0, 0]);
+        // SAFETY: as above.
+        unsafe {
+            assert!(nodes[0].take_woken(), "the woken node is marked");
+            assert!(!nodes[0].take_woken(), "and the mark is taken once");
+            // The middle one leaves before it is woken: nothing handed.
+            assert!(!nodes[1].leave(&mut queue));
+        }
+        assert_eq!(queue.wake_all(), 1);
+        assert_eq!(counts.iter().map(|c| c.0.load(SeqCst)).collect::<Vec<_>>(), [1, 0, 1]);
+        assert!(queue.is_empty());
+        // SAFETY: as above; woken and never looked: `leave` says so.
+        assert!(unsafe { nodes[2].leave(&mut queue) });
+        assert!(!queue.wake_one(), "an empty queue wakes nobody");
+    }
+
+    #[test]
+    fn a_node_leaving_from_the_middle_keeps_the_links_of_the_rest() {
+        let (nodes, counts) = waiters(4);
+        let mut queue = WaitQueue::new();
+        for (node, count) in nodes.iter().zip(&counts) {
+            // SAFETY: as in the test above.
+            unsafe { node.as_ref().wait(&mut queue, &Waker::from(count.clone())) };
+        }
+        // SAFETY: as above.
+        unsafe {
+            nodes[1].leave(&mut queue);
+            nodes[3].leave(&mut queue);
+            nodes[0].leave(&mut queue);
+        }
+        assert!(queue.wake_one());
+        assert_eq!(counts.iter().map(|c| c.0.load(SeqCst)).collect::<Vec<_>>(), [0, 0, 1, 0]);
+        assert!(queue.is_empty());
+    }
+}
