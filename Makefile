@@ -75,7 +75,6 @@ lint:
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
-	cargo clippy --quiet -p roving-examples --features defmt --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std $(HOST)
@@ -135,7 +134,6 @@ loom:
 no-std:
 	cargo build --quiet -p roving --target aarch64-unknown-none
 	cargo build --quiet -p roving --target x86_64-unknown-none
-	cargo build --quiet -p roving --features defmt --target aarch64-unknown-none
 
 ## custom-platform: an embedder's own Platform links and works
 custom-platform:
