@@ -156,15 +156,19 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
     } else {
         None
     };
+    // No longer live, before anyone hears that we ended: not our joiner,
+    // and not a parent waiting in its frame's end for us to leave the
+    // tree (it may then end and be joined at once). Whoever reads the
+    // pool's count after that must not count us. (The core still has to
+    // switch away; quiescence also waits for every core to be asleep. A
+    // parent waiting for us is live, so this is never the last strand
+    // while we are still anchored to a frame.)
+    // SAFETY: a fibre with strands is held by a live pool.
+    unsafe { &*header.fibre.pool() }.strand_ended();
     // Leave the tree before telling the joiner, so a parent that joined
     // us never finds us still anchored to its frame.
     // SAFETY: finishing; the tree does not touch us after this.
     let unclaimed = unsafe { tree::leave(me, unclaimed) };
-    // No longer live, before the joiner hears of it: a joiner that reads
-    // the pool's count at once must not count us. (The core still has to
-    // switch away; quiescence also waits for every core to be asleep.)
-    // SAFETY: a fibre with strands is held by a live pool.
-    unsafe { &*header.fibre.pool() }.strand_ended();
     let joiner = header.joiner.swap(FINISHED, AcqRel);
     if let Some(joiner) = NonNull::new(joiner) {
         signal(joiner, state::SIGNALLED);
