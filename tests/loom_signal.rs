@@ -13,6 +13,10 @@
 //! runs on both words: a signal's (pointer-sized, the waiter's address)
 //! and a strand's park token (a byte, the waiter known). Two more run an
 //! async task's wait, whose every wake reaches it, waiting or dropped early.
+//! And a fire that comes while another firer is still delivering, after
+//! the waiter took that delivery and went back to wait again, must reach
+//! that second wait (a first version let it coalesce with the delivery
+//! under way, and the waiter waited for ever).
 #![cfg(loom)]
 
 use loom::sync::Arc;
@@ -152,4 +156,58 @@ fn a_signal_reaches_an_async_waiter_once() {
 #[test]
 fn a_signal_racing_a_dropped_async_wait_is_delivered_or_kept() {
     model_async(true);
+}
+
+/// A firer's wake of the waiting strand: it reaches it if it is blocked.
+fn wake(waiter: &Waiter) -> bool {
+    waiter.state.compare_exchange(BLOCKED, SIGNALLED, SeqCst, SeqCst).is_ok()
+}
+
+/// Firer A delivers to the waiter's first wait; firer B is started only
+/// once the waiter has that signal, so B's is a new one, and the waiter's
+/// second wait must get it, however late A's last store comes.
+fn model_fire_during_delivery<W: StateWord + Send + Sync + 'static>(
+    new: fn() -> SignalWord<W>,
+    address: usize,
+) {
+    loom::model(move || {
+        let word = Arc::new(new());
+        let waiter = Arc::new(Waiter { state: AtomicU8::new(BLOCKED), left: AtomicBool::new(false) });
+        let firer_a = {
+            let (word, waiter) = (word.clone(), waiter.clone());
+            thread::spawn(move || word.fire(|_| wake(&waiter)))
+        };
+        // One wait: blocked until a firer's wake, or the signal taken.
+        let wait = || match word.register(address, thread::yield_now) {
+            SignalRegister::Taken => {}
+            SignalRegister::Occupied => unreachable!("one waiter"),
+            SignalRegister::Registered => {
+                while waiter.state.load(SeqCst) != SIGNALLED {
+                    thread::yield_now();
+                }
+            }
+        };
+        wait();
+        // Woken: blocked again for the next wait. B fires only now, while
+        // A may still be finishing its delivery.
+        waiter.state.store(BLOCKED, SeqCst);
+        let firer_b = {
+            let (word, waiter) = (word.clone(), waiter.clone());
+            thread::spawn(move || word.fire(|_| wake(&waiter)))
+        };
+        wait();
+        firer_a.join().unwrap();
+        firer_b.join().unwrap();
+        assert!(!word.try_take(), "two signals, two waits: nothing may be left over");
+    });
+}
+
+#[test]
+fn a_fire_during_a_delivery_reaches_the_next_wait() {
+    model_fire_during_delivery(SignalWord::new, ADDRESS);
+}
+
+#[test]
+fn a_park_token_raised_during_a_delivery_reaches_the_next_park() {
+    model_fire_during_delivery(SignalWord::<AtomicU8>::new_byte, SIGNAL_WAITING);
 }

@@ -61,7 +61,7 @@ impl Signal {
     pub(super) fn wake_async(address: usize) -> bool {
         let node = ptr::with_exposed_provenance::<Node>(address & !ASYNC);
         // SAFETY: the word held this node's address, so its future is
-        // pinned, alive (it leaves only after the word stops being `BUSY`)
+        // pinned, alive (it leaves only after the word stops being busy)
         // and does not write the waker meanwhile.
         if let Some(waker) = unsafe { (*(*node).waker.get()).as_ref() } {
             waker.wake_by_ref();

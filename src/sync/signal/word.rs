@@ -4,53 +4,68 @@
 //!
 //! # Protocol
 //!
-//! One word: `EMPTY`, `SET`, `BUSY`, or the address of the one waiting
-//! strand (a control block, so at least 8-aligned and never one of the
-//! three small values). A strand's park token (`crate::strand::park`) runs
-//! the same protocol in a byte: its one waiter is the strand that holds
-//! it, so "waiting" is the value [`WAITING`] instead of an address.
+//! One word: `EMPTY`, `SET`, `BUSY`, `BUSY_PENDING`, or the address of
+//! the one waiting strand (a control block, so at least 8-aligned and
+//! never one of the four small values). A strand's park token
+//! (`crate::strand::park`) runs the same protocol in a byte: its one
+//! waiter is the strand that holds it, so "waiting" is the value
+//! [`WAITING`] instead of an address.
 //!
 //! - **Fire** (any context, an interrupt handler included): `EMPTY` →
-//!   `SET` by compare-exchange; `SET` or `BUSY` stays (signals coalesce);
-//!   a waiter's address → `BUSY`, then wake it, then store `EMPTY` if the
-//!   wake reached it (the signal is delivered) or `SET` if it had already
-//!   left its wait (a deadline or a cancel won; the signal stays for the
-//!   next wait).
+//!   `SET` by compare-exchange; `SET` stays (signals coalesce); a waiter's
+//!   address → `BUSY`, then wake it, then store `EMPTY` if the wake
+//!   reached it (the signal is delivered) or `SET` if it had already left
+//!   its wait (a deadline or a cancel won; the signal stays for the next
+//!   wait). A fire that finds `BUSY` came after the delivering firer took
+//!   the waiter, so it is a signal of its own: it marks the word
+//!   `BUSY_PENDING` (or finds it marked, and coalesces with that), and
+//!   the delivering firer then stores `SET` whatever its wake did.
 //! - **Register** (the waiter, before it blocks): `EMPTY` → its address.
 //!   Finding `SET`, it takes the signal instead of blocking; finding
-//!   `BUSY`, it waits until the firer is done (a waiter the firer has just
-//!   woken may be back before the firer's last store); finding an
-//!   address, another strand waits: refused.
+//!   `BUSY` or `BUSY_PENDING`, it waits until the firer is done (a waiter
+//!   the firer has just woken may be back before the firer's last store);
+//!   finding an address, another strand waits: refused.
 //! - **An async waiter** registers the address of a node in its future,
 //!   tagged with [`ASYNC`]. Its wake (a `Waker`'s) always reaches it, so a
-//!   firer that took its address always stores `EMPTY`: the waiter knows
-//!   it has the signal when the word no longer holds its address (and is
-//!   not `BUSY`). To leave early it exchanges its address for `EMPTY`; if
-//!   that fails, a firer took the address and it has the signal.
+//!   firer that took its address stores `EMPTY` (or `SET`, for a fire that
+//!   came meanwhile): the waiter knows it has the signal when the word no
+//!   longer holds its address (and is not busy). To leave early it
+//!   exchanges its address for `EMPTY`; if that fails, a firer took the
+//!   address and it has the signal.
 //! - **Withdraw** (the waiter, woken by its deadline or a cancel): its
 //!   address → `EMPTY`. If that fails a firer has it: the waiter waits
-//!   while the word is `BUSY`, then takes the `SET` the firer left.
+//!   while the word is busy, then takes the `SET` the firer left.
 //!
 //! # Why no signal is lost and no freed strand is touched
 //!
 //! Every change is a read-modify-write or a store by the one party that
-//! owns the word's current value (`BUSY` belongs to its firer), so the
+//! owns the word's current value (`BUSY` and `BUSY_PENDING` belong to
+//! their firer, and a second firer only marks `BUSY` pending), so the
 //! changes are totally ordered. A fire either finds no waiter and leaves
-//! `SET`, which the next register or take sees, or moves the waiter's
+//! `SET`, which the next register or take sees; or moves the waiter's
 //! address to `BUSY`: then exactly one of its wake and the waiter's own
 //! deadline or cancel ends the wait (the strand's state word decides), and
 //! the firer stores `EMPTY` only in the first case, where the waiter was
-//! woken by the signal itself. The firer uses the address only while the
-//! word is `BUSY`, and a waiter that withdraws late does not leave until
-//! the word stops being `BUSY`, so its control block is live all along.
+//! woken by the signal itself; or finds the word busy, after another
+//! firer took the waiter, and is left as `SET` for the next wait. (A first
+//! version returned there, counting the signal as coalesced with the one
+//! being delivered: but the waiter had taken that one already, and,
+//! woken, could be back to wait again, for a signal that was gone. A
+//! strand joining task after task lost a wake this way, one run in about
+//! twenty under QEMU.) The firer uses the address only while the word is
+//! busy, and a waiter that withdraws late does not leave until it stops
+//! being busy, so its control block is live all along.
 
 use crate::atomics::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 
 const EMPTY: usize = 0;
 const SET: usize = 1;
 const BUSY: usize = 2;
+/// `BUSY`, and another fire came while the delivery was under way.
+const BUSY_PENDING: usize = 3;
 /// The waiter of a word whose one waiter is known: the smallest value a
-/// waiter may have.
+/// waiter may have (above the four states, and 8-aligned as a control
+/// block is).
 pub const WAITING: usize = 8;
 /// The tag of an async waiter's address (a strand's control block is
 /// 8-aligned, so the bit is clear in a strand's).
@@ -146,15 +161,20 @@ impl<W: StateWord> SignalWord<W> {
         let mut word = self.0.get();
         loop {
             let next = match word {
-                SET | BUSY => return,
+                SET | BUSY_PENDING => return,
                 EMPTY => SET,
+                BUSY => BUSY_PENDING,
                 _waiter => BUSY,
             };
             match self.0.exchange(word, next) {
-                Ok(_) if next == SET => return,
+                Ok(_) if next != BUSY => return,
                 Ok(waiter) => {
                     let delivered = wake(waiter);
-                    self.0.set(if delivered { EMPTY } else { SET });
+                    // Ours until this store; a fire that came meanwhile
+                    // only marked it pending, and stays set.
+                    if self.0.exchange(BUSY, if delivered { EMPTY } else { SET }).is_err() {
+                        self.0.set(SET);
+                    }
                     return;
                 }
                 Err(now) => word = now,
@@ -187,7 +207,7 @@ impl<W: StateWord> SignalWord<W> {
                         return Register::Taken;
                     }
                 }
-                Err(BUSY) => relax(),
+                Err(BUSY | BUSY_PENDING) => relax(),
                 Err(_) => return Register::Occupied,
             }
         }
@@ -202,7 +222,7 @@ impl<W: StateWord> SignalWord<W> {
         if self.0.exchange(address, EMPTY).is_ok() {
             return true;
         }
-        while self.0.get() == BUSY {
+        while matches!(self.0.get(), BUSY | BUSY_PENDING) {
             relax();
         }
         !self.try_take()
@@ -215,7 +235,7 @@ impl<W: StateWord> SignalWord<W> {
     pub fn still_waiting(&self, address: usize, mut relax: impl FnMut()) -> bool {
         loop {
             match self.0.get() {
-                BUSY => relax(),
+                BUSY | BUSY_PENDING => relax(),
                 word => return word == address,
             }
         }
