@@ -81,6 +81,8 @@ mod join;
 #[path = "join/frame.rs"]
 mod join_frame;
 pub mod platform;
+#[cfg(not(loom))]
+pub mod preempt;
 // Under loom only the lock-free protocols are built: the pool and strands
 // hold static, const-initialised state that loom's atomics cannot provide.
 #[cfg(not(loom))]

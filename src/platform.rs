@@ -214,6 +214,29 @@ pub unsafe trait Platform {
     fn interrupts_bound() -> bool {
         false
     }
+
+    /// Whether this platform can preempt strands (`crate::preempt`): its
+    /// timer interrupt calls [`preempt::on_tick`](crate::preempt::on_tick)
+    /// on the core it interrupted, and when the answer is
+    /// [`Tick::Preempt`](crate::preempt::Tick::Preempt) makes the
+    /// interrupted code enter [`preempt::entry_address`](crate::preempt::entry_address)
+    /// as that entry's instruction set documents; and
+    /// [`Platform::request_tick`] arms that interrupt. The default,
+    /// `false`, makes pools with a time slice fail to build.
+    fn can_preempt() -> bool {
+        false
+    }
+
+    /// Asks for the calling core's timer interrupt at tick `deadline`,
+    /// replacing any earlier request of this core, or for none (`None`).
+    /// A preempting platform delivers it no earlier than `deadline`, and
+    /// may deliver spurious ones; while the core waits in
+    /// [`Platform::wait_for_event`] the wait's own deadline governs. Only
+    /// called on platforms that [`can_preempt`](Platform::can_preempt);
+    /// the default does nothing.
+    fn request_tick(deadline: Option<u64>) {
+        let _ = deadline;
+    }
 }
 
 /// Registers `$t` as the [`Platform`] of this program. Use it exactly once,
@@ -277,6 +300,14 @@ macro_rules! set_platform {
             fn _roving_platform_interrupts_bound() -> bool {
                 <$t as Platform>::interrupts_bound()
             }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_can_preempt() -> bool {
+                <$t as Platform>::can_preempt()
+            }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_request_tick(deadline: Option<u64>) {
+                <$t as Platform>::request_tick(deadline)
+            }
         };
     };
 }
@@ -295,6 +326,8 @@ unsafe extern "Rust" {
     fn _roving_platform_restore_interrupts(state: InterruptState);
     fn _roving_platform_in_interrupt() -> bool;
     fn _roving_platform_interrupts_bound() -> bool;
+    fn _roving_platform_can_preempt() -> bool;
+    fn _roving_platform_request_tick(deadline: Option<u64>);
 }
 
 /// The index of the calling core, or `None` on a thread that is not a core.
@@ -430,6 +463,21 @@ pub fn in_interrupt() -> bool {
 pub fn interrupts_bound() -> bool {
     // SAFETY: defined by `set_platform!` with this signature.
     unsafe { _roving_platform_interrupts_bound() }
+}
+
+/// Whether the platform can preempt strands (see [`Platform::can_preempt`]).
+#[inline]
+pub fn can_preempt() -> bool {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_can_preempt() }
+}
+
+/// Asks for the calling core's timer interrupt at tick `deadline` (see
+/// [`Platform::request_tick`]).
+#[inline]
+pub(crate) fn request_tick(deadline: Option<u64>) {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_request_tick(deadline) }
 }
 
 /// What an interrupt handler does instead of blocking.

@@ -51,7 +51,7 @@ mod lifetime;
 mod owners;
 mod resize;
 pub(crate) mod shared;
-mod stats;
+pub(crate) mod stats;
 mod timers;
 mod worker;
 

@@ -34,6 +34,8 @@
 
 #[cfg(all(unix, not(miri)))]
 mod guard;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod preempt;
 
 use super::{CoreEntry, Depth, Doorbell, InterruptState, Platform, Signal, StartCoreError};
 use std::any::Any;
@@ -103,6 +105,9 @@ struct Inner {
     /// Whether the light tier may spin: only if every simulated core can
     /// have a hardware thread, or spinning cores would slow working ones.
     light_spin: bool,
+    /// Stands in for the cores' timers when a pool preempts.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    ticker: preempt::Ticker,
 }
 
 struct Core {
@@ -112,6 +117,9 @@ struct Core {
     thread: Mutex<Option<Thread>>,
     /// Which pool holds the core (`crate::pool::owners`), 0 if none.
     owner: AtomicUsize,
+    /// The core's timer, for preempting pools.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    tick: preempt::CoreTick,
 }
 
 /// Which machine, and which core of it, the current thread is.
@@ -124,6 +132,10 @@ thread_local! {
     static MEMBERSHIP: RefCell<Option<Membership>> = const { RefCell::new(None) };
     /// The thread stands in for an interrupt handler (`Machine::enter_as_handler`).
     static IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Interrupts are "masked" on this core: the only interrupt the host
+    /// delivers, a preempting pool's tick (`host/preempt.rs`), then leaves
+    /// the thread alone, as a masked core's timer would.
+    static MASKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Threads standing in for interrupt handlers now
@@ -169,9 +181,19 @@ impl Machine {
                 running: AtomicBool::new(false),
                 thread: Mutex::new(None),
                 owner: AtomicUsize::new(0),
+                #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+                tick: preempt::CoreTick::new(),
             })
             .collect();
-        Ok(Self { inner: Arc::new(Inner { cores, started: Mutex::new(Vec::new()), light_spin }) })
+        Ok(Self {
+            inner: Arc::new(Inner {
+                cores,
+                started: Mutex::new(Vec::new()),
+                light_spin,
+                #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+                ticker: preempt::Ticker::new(),
+            }),
+        })
     }
 
     /// How many cores this machine has.
@@ -197,8 +219,12 @@ impl Machine {
         #[cfg(all(unix, not(miri)))]
         guard::ensure_alternate_stack();
         let outer = MEMBERSHIP.replace(Some(Membership { machine: self.inner.clone(), core: Some(0) }));
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        let ticks = preempt::enter_core(&self.inner, 0);
 
         let result = panic::catch_unwind(AssertUnwindSafe(main));
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        drop(ticks);
         let core_panic = self.join_started();
 
         MEMBERSHIP.set(outer);
@@ -286,6 +312,11 @@ impl Drop for EnterGuard {
     }
 }
 
+/// The host's tick counter: nanoseconds since the first look.
+fn now_ticks() -> u64 {
+    u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
 fn epoch() -> std::time::Instant {
     static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
     *EPOCH.get_or_init(std::time::Instant::now)
@@ -306,6 +337,8 @@ fn core_thread(machine: Arc<Inner>, core: usize, entry: CoreEntry, arg: usize) {
     guard::ensure_alternate_stack();
     let _stopped = Stopped(me);
     MEMBERSHIP.set(Some(Membership { machine: machine.clone(), core: Some(core) }));
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    let _ticks = preempt::enter_core(&machine, core);
     entry(arg);
 }
 
@@ -411,7 +444,7 @@ unsafe impl Platform for HostPlatform {
     }
 
     fn ticks() -> u64 {
-        u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX)
+        now_ticks()
     }
 
     fn tick_hz() -> u64 {
@@ -442,10 +475,12 @@ unsafe impl Platform for HostPlatform {
     }
 
     fn disable_interrupts() -> InterruptState {
-        InterruptState::from_raw(0) // the host delivers no interrupts to cores
+        InterruptState::from_raw(usize::from(MASKED.replace(true)))
     }
 
-    unsafe fn restore_interrupts(_state: InterruptState) {}
+    unsafe fn restore_interrupts(state: InterruptState) {
+        MASKED.set(state.into_raw() != 0);
+    }
 
     fn in_interrupt() -> bool {
         IN_HANDLER.get()
@@ -455,6 +490,25 @@ unsafe impl Platform for HostPlatform {
     /// rare, and a false `true` only withholds a deadlock report).
     fn interrupts_bound() -> bool {
         HANDLERS.load(Ordering::SeqCst) > 0
+    }
+
+    /// On x86_64 Linux (not under a sanitizer or Miri): a ticker thread
+    /// and a signal stand in for the timer interrupt (`host/preempt.rs`).
+    fn can_preempt() -> bool {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        return preempt::SUPPORTED;
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        return false;
+    }
+
+    fn request_tick(deadline: Option<u64>) {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if preempt::SUPPORTED && !preempt::request_tick(deadline) {
+            with_membership("request_tick", |machine, _| preempt::start_ticker(machine));
+            let _ = preempt::request_tick(deadline);
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        let _ = deadline;
     }
 }
 

@@ -18,12 +18,19 @@ pub struct Config {
     pub(crate) stop_when_quiescent: bool,
     pub(crate) poller: Option<fn() -> bool>,
     pub(crate) on_deadlock: super::OnDeadlock,
+    pub(crate) time_slice: Option<Duration>,
 }
 
 impl Config {
     /// The most [`Config::search_rounds`] a pool accepts: some tens of
     /// milliseconds of searching before a core may sleep.
     pub const MAX_SEARCH_ROUNDS: u32 = 1 << 16;
+
+    /// The shortest [`Config::time_slice`] a pool accepts.
+    pub const MIN_TIME_SLICE: Duration = Duration::from_micros(100);
+
+    /// The longest [`Config::time_slice`] a pool accepts.
+    pub const MAX_TIME_SLICE: Duration = Duration::from_secs(10);
 
     /// The longest [`Config::deep_idle_after`] a pool accepts.
     pub const MAX_DEEP_IDLE_AFTER: Duration = Duration::from_secs(3600);
@@ -39,6 +46,7 @@ impl Config {
             stop_when_quiescent: true,
             poller: None,
             on_deadlock: super::OnDeadlock::Fail,
+            time_slice: None,
         }
     }
 
@@ -89,6 +97,28 @@ impl Config {
         self
     }
 
+    /// Preempt strands: a strand that has run for `slice` without blocking
+    /// or yielding, while other work waits for its core, is made to yield
+    /// by the core's timer interrupt, and resumes later where it stopped,
+    /// every register intact (default: off, scheduling is cooperative).
+    /// Only strands are preempted, never inside roving's own code; plain
+    /// tasks, actor turns, event-loop operations and async tasks' polls
+    /// are short by contract and run to their end. See
+    /// `docs/preemption.md`.
+    ///
+    /// Between [`Config::MIN_TIME_SLICE`] and [`Config::MAX_TIME_SLICE`];
+    /// building a pool with another slice, or on a platform whose timer
+    /// cannot preempt, fails.
+    pub const fn time_slice(mut self, slice: Duration) -> Self {
+        self.time_slice = Some(slice);
+        self
+    }
+
+    /// The slice set with [`Config::time_slice`], if any.
+    pub const fn slice(&self) -> Option<Duration> {
+        self.time_slice
+    }
+
     /// A hook an idle core calls (one core of the pool at a time) after its
     /// mailboxes and the injector came up empty, before it steals: poll a
     /// device, expire timers. It returns whether it made any work.
@@ -107,6 +137,14 @@ impl Config {
         }
         if self.deep_idle_after > Self::MAX_DEEP_IDLE_AFTER {
             return Err(super::PoolError::DeepIdleTooLate { after: self.deep_idle_after });
+        }
+        if let Some(slice) = self.time_slice {
+            if !(Self::MIN_TIME_SLICE..=Self::MAX_TIME_SLICE).contains(&slice) {
+                return Err(super::PoolError::TimeSliceOutOfRange { slice });
+            }
+            if !crate::platform::can_preempt() {
+                return Err(super::PoolError::CannotPreempt);
+            }
         }
         Ok(())
     }

@@ -103,7 +103,18 @@ pub(crate) fn with<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
     if crate::platform::in_interrupt() {
         return f(None);
     }
+    // A strand must not move to another core while `f` uses this one's.
+    let _deferral = crate::preempt::defer();
     // SAFETY: a non-null slot points at a live `Worker` (contract of
     // `enter`), used only on the core that set it.
     f(unsafe { slot::get().as_ref() })
+}
+
+/// The pool and core index of the core an interrupt handler interrupted,
+/// if that core is a pool's: for the time slice's tick (`crate::preempt`),
+/// which looks at the strand it interrupted and nothing else.
+pub(crate) fn interrupted_worker() -> Option<(&'static super::shared::Shared, usize)> {
+    // SAFETY: as in `with`; the pool outlives its time as the core's
+    // worker, and the tick uses the reference only before it returns.
+    unsafe { slot::get().as_ref() }.map(|worker| (unsafe { &*worker.shared }, worker.core))
 }

@@ -154,6 +154,16 @@ pub enum PoolError {
         /// The delay asked for.
         after: core::time::Duration,
     },
+    /// [`Config::time_slice`](super::Config::time_slice) outside
+    /// [`Config::MIN_TIME_SLICE`](super::Config::MIN_TIME_SLICE)..=[`Config::MAX_TIME_SLICE`](super::Config::MAX_TIME_SLICE).
+    TimeSliceOutOfRange {
+        /// The slice asked for.
+        slice: core::time::Duration,
+    },
+    /// A [`Config::time_slice`](super::Config::time_slice) was asked for,
+    /// but this platform's timer cannot preempt strands
+    /// ([`Platform::can_preempt`](crate::platform::Platform::can_preempt)).
+    CannotPreempt,
 }
 
 impl fmt::Display for PoolError {
@@ -180,6 +190,15 @@ impl fmt::Display for PoolError {
                 "deep idle after {after:?} asked for; at most {:?}",
                 super::Config::MAX_DEEP_IDLE_AFTER
             ),
+            Self::TimeSliceOutOfRange { slice } => write!(
+                f,
+                "a time slice of {slice:?} asked for; it must be between {:?} and {:?}",
+                super::Config::MIN_TIME_SLICE,
+                super::Config::MAX_TIME_SLICE
+            ),
+            Self::CannotPreempt => {
+                write!(f, "a time slice asked for, but this platform's timer cannot preempt strands")
+            }
         }
     }
 }

@@ -140,6 +140,16 @@ pub(crate) struct Shared {
     /// Cores asked to leave: each leaves at its next step between tasks.
     pub(crate) leaving: Box<[AtomicBool]>,
     pub(crate) config: Config,
+    /// The time slice in platform ticks, or 0 for a cooperative pool
+    /// (`crate::preempt`).
+    pub(crate) slice_ticks: u64,
+    /// Fibres whose strand was preempted, oldest first: a core with
+    /// nothing of its own takes the next, so strands that never yield take
+    /// turns on every core (`crate::preempt`).
+    turns: SpinLock<TaskQueue>,
+    /// How many fibres `turns` holds, for looks that take no lock (a
+    /// tick's, the sleep protocol's).
+    turns_waiting: AtomicUsize,
     pub(crate) state: AtomicU32,
     in_flight: AtomicUsize,
     pub(crate) sleep: Sleep,
@@ -249,6 +259,13 @@ impl Shared {
             member_count: AtomicUsize::new((0..slots).filter(|&core| members(core)).count()),
             leaving: flags(&|_| false),
             config,
+            slice_ticks: config.time_slice.map_or(0, |slice| {
+                let ticks =
+                    slice.as_nanos().saturating_mul(u128::from(crate::platform::tick_hz())) / 1_000_000_000;
+                u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
+            }),
+            turns: SpinLock::new(TaskQueue::new()),
+            turns_waiting: AtomicUsize::new(0),
             state: AtomicU32::new(READY),
             in_flight: AtomicUsize::new(0),
             sleep: Sleep::new(cores, config.search_rounds),
@@ -359,6 +376,27 @@ impl Shared {
     /// The outside slot of core `to`'s mailboxes.
     fn outside_mailbox(&self, to: usize) -> &AtomicList {
         self.mailbox(to, self.slots)
+    }
+
+    /// Whether core `me` has work queued that it could run next: its
+    /// private queues, its mailboxes, its steal list, a preempted strand's
+    /// turn, or the injector.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Shared::local`]: called on core `me` while nothing else
+    /// holds its private state (its timer interrupt, over a strand outside
+    /// roving's code).
+    pub(crate) unsafe fn has_work_for(&self, me: usize) -> bool {
+        // SAFETY: per the contract.
+        let local = unsafe { self.local(me) };
+        local.lifo.is_some()
+            || local.queue.len() > 0
+            || local.pinned.len() > 0
+            || (0..=self.slots).any(|from| self.inbound(me, from).iter().any(|list| list.has_tasks()))
+            || self.steal[me].has_tasks()
+            || self.has_turns()
+            || self.injector.has_tasks()
     }
 
     /// Core `core`'s private state.
@@ -580,6 +618,40 @@ impl Shared {
                 local.queue.push_back(task);
             }
         }
+    }
+
+    /// Queues the fibre of a strand that core `me` preempted at the back
+    /// of the pool's turns, which every core takes from in order once it
+    /// has nothing of its own: strands that never yield take turns on all
+    /// the cores. A pinned fibre's stays on `me`.
+    pub(crate) fn requeue_preempted(&self, me: usize, task: NonNull<Task>, pinned: bool) {
+        if pinned || self.leaving[me].load(Relaxed) {
+            self.requeue_local(me, task, pinned);
+            return;
+        }
+        {
+            let mut turns = self.turns.lock();
+            // SAFETY: the task is ours to give.
+            unsafe { turns.push_back(task) };
+            self.turns_waiting.fetch_add(1, SeqCst);
+        }
+        let woken = self.sleep.new_jobs(1, false, me + 1, ring);
+        stats::add(&self.stats[me].wakeups, woken as u64);
+    }
+
+    /// The fibre whose turn is next, if any (see [`Shared::requeue_preempted`]).
+    pub(crate) fn take_turn(&self) -> Option<NonNull<Task>> {
+        if self.turns_waiting.load(SeqCst) == 0 {
+            return None;
+        }
+        let task = self.turns.lock().pop_front()?;
+        self.turns_waiting.fetch_sub(1, SeqCst);
+        Some(task)
+    }
+
+    /// Whether a preempted strand waits for its turn.
+    pub(crate) fn has_turns(&self) -> bool {
+        self.turns_waiting.load(SeqCst) > 0
     }
 
     /// Sends a fibre that was just scheduled to core `to`, the core that
@@ -880,6 +952,7 @@ impl Shared {
 
     fn lists_empty(&self) -> bool {
         !self.injector.has_tasks()
+            && !self.has_turns()
             && self.mailboxes.iter().all(|m| !m.has_tasks())
             && self.steal.iter().all(|s| !s.has_tasks())
             && !join::any_published(self)
@@ -963,6 +1036,10 @@ impl Shared {
                 // SAFETY: popped, so ours.
                 unsafe { leftovers.push_back(task) };
             }
+        }
+        while let Some(task) = self.take_turn() {
+            // SAFETY: taken from the turns, so ours.
+            unsafe { leftovers.push_back(task) };
         }
         let lists = self.mailboxes.iter().chain(self.steal.iter()).chain(core::iter::once(&self.injector));
         for list in lists {

@@ -28,6 +28,9 @@ pub struct CoreStats {
     pub wakeups: u64,
     /// Tasks this core discarded unrun because the pool was shut down.
     pub discarded: u64,
+    /// Strands this core's timer took off it at the end of their time
+    /// slice ([`Config::time_slice`](super::Config::time_slice)).
+    pub preempted: u64,
 }
 
 /// The live counters behind [`CoreStats`].
@@ -44,6 +47,7 @@ pub(crate) struct Counters {
     pub(crate) deep_sleeps: AtomicU64,
     pub(crate) wakeups: AtomicU64,
     pub(crate) discarded: AtomicU64,
+    pub(crate) preempted: AtomicU64,
 }
 
 /// Adds `n` to a counter that only the calling core writes: a load and a
@@ -67,6 +71,7 @@ impl Counters {
             deep_sleeps: self.deep_sleeps.load(Relaxed),
             wakeups: self.wakeups.load(Relaxed),
             discarded: self.discarded.load(Relaxed),
+            preempted: self.preempted.load(Relaxed),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! 1. its LIFO slot, its local queue, then the tasks from its mailboxes;
 //! 2. drain every inbound mailbox (one swap each), reversing each batch so
 //!    every sender's tasks run in the order they were posted;
-//! 3. its own steal list, then the injector;
+//! 3. its own steal list, then the injector, then the next preempted
+//!    strand's turn (`crate::preempt`);
 //! 4. the pool's poller, if any (one core at a time);
 //! 5. steal: take a busy core's whole steal list, or else the woken
 //!    fibres waiting in a busy core's fibre mailboxes, or else a job some
@@ -213,6 +214,9 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
         stats::add(&stats.injected, injected as u64);
         return local.queue.pop_front();
     }
+    if let Some(task) = shared.take_turn() {
+        return Some(task);
+    }
     let victim_start = next_random(&mut local.rng) as usize;
     if let Some(poll) = shared.config.poller
         && !shared.polling.swap(true, Acquire)
@@ -330,7 +334,7 @@ impl Sleeper for CoreSleeper<'_> {
     }
 
     fn has_injected_jobs(&self) -> bool {
-        self.shared.injector.has_tasks()
+        self.shared.injector.has_tasks() || self.shared.has_turns()
     }
 
     fn should_wake(&self) -> bool {

@@ -31,19 +31,19 @@ use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering::
 /// Where a strand is, as far as wakers care.
 pub(crate) mod state {
     /// Running, or queued to run.
-    pub(crate) const RUNNABLE: u32 = 0;
+    pub(crate) const RUNNABLE: u8 = 0;
     /// Suspended until a waker or its deadline moves it on.
-    pub(crate) const BLOCKED: u32 = 1;
+    pub(crate) const BLOCKED: u8 = 1;
     /// Woken by whatever it waited for.
-    pub(crate) const SIGNALLED: u32 = 2;
+    pub(crate) const SIGNALLED: u8 = 2;
     /// Woken by its deadline.
-    pub(crate) const TIMED_OUT: u32 = 3;
+    pub(crate) const TIMED_OUT: u8 = 3;
     /// Woken because it was cancelled (`super::super::cancel`).
-    pub(crate) const INTERRUPTED: u32 = 4;
+    pub(crate) const INTERRUPTED: u8 = 4;
     /// Suspended with cancellation held off: only a waker or its deadline
     /// moves it on, never a cancel. Kept in the state word, not read from
     /// the shield, so a cancel cannot act on a stale view of the shield.
-    pub(crate) const BLOCKED_SHIELDED: u32 = 5;
+    pub(crate) const BLOCKED_SHIELDED: u8 = 5;
 }
 
 /// Bits of [`Header::flags`].
@@ -149,8 +149,6 @@ pub(crate) struct Header {
     pub(crate) task: Task,
     /// Its registers, while it is not running.
     pub(crate) context: UnsafeCell<Context>,
-    /// A `state::*` value.
-    pub(crate) state: AtomicU32,
     refs: AtomicU32,
     /// `flags::*` bits.
     pub(crate) flags: AtomicU32,
@@ -164,6 +162,12 @@ pub(crate) struct Header {
     /// How many cancellation guards the strand holds (at most 255); only
     /// it writes this.
     pub(crate) shield: AtomicU8,
+    /// A `state::*` value (among the bytes, to keep the block small).
+    pub(crate) state: AtomicU8,
+    /// How deeply the strand is inside roving's own code, where a time
+    /// slice's tick must not preempt it (`crate::preempt`); it starts at 1,
+    /// released when its closure starts.
+    pub(crate) no_preempt: AtomicU8,
     reason: AtomicU8,
     /// Failures of joins' other halves that met a panic unwinding through
     /// the strand (saturating), for its failure's `others`; only it
@@ -352,7 +356,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
             header: Header {
                 task: Task::new(never_called),
                 context: UnsafeCell::new(Context::empty()),
-                state: AtomicU32::new(state::RUNNABLE),
+                state: AtomicU8::new(state::RUNNABLE),
                 reason: AtomicU8::new(BlockReason::None as u8),
                 unwinding_others: AtomicU8::new(0),
                 waits_on: AtomicUsize::new(0),
@@ -365,6 +369,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 timer_slot: UnsafeCell::new(u32::MAX),
                 flags: AtomicU32::new(flags),
                 shield: AtomicU8::new(0),
+                no_preempt: AtomicU8::new(1),
                 lent: AtomicU32::new(0),
                 tree,
                 held: UnsafeCell::new(core::ptr::null()),

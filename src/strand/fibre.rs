@@ -70,6 +70,10 @@ pub(crate) struct Fibre {
     pub(crate) pinned: AtomicBool,
     /// The id of the resident strand, for fault reports (0: none).
     pub(crate) resident_id: AtomicU64,
+    /// The strand running on this fibre's stack, set by the core before it
+    /// switches there: the running strand finds itself through the stack
+    /// it runs on ([`Fibre::containing`]).
+    pub(crate) running: AtomicPtr<Header>,
     owned: UnsafeCell<Owned>,
     /// The resident strand's pending fork-join jobs (`crate::join`); it
     /// stays resident while any is pending, so no other strand shares this.
@@ -100,6 +104,7 @@ impl Fibre {
             last_core: AtomicUsize::new(0),
             pinned: AtomicBool::new(false),
             resident_id: AtomicU64::new(0),
+            running: AtomicPtr::new(ptr::null_mut()),
             owned: UnsafeCell::new(Owned {
                 resident: ptr::null_mut(),
                 runnable: TaskQueue::new(),
@@ -140,6 +145,14 @@ impl Fibre {
     fn stack_bottom(&self) -> *mut u8 {
         // SAFETY: slot `index` is inside the region.
         unsafe { REGION.0.get().cast::<u8>().add(self.index() * SLOT_BYTES + GUARD_BYTES) }
+    }
+
+    /// The fibre whose stack (not its guard gap) holds `address`, if any.
+    #[inline]
+    pub(crate) fn containing(address: usize) -> Option<&'static Fibre> {
+        let offset = address.checked_sub(REGION.0.get() as usize)?;
+        let index = offset / SLOT_BYTES;
+        (index < FIBRES && offset % SLOT_BYTES >= GUARD_BYTES).then(|| &TABLE[index])
     }
 
     /// Whether the canary at the bottom of the stack is intact.
@@ -200,6 +213,7 @@ impl Fibre {
         let pool = self.pool.swap(ptr::null_mut(), AcqRel);
         self.pinned.store(false, Relaxed);
         self.resident_id.store(0, Relaxed);
+        self.running.store(ptr::null_mut(), Relaxed);
         // SAFETY: no strand is left, so no core runs the fibre: the state
         // is ours until the bitmap says the fibre is free.
         unsafe { self.owned() }.spare.free();

@@ -23,7 +23,7 @@ use crate::task::Action;
 use core::cell::UnsafeCell;
 use core::mem;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::Ordering::*;
+use core::sync::atomic::{AtomicU64, Ordering::*};
 
 /// How a strand left the core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +32,9 @@ pub(crate) enum Outcome {
     Blocked,
     /// It is still runnable and lets other work go first.
     Yielded,
+    /// Its time slice ended (`crate::preempt`): as `Yielded`, and any core
+    /// may take it next.
+    Preempted,
     /// Its closure returned.
     Finished,
 }
@@ -42,6 +45,9 @@ pub(crate) struct StrandCore {
     scheduler: UnsafeCell<Context>,
     current: UnsafeCell<*mut Header>,
     outcome: UnsafeCell<Outcome>,
+    /// When the running strand's time slice ends, in ticks (pools with a
+    /// slice only; read by the core's timer interrupt, `crate::preempt`).
+    pub(crate) slice_end: AtomicU64,
 }
 
 // SAFETY: each `StrandCore` is touched only by its own core (the strand
@@ -54,6 +60,7 @@ impl StrandCore {
             scheduler: UnsafeCell::new(Context::empty()),
             current: UnsafeCell::new(ptr::null_mut()),
             outcome: UnsafeCell::new(Outcome::Blocked),
+            slice_end: AtomicU64::new(0),
         }
     }
 }
@@ -70,9 +77,19 @@ pub(crate) fn here() -> Option<(&'static Shared, usize)> {
 }
 
 /// The strand running on the calling core, if any.
+///
+/// Found from the stack the caller runs on, not from the core: strand code
+/// always runs on its own fibre's stack, and the fibre names the strand it
+/// runs. So the answer stays right if the strand is moved to another core
+/// at any instruction (a preemption), where a look-up by core index could
+/// read the core, be moved, and then read another core's strand. Outside
+/// strands (a core's loop and its tasks, an interrupt handler's stack, a
+/// thread outside the pool) the stack is not a fibre's: `None`.
+#[inline]
 pub(crate) fn current() -> Option<NonNull<Header>> {
-    let (shared, me) = here()?;
-    running_on(shared, me)
+    let marker = 0u8;
+    let fibre = Fibre::containing(ptr::addr_of!(marker) as usize)?;
+    NonNull::new(fibre.running.load(Relaxed))
 }
 
 /// The strand running on `core` of `shared`, which must be the calling core.
@@ -90,6 +107,8 @@ pub(crate) fn running_on(shared: &Shared, core: usize) -> Option<NonNull<Header>
 /// Called by the running strand, with `outcome` true of it: if `Blocked`,
 /// a waker can find it; if `Finished`, it never expects to return.
 pub(crate) unsafe fn suspend(outcome: Outcome) {
+    // The core found here must stay ours until we switch away.
+    let _deferral = crate::preempt::defer();
     let (shared, me) = here().expect("a strand runs on a core");
     let core = &shared.strands[me];
     // SAFETY: our core's slots; the strand is the current one.
@@ -103,6 +122,10 @@ pub(crate) unsafe fn suspend(outcome: Outcome) {
 /// The entry point of every strand, on its own stack.
 pub(crate) extern "C" fn strand_entry(header: usize) -> ! {
     let header = NonNull::new(header as *mut Header).expect("a strand starts with its control block");
+    // Created deferring (so a tick before the first switch leaves it
+    // alone): its own code may be preempted from here on.
+    // SAFETY: the running strand's header.
+    unsafe { header.as_ref() }.no_preempt.store(0, Relaxed);
     // SAFETY: the strand runs its closure once, here.
     unsafe { Header::run(header) };
     // SAFETY: the running strand's header.
@@ -115,6 +138,8 @@ pub(crate) extern "C" fn strand_entry(header: usize) -> ! {
 /// strands anchored there), publishes the result to its joiner, leaves the
 /// tree, passing an unclaimed failure up, and switches away for good.
 pub(crate) fn finish(me: NonNull<Header>) -> ! {
+    // Finishing is roving's code to the end: the deferral is never dropped.
+    core::mem::forget(crate::preempt::defer());
     // SAFETY: the running strand's header, live until the core drops the
     // strand's own reference after the switch below.
     let header = unsafe { me.as_ref() };
@@ -187,7 +212,7 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
 /// Moves a blocked strand's state to `cause`, if a wait it is in may be
 /// ended that way: a cancel (`INTERRUPTED`) ends only unshielded waits.
 /// Returns whether this call won.
-pub(crate) fn claim(header: &Header, cause: u32) -> bool {
+pub(crate) fn claim(header: &Header, cause: u8) -> bool {
     let exchange = |from| header.state.compare_exchange(from, cause, AcqRel, Acquire).is_ok();
     exchange(state::BLOCKED) || (cause != state::INTERRUPTED && exchange(state::BLOCKED_SHIELDED))
 }
@@ -196,7 +221,7 @@ pub(crate) fn claim(header: &Header, cause: u32) -> bool {
 /// `INTERRUPTED`) and makes it runnable. Returns `false` if it was not
 /// blocked, or not in a wait `cause` may end (another waker, its deadline
 /// or a cancel won), in which case nothing happens.
-pub(crate) fn signal(strand: NonNull<Header>, cause: u32) -> bool {
+pub(crate) fn signal(strand: NonNull<Header>, cause: u8) -> bool {
     // SAFETY: a blocked strand's header is live until it is resumed, and
     // it cannot be resumed before the push below.
     if !claim(unsafe { strand.as_ref() }, cause) {
@@ -258,6 +283,12 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     let outcome = unsafe {
         let header = strand.as_ref();
         fibre.resident_id.store(header.id.get(), Relaxed);
+        fibre.running.store(strand.as_ptr(), Relaxed);
+        if shared.slice_ticks != 0 {
+            let end = crate::platform::ticks().saturating_add(shared.slice_ticks);
+            core.slice_end.store(end, Relaxed);
+            crate::platform::request_tick(Some(end));
+        }
         *core.current.get() = strand.as_ptr();
         context::switch(&mut *core.scheduler.get(), &*header.context.get());
         *core.current.get() = ptr::null_mut();
@@ -269,10 +300,17 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     match outcome {
         // SAFETY: the strand is runnable and in no list.
         Outcome::Yielded => unsafe { owned.runnable.push_back(task) },
+        Outcome::Preempted => {
+            // SAFETY: as above.
+            unsafe { owned.runnable.push_back(task) };
+            shared.requeue_preempted(me, fibre.task(), fibre.pinned.load(Relaxed));
+            return;
+        }
         Outcome::Blocked => {}
         Outcome::Finished => {
             owned.resident = ptr::null_mut();
             fibre.resident_id.store(0, Relaxed);
+            fibre.running.store(ptr::null_mut(), Relaxed);
             // SAFETY: the strand's own reference; it never runs again.
             unsafe { Header::release(strand) };
             if owned.runnable.len() == 0 && !fibre.inbox.finish() {

@@ -1,0 +1,193 @@
+//! Time slicing: a strand that has run for a whole slice while other work
+//! waits for its core is made to yield by the core's timer interrupt
+//! ([`Config::time_slice`](crate::Config::time_slice); off by default).
+//! The design is in `docs/preemption.md`; the protocol is here.
+//!
+//! # Who does what
+//!
+//! - **The core**, when it switches to a strand of a pool with a slice,
+//!   records when the slice ends and asks the platform for a tick then
+//!   (`Platform::request_tick`). A cooperative pool asks for nothing.
+//! - **The tick**, the platform's timer interrupt on that core, calls
+//!   [`on_tick`]. It answers [`Tick::Preempt`] only when the core runs a
+//!   strand of a pool with a slice, the slice is over, the strand is not
+//!   deferring (below), and other work waits for the core (its private
+//!   queues, its mailboxes, the injector, or another strand of the same
+//!   fibre). Otherwise it asks for the tick it needs next: the slice's
+//!   end, a retry soon after a deferring strand leaves roving's code, or
+//!   the end of a fresh slice when nothing waits. With no strand on the
+//!   core it asks for none, so an idle or task-running core takes no ticks.
+//! - **The platform**, told to preempt, makes the interrupted strand enter
+//!   `roving_preempt_entry` when the interrupt returns (an injected call;
+//!   per instruction set in `context/preempt_*.rs`). The entry saves every
+//!   register on the strand's own stack and calls `preempted`, which
+//!   yields as `strand::yield_now` does. When the strand runs again, on
+//!   this core or another, the entry restores every register and resumes
+//!   the interrupted instruction.
+//!
+//! # Deferral
+//!
+//! A strand inside roving's own code must not be preempted: it may hold
+//! its core's private queues, be half-way into blocking, or be switching
+//! away. Such code runs under a `Deferral`, which raises the strand's
+//! `no_preempt` count for as long as it lives. The count is written only by
+//! the strand itself (never with a read-modify-write that a tick could
+//! split: a tick only reads it, or sets it from 0 to 1 while the strand is
+//! stopped in the interrupt) and read by ticks on the core that runs the
+//! strand. Internal spin locks mask interrupts, so no tick lands inside
+//! them at all.
+//!
+//! # Why this is sound
+//!
+//! - A tick acts only on the strand that the core's scheduler slot names,
+//!   and only at a count of 0: the core's scheduler sets the slot just
+//!   before switching to the strand and clears it just after the strand
+//!   switches back, and in both windows the strand's count is at least 1
+//!   (it holds the deferral of `scheduler::suspend`, or, never run yet,
+//!   the one it is created with). So a tick never preempts the scheduler,
+//!   and never a strand that is not in user code.
+//! - A preempted strand is an ordinary runnable strand whose extra state
+//!   lies on its own stack, below its saved stack pointer: copy-swap saves
+//!   and restores it with the rest of the stack, and the copy-swap
+//!   invariant is unchanged (nothing points into that state from outside).
+//! - The strand may resume on another core. Code that needs "the core I
+//!   am on" holds a deferral while it uses the answer; the running strand
+//!   finds itself through its stack (`scheduler::current`), which no move
+//!   changes.
+
+use crate::platform;
+use crate::pool::current;
+use crate::pool::shared::Shared;
+use crate::strand::control::Header;
+use crate::strand::fibre::Fibre;
+use crate::strand::scheduler::{self, Outcome};
+use core::ptr::NonNull;
+use core::sync::atomic::{Ordering::Relaxed, compiler_fence};
+
+/// What a timer tick should do about the strand it interrupted: the answer
+/// of [`on_tick`] to the platform's timer interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "a preemption the platform does not carry out is lost"]
+pub enum Tick {
+    /// Nothing to do now (roving asked for its next tick if it needs one).
+    Continue,
+    /// Make the interrupted code enter the preemption entry when the
+    /// interrupt returns (see [`entry_address`] for what to set up).
+    Preempt,
+}
+
+/// The address a platform makes a preempted strand resume at (module
+/// docs; `context/preempt_*.rs` states what each instruction set's entry
+/// expects the interrupt handler to have set up).
+pub fn entry_address() -> usize {
+    crate::context::preempt_entry::ENTRY as *const () as usize
+}
+
+/// Holds preemption off for the running strand while it lives (module
+/// docs). Outside strands it does nothing.
+pub(crate) struct Deferral(Option<NonNull<Header>>);
+
+/// Defers preemption of the running strand until the result is dropped.
+#[inline]
+pub(crate) fn defer() -> Deferral {
+    let strand = scheduler::current();
+    if let Some(me) = strand {
+        // SAFETY: the running strand's own header.
+        let count = &unsafe { me.as_ref() }.no_preempt;
+        let depth = count.load(Relaxed);
+        assert!(depth < u8::MAX, "roving's own code nested 255 deep in one strand");
+        count.store(depth + 1, Relaxed);
+        // A tick is an interrupt on this core: keep what follows after it.
+        compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    }
+    Deferral(strand)
+}
+
+impl Drop for Deferral {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(me) = self.0 {
+            compiler_fence(core::sync::atomic::Ordering::SeqCst);
+            // SAFETY: the strand that raised the deferral is running (it is
+            // dropping it), so its header is live.
+            let count = &unsafe { me.as_ref() }.no_preempt;
+            count.store(count.load(Relaxed) - 1, Relaxed);
+        }
+    }
+}
+
+/// How long after a deferring strand the next tick looks again: a
+/// sixteenth of the slice (roving's own code is short).
+const RETRY_DIVISOR: u64 = 16;
+
+/// Called by the platform's timer interrupt, on the core it interrupted:
+/// decides whether the strand it interrupted is preempted (module docs),
+/// and asks for the next tick the core needs.
+///
+/// It allocates nothing, takes no lock and never blocks. A platform that
+/// cannot preempt never calls it.
+pub fn on_tick() -> Tick {
+    let Some((shared, me)) = current::interrupted_worker() else { return Tick::Continue };
+    let slice = shared.slice_ticks;
+    if slice == 0 {
+        return Tick::Continue;
+    }
+    let Some(strand) = scheduler::running_on(shared, me) else { return Tick::Continue };
+    // SAFETY: the strand the core runs; its header lives while it runs.
+    let header = unsafe { strand.as_ref() };
+    let slot = &shared.strands[me];
+    let now = platform::ticks();
+    let end = slot.slice_end.load(Relaxed);
+    if now < end {
+        platform::request_tick(Some(end));
+        return Tick::Continue;
+    }
+    if header.no_preempt.load(Relaxed) != 0 {
+        platform::request_tick(Some(now + (slice / RETRY_DIVISOR).max(1)));
+        return Tick::Continue;
+    }
+    // SAFETY: we are on the core that runs the fibre's task, interrupting
+    // its strand outside roving's code (count 0): nothing else touches the
+    // fibre's private state or the core's queues now.
+    if !unsafe { work_waiting(shared, me, header.fibre) } {
+        slot.slice_end.store(now + slice, Relaxed);
+        platform::request_tick(Some(now + slice));
+        return Tick::Continue;
+    }
+    // The strand is stopped in this interrupt: the entry and `preempted`
+    // run under this deferral, released when the strand resumes.
+    header.no_preempt.store(1, Relaxed);
+    crate::pool::stats::add(&shared.stats[me].preempted, 1);
+    Tick::Preempt
+}
+
+/// Whether core `me` has work other than the strand it runs: its own
+/// queues, its mailboxes, the pool's injector, a preempted strand waiting
+/// for its turn, or another strand of the fibre it runs.
+///
+/// # Safety
+///
+/// Called on core `me` while it runs `fibre`'s strand outside roving's
+/// code, so nothing holds the core's private state or the fibre's.
+unsafe fn work_waiting(shared: &Shared, me: usize, fibre: &Fibre) -> bool {
+    // SAFETY: per the contract, nobody else touches these now.
+    let (owned, core_has_work) = unsafe { (fibre.owned(), shared.has_work_for(me)) };
+    owned.runnable.len() > 0 || fibre.inbox.has_tasks() || core_has_work
+}
+
+/// Where the preemption entry goes once it has saved the strand's
+/// registers: yields the strand, and returns when it runs again.
+///
+/// # Safety
+///
+/// Called only by `roving_preempt_entry`, on the stack of the strand that
+/// [`on_tick`] preempted, under the deferral `on_tick` raised.
+pub(crate) unsafe extern "C" fn preempted() {
+    let me = scheduler::current().expect("only a strand is preempted");
+    // SAFETY: we are the running strand, and still runnable.
+    unsafe { scheduler::suspend(Outcome::Preempted) };
+    // SAFETY: our own header.
+    let count = &unsafe { me.as_ref() }.no_preempt;
+    compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    count.store(count.load(Relaxed) - 1, Relaxed);
+}
