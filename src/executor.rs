@@ -202,6 +202,8 @@ where
     crate::platform::refuse_in_handler("spawning an async task", crate::platform::HANDLERS_DO_NOT_ALLOCATE);
     #[cfg(feature = "std")]
     strand::install_hook();
+    // The core found below must stay ours while we use it.
+    let _deferral = crate::preempt::defer();
     let me = shared.worker_core();
     let shard = shared.async_tasks.shard_for(me);
     let home = pin.or(me).unwrap_or(0);

@@ -12,8 +12,9 @@
 //!   [`on_tick`]. It answers [`Tick::Preempt`] only when the core runs a
 //!   strand of a pool with a slice, the slice is over, the strand is not
 //!   deferring (below), and other work waits for the core (its private
-//!   queues, its mailboxes, the injector, or another strand of the same
-//!   fibre). Otherwise it asks for the tick it needs next: the slice's
+//!   queues, its mailboxes, the injector, a preempted strand's turn,
+//!   another strand of the same fibre, or a deadline that has passed:
+//!   only a core between tasks expires timers). Otherwise it asks for the tick it needs next: the slice's
 //!   end, a retry soon after a deferring strand leaves roving's code, or
 //!   the end of a fresh slice when nothing waits. With no strand on the
 //!   core it asks for none, so an idle or task-running core takes no ticks.
@@ -163,7 +164,8 @@ pub fn on_tick() -> Tick {
 
 /// Whether core `me` has work other than the strand it runs: its own
 /// queues, its mailboxes, the pool's injector, a preempted strand waiting
-/// for its turn, or another strand of the fibre it runs.
+/// for its turn, another strand of the fibre it runs, or a deadline that
+/// has passed.
 ///
 /// # Safety
 ///
@@ -172,7 +174,9 @@ pub fn on_tick() -> Tick {
 unsafe fn work_waiting(shared: &Shared, me: usize, fibre: &Fibre) -> bool {
     // SAFETY: per the contract, nobody else touches these now.
     let (owned, core_has_work) = unsafe { (fibre.owned(), shared.has_work_for(me)) };
-    owned.runnable.len() > 0 || fibre.inbox.has_tasks() || core_has_work
+    // A due deadline counts: only a core between tasks expires timers, so
+    // with every core in a strand a sleeper would never wake.
+    owned.runnable.len() > 0 || fibre.inbox.has_tasks() || core_has_work || shared.timers.due()
 }
 
 /// Where the preemption entry goes once it has saved the strand's

@@ -40,6 +40,10 @@ pub struct CoreLocal {
     pub(crate) failing_strand: AtomicU64,
     /// Interrupt handlers this core is inside (they may nest).
     in_handler: AtomicUsize,
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // the PC does not preempt yet
+    /// The timer interrupt fired in the handler under way: once the
+    /// handler is done, ask roving whether to preempt (`arch::preempt`).
+    pub(crate) tick_fired: AtomicBool,
     #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // x86 keeps nothing per core
     pub(crate) arch: arch::CoreArch,
     /// How long this core keeps interrupts masked (`crate::masking`).
@@ -102,6 +106,7 @@ impl CoreLocal {
             panicking: AtomicBool::new(false),
             failing_strand: AtomicU64::new(0),
             in_handler: AtomicUsize::new(0),
+            tick_fired: AtomicBool::new(false),
             arch: arch::CoreArch::new(),
             masking: crate::masking::Record::new(),
             stats: Stats {

@@ -69,6 +69,14 @@ unsafe impl Platform for KernelPlatform {
     fn interrupts_bound() -> bool {
         crate::interrupts::programs_bound()
     }
+
+    fn can_preempt() -> bool {
+        arch::preempt::SUPPORTED
+    }
+
+    fn request_tick(deadline: Option<u64>) {
+        arch::preempt::request_tick(deadline);
+    }
 }
 
 roving::set_platform!(KernelPlatform);

@@ -71,6 +71,8 @@ impl<A: Actor> Addr<A> {
     /// [`SendError::OutOfMemory`]. Each carries `message` back.
     pub fn send(&self, message: A::Message) -> Result<(), SendError<A::Message>> {
         let shared = &**self.pool.shared();
+        // The core found below must stay ours while we use it.
+        let _deferral = crate::preempt::defer();
         let me = shared.worker_core();
         if me.is_none() && DomainId::current() != shared.domain {
             return Err(SendError::OtherDomain(message));

@@ -429,6 +429,8 @@ impl Shared {
 
     /// Posts `work` to run on core `to`.
     pub(crate) fn post<W: IntoTask>(&self, to: usize, work: W) -> Result<(), PostError<W>> {
+        // The core found below must stay ours while we use it.
+        let _deferral = crate::preempt::defer();
         if to >= self.slots {
             return Err(PostError::NoSuchCore { core: to, cores: self.slots, closure: work });
         }
@@ -463,6 +465,8 @@ impl Shared {
     }
 
     pub(crate) fn spawn<W: IntoTask>(&self, work: W) -> Result<(), PostError<W>> {
+        // The core found below must stay ours while we use it.
+        let _deferral = crate::preempt::defer();
         match self.worker_core() {
             Some(me) => self.spawn_from(me, work),
             None if self.foreign_caller() => Err(PostError::OtherDomain(work)),
@@ -482,6 +486,8 @@ impl Shared {
     /// Calls `f` with the calling core's block cache if it is a worker of
     /// this pool (storage made there may be freed on any core of the pool).
     pub(crate) fn with_cache<R>(&self, f: impl FnOnce(Option<&mut BlockCache>) -> R) -> R {
+        // The core found below must stay ours while we use it.
+        let _deferral = crate::preempt::defer();
         // SAFETY: `me` is what `worker_core` says for the calling core.
         unsafe { self.with_cache_at(self.worker_core(), f) }
     }
@@ -491,7 +497,9 @@ impl Shared {
     ///
     /// # Safety
     ///
-    /// `me` is what [`Shared::worker_core`] returns on the calling core.
+    /// `me` is what [`Shared::worker_core`] returns on the calling core,
+    /// and a strand caller has deferred preemption since it asked
+    /// (`crate::preempt::defer`), so it is still on that core.
     pub(crate) unsafe fn with_cache_at<R>(
         &self,
         me: Option<usize>,
@@ -660,6 +668,8 @@ impl Shared {
     /// Returns false only if the pool refused it: it has stopped, and the
     /// caller is outside it.
     pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) -> bool {
+        // The core found below must stay ours while we use it.
+        let _deferral = crate::preempt::defer();
         let lane = |to: usize, from: usize| {
             if pinned { self.mailbox(to, from) } else { self.fibre_mailbox(to, from) }
         };

@@ -284,12 +284,15 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         let header = strand.as_ref();
         fibre.resident_id.store(header.id.get(), Relaxed);
         fibre.running.store(strand.as_ptr(), Relaxed);
+        // Named before the tick is asked for: a tick that comes before the
+        // switch must find the strand (deferring, so it asks again), or it
+        // would take the core for idle and ask for no tick at all.
+        *core.current.get() = strand.as_ptr();
         if shared.slice_ticks != 0 {
             let end = crate::platform::ticks().saturating_add(shared.slice_ticks);
             core.slice_end.store(end, Relaxed);
             crate::platform::request_tick(Some(end));
         }
-        *core.current.get() = strand.as_ptr();
         context::switch(&mut *core.scheduler.get(), &*header.context.get());
         *core.current.get() = ptr::null_mut();
         *core.outcome.get()

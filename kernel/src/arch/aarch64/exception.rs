@@ -90,7 +90,12 @@ pub(super) fn origin(kind: u64) -> &'static str {
 /// Called by the vectors with the entry number and the saved state.
 extern "C" fn handle_exception(kind: u64, frame: &mut Frame) {
     match Vector::of(kind) {
-        Vector::Irq if kind / 4 <= 1 => crate::cores::as_interrupt_handler(irq::handle_irq),
+        Vector::Irq if kind / 4 <= 1 => {
+            crate::cores::as_interrupt_handler(irq::handle_irq);
+            // Only code on SP_EL0 (kernel code and strands, entry 1) may be
+            // preempted; a handler's own stack never is.
+            super::preempt::after_interrupt(kind == 1, frame);
+        }
         Vector::Synchronous if semihosting::recover_probe(ESR_EL1.get(), frame) => {}
         vector => fault::report_and_exit(vector, kind, frame),
     }

@@ -77,6 +77,9 @@ pub(super) fn handle_irq() {
 pub(super) fn handle(pending: Pending) {
     if pending.timer {
         timer::on_interrupt();
+        if let Some(me) = cores::current() {
+            me.tick_fired.store(true, core::sync::atomic::Ordering::Relaxed);
+        }
     }
     if let Some(me) = crate::cores::current()
         && (pending.wake || pending.timer || pending.other)

@@ -14,6 +14,7 @@ mod gic;
 pub(crate) mod idle;
 mod irq;
 mod mmu;
+pub(crate) mod preempt;
 mod psci;
 mod semihosting;
 mod spin_table;

@@ -16,6 +16,7 @@ pub(crate) mod idle;
 mod ioapic;
 mod paging;
 mod pic;
+pub(crate) mod preempt;
 mod pvh;
 mod smp;
 pub(crate) mod timer;

@@ -1,0 +1,65 @@
+//! Time slices on AArch64 (roving's `preempt` module; `docs/preemption.md`):
+//! the per-core timer that `request_tick` arms is the one the idle wait
+//! uses (a core waits only when it runs no strand, so the two never want
+//! it at once), and the IRQ vector, once the handler is done, asks roving
+//! whether to preempt the code it interrupted.
+
+use super::exception::Frame;
+use super::timer;
+use aarch64_cpu::registers::{Readable, SP_EL0, Writeable};
+use core::sync::atomic::Ordering::Relaxed;
+use roving::preempt::{self, Tick};
+
+/// SPSR_EL1.I: IRQs masked.
+const SPSR_IRQ_MASKED: u64 = 1 << 7;
+
+/// Whether this kernel preempts on this architecture.
+pub(crate) const SUPPORTED: bool = true;
+
+/// Arms the calling core's timer for `deadline`, or turns it off.
+pub(crate) fn request_tick(deadline: Option<u64>) {
+    match deadline {
+        Some(deadline) => timer::arm(deadline),
+        None => timer::disarm(),
+    }
+}
+
+/// From the IRQ vector, after the handler: if the timer fired and the
+/// interrupted code ran on SP_EL0 (`preemptible`), asks roving, and on
+/// [`Tick::Preempt`] sends the interrupted strand into roving's entry.
+pub(super) fn after_interrupt(preemptible: bool, frame: &mut Frame) {
+    let Some(me) = crate::cores::current() else { return };
+    if !me.tick_fired.swap(false, Relaxed) || !preemptible {
+        return;
+    }
+    if preempt::on_tick() == Tick::Preempt {
+        // SAFETY: roving said the interrupted code is a strand outside
+        // roving's code; its stack pointer is SP_EL0, and the vectors
+        // restore ELR and SPSR from `frame` and leave SP_EL0 as it is.
+        unsafe { send_to_entry(frame) };
+    }
+}
+
+/// Makes the `eret` of this IRQ enter roving's preemption entry with the
+/// interrupted return address and status two words below the strand's
+/// stack pointer, IRQs masked (the entry's contract,
+/// `src/context/preempt_aarch64.rs`).
+///
+/// # Safety
+///
+/// The interrupted code runs on SP_EL0, with room below its stack pointer
+/// (AArch64 code keeps no red zone), and `frame` is what the vector
+/// restores.
+unsafe fn send_to_entry(frame: &mut Frame) {
+    let stack = SP_EL0.get() - 16;
+    // SAFETY: the two words below the interrupted stack pointer are free
+    // (contract); the stack pointer is 16-byte aligned.
+    unsafe {
+        let words = stack as *mut u64;
+        words.write(frame.elr);
+        words.add(1).write(frame.spsr);
+    }
+    SP_EL0.set(stack);
+    frame.elr = preempt::entry_address() as u64;
+    frame.spsr |= SPSR_IRQ_MASKED;
+}

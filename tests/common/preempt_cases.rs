@@ -1,0 +1,241 @@
+//! Time-slice cases shared by the host's `tests/preempt.rs` and the
+//! `preempt` test kernel: each runs in the root strand of a pool with a
+//! time slice, and returns what it measured for the caller to check.
+#![allow(dead_code)]
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use core::time::Duration;
+use roving::sync::channel;
+use roving::time::Instant;
+use roving::{Pool, strand};
+
+/// Spins without yielding, blocking or calling roving, until `stop`;
+/// returns how many rounds it made.
+pub fn spin_until(stop: &AtomicBool) -> u64 {
+    let mut rounds = 0u64;
+    while !stop.load(SeqCst) {
+        rounds = core::hint::black_box(rounds + 1);
+    }
+    rounds
+}
+
+/// What [`spinners_beside_a_pair`] saw.
+pub struct Sharing {
+    /// How long the pair's round trips took, all spinners spinning.
+    pub pair_time: Duration,
+    /// Each spinner's rounds.
+    pub rounds: Vec<u64>,
+    /// Preemptions, over all cores.
+    pub preempted: u64,
+}
+
+impl Sharing {
+    /// The smallest spinner's share of all rounds, as a fraction of a fair
+    /// share (1.0: exactly fair).
+    pub fn worst_share(&self) -> f64 {
+        let total: u64 = self.rounds.iter().sum();
+        let fair = total as f64 / self.rounds.len() as f64;
+        self.rounds.iter().map(|&r| r as f64 / fair).fold(f64::INFINITY, f64::min)
+    }
+}
+
+/// `spinners` strands spin without yielding while a pair of strands makes
+/// `round_trips` round trips over two channels; once the pair is done and
+/// every spinner has started, the spinners spin `after` longer, then stop.
+pub fn spinners_beside_a_pair(pool: &Pool, spinners: usize, round_trips: u32, after: Duration) -> Sharing {
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..spinners)
+        .map(|_| {
+            let (stop, started) = (stop.clone(), started.clone());
+            strand::spawn(move || {
+                started.fetch_add(1, SeqCst);
+                spin_until(&stop)
+            })
+            .expect("a spinner")
+        })
+        .collect();
+    let start = Instant::now();
+    let (to_echo, echo_in) = channel::bounded::<u32>(1).expect("a channel");
+    let (to_main, main_in) = channel::bounded::<u32>(1).expect("a channel");
+    let echo = strand::spawn(move || {
+        while let Ok(n) = echo_in.recv() {
+            to_main.send(n + 1).expect("the pair's main end");
+        }
+    })
+    .expect("the echo strand");
+    for n in 0..round_trips {
+        to_echo.send(n).expect("the echo end");
+        assert_eq!(main_in.recv().expect("an answer"), n + 1);
+    }
+    let pair_time = start.elapsed();
+    drop(to_echo);
+    echo.join().expect("the echo strand");
+    while started.load(SeqCst) < spinners as u64 {
+        strand::sleep(Duration::from_millis(1)).expect("a sleep");
+    }
+    strand::sleep(after).expect("a sleep");
+    stop.store(true, SeqCst);
+    let rounds = handles.into_iter().map(|s| s.join().expect("a spinner")).collect();
+    Sharing { pair_time, rounds, preempted: preemptions(pool) }
+}
+
+/// Preemptions so far, over all of `pool`'s cores.
+pub fn preemptions(pool: &Pool) -> u64 {
+    pool.stats().iter().map(|s| s.preempted).sum()
+}
+
+/// Fills a stack array with a pattern from `seed`, then checks it over and
+/// over without yielding until `stop`; returns how many checks passed
+/// (panics at the first damaged word).
+fn check_stack_until(seed: u64, stop: &AtomicBool) -> u64 {
+    let pattern = |i: usize| seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64);
+    let mut words = [0u64; 128];
+    for (i, word) in words.iter_mut().enumerate() {
+        *word = pattern(i);
+    }
+    let mut checks = 0;
+    while !stop.load(SeqCst) {
+        let words = core::hint::black_box(&words);
+        for (i, word) in words.iter().enumerate() {
+            assert_eq!(*word, pattern(i), "strand {seed}: stack word {i} changed");
+        }
+        checks += 1;
+    }
+    checks
+}
+
+/// `strands` strands, more than the fibres, check patterns on their stacks
+/// without yielding until each has started and then `duration` more;
+/// returns each one's passed checks and the preemptions meanwhile.
+pub fn stacks_on_shared_fibres(pool: &Pool, strands: u64, duration: Duration) -> (Vec<u64>, u64) {
+    let before = preemptions(pool);
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..strands)
+        .map(|seed| {
+            let (stop, started) = (stop.clone(), started.clone());
+            strand::spawn(move || {
+                started.fetch_add(1, SeqCst);
+                check_stack_until(seed, &stop)
+            })
+            .expect("a checking strand")
+        })
+        .collect();
+    while started.load(SeqCst) < strands {
+        strand::sleep(Duration::from_millis(1)).expect("a sleep");
+    }
+    strand::sleep(duration).expect("a sleep");
+    stop.store(true, SeqCst);
+    let checks = handles.into_iter().map(|s| s.join().expect("a checking strand")).collect();
+    (checks, preemptions(pool) - before)
+}
+
+/// `strands` strands each keep values in every vector register through
+/// `rounds` spins, four times; returns how many registers each found
+/// intact at worst (all of them: 16 on x86_64, 32 on AArch64), and the
+/// preemptions meanwhile.
+pub fn vector_registers(pool: &Pool, strands: u64, rounds: u64) -> (Vec<u32>, u64) {
+    let before = preemptions(pool);
+    let handles: Vec<_> = (0..strands)
+        .map(|i| {
+            strand::spawn(move || (0..4).map(|_| vector_registers_kept(i << 32, rounds)).min().unwrap_or(0))
+                .expect("a strand")
+        })
+        .collect();
+    let kept = handles.into_iter().map(|s| s.join().expect("a strand")).collect();
+    (kept, preemptions(pool) - before)
+}
+
+/// The vector registers there are.
+#[cfg(target_arch = "x86_64")]
+pub const VECTOR_REGISTERS: u32 = 16;
+/// The vector registers there are.
+#[cfg(target_arch = "aarch64")]
+pub const VECTOR_REGISTERS: u32 = 32;
+
+/// Puts `seed + i` in both halves of vector register `i` for every `i`,
+/// spins `rounds` times touching none of them, then returns how many
+/// registers still hold their values.
+#[cfg(target_arch = "x86_64")]
+fn vector_registers_kept(seed: u64, rounds: u64) -> u32 {
+    let kept: u64;
+    // SAFETY: only registers, declared clobbered; no memory.
+    unsafe {
+        core::arch::asm!(
+            "mov rax, {seed}",
+            ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15",
+            "movq xmm\\n, rax",
+            "punpcklqdq xmm\\n, xmm\\n",
+            "inc rax",
+            ".endr",
+            "2:",
+            "dec {rounds}",
+            "jnz 2b",
+            "xor {kept}, {kept}",
+            "mov rax, {seed}",
+            ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15",
+            "movq rdx, xmm\\n",
+            "pextrq rcx, xmm\\n, 1",
+            "cmp rdx, rax",
+            "jne 3f",
+            "cmp rcx, rax",
+            "jne 3f",
+            "inc {kept}",
+            "3:",
+            "inc rax",
+            ".endr",
+            seed = in(reg) seed,
+            rounds = inout(reg) rounds => _,
+            kept = out(reg) kept,
+            out("rax") _, out("rcx") _, out("rdx") _,
+            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+            out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+            out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+            out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+            options(nomem, nostack),
+        );
+    }
+    kept as u32
+}
+
+/// As on x86_64, with v0-v31.
+#[cfg(target_arch = "aarch64")]
+fn vector_registers_kept(seed: u64, rounds: u64) -> u32 {
+    let kept: u64;
+    // SAFETY: only registers, declared clobbered; no memory.
+    unsafe {
+        core::arch::asm!(
+            "mov x9, {seed}",
+            ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+            "dup v\\n\\().2d, x9",
+            "add x9, x9, #1",
+            ".endr",
+            "2:",
+            "subs {rounds}, {rounds}, #1",
+            "b.ne 2b",
+            "mov {kept}, #0",
+            "mov x9, {seed}",
+            ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+            "mov x10, v\\n\\().d[0]",
+            "mov x11, v\\n\\().d[1]",
+            "cmp x10, x9",
+            "ccmp x11, x9, #0, eq",
+            "cinc {kept}, {kept}, eq",
+            "add x9, x9, #1",
+            ".endr",
+            seed = in(reg) seed,
+            rounds = inout(reg) rounds => _,
+            kept = out(reg) kept,
+            out("x9") _, out("x10") _, out("x11") _,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            out("v8") _, out("v9") _, out("v10") _, out("v11") _, out("v12") _, out("v13") _, out("v14") _, out("v15") _,
+            out("v16") _, out("v17") _, out("v18") _, out("v19") _, out("v20") _, out("v21") _, out("v22") _, out("v23") _,
+            out("v24") _, out("v25") _, out("v26") _, out("v27") _, out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+            options(nomem, nostack),
+        );
+    }
+    kept as u32
+}

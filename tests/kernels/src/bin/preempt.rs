@@ -1,0 +1,59 @@
+//! Time slices under QEMU (`docs/preemption.md`): in a pool with a 1 ms
+//! slice, 8 strands per core spin without yielding while a pair of
+//! strands makes `preempt.round_trips` round trips (default 200) over
+//! channels (each spinner's share of the rounds printed, none below a
+//! tenth of a fair share: QEMU's cores are host threads, and a host with
+//! fewer CPUs than cores runs some of them less); strands on
+//! shared fibres check stack patterns through preemptions and copy-swaps;
+//! strands keep values in every vector register across preemptions.
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+#[path = "../../../common/preempt_cases.rs"]
+mod preempt_cases;
+
+use alloc::string::String;
+use core::fmt::Write;
+use core::time::Duration;
+use roving::{Config, Pool, platform};
+use roving_kernel::println;
+use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass};
+
+fn main() {
+    let cores = platform::core_count();
+    assert_eq!(cores, expected_cores());
+    let pool =
+        Pool::with_config(Config::new().time_slice(Duration::from_millis(1))).expect("a preempting pool");
+    pool.run(|| {
+        let spinners = 8 * cores;
+        let round_trips = bootarg_u64("preempt.round_trips", 200) as u32;
+        let sharing = preempt_cases::spinners_beside_a_pair(&pool, spinners, round_trips, Duration::from_millis(300));
+        let total: u64 = sharing.rounds.iter().sum();
+        let mut shares = String::new();
+        for rounds in &sharing.rounds {
+            let _ = write!(shares, " {:.1}%", *rounds as f64 * 100.0 / total as f64);
+        }
+        println!(
+            "preempt: {round_trips} round trips in {} ms beside {spinners} spinners, {} preemptions; shares:{shares}",
+            sharing.pair_time.as_millis(),
+            sharing.preempted
+        );
+        assert!(sharing.preempted > 0, "no strand was preempted");
+        assert!(sharing.worst_share() > 0.1, "a spinner got {:.2} of a fair share", sharing.worst_share());
+
+        let (checks, preempted) = preempt_cases::stacks_on_shared_fibres(&pool, 100, Duration::from_millis(500));
+        assert!(checks.iter().sum::<u64>() > 0, "no stack was checked");
+        assert!(preempted > 20, "only {preempted} preemptions of the checking strands");
+        println!("preempt: 100 strands on shared fibres, {preempted} preemptions, every stack intact");
+
+        let (kept, preempted) = preempt_cases::vector_registers(&pool, 2 * cores as u64, 5_000_000);
+        assert!(kept.iter().all(|&k| k == preempt_cases::VECTOR_REGISTERS), "vector registers lost: {kept:?}");
+        println!("preempt: every vector register intact through {preempted} preemptions");
+    })
+    .expect("the pool runs");
+    pass("preempt");
+}
+
+roving_kernel::entry!(main);
