@@ -162,6 +162,22 @@ pub fn on_tick() -> Tick {
     Tick::Preempt
 }
 
+/// After a strand waited in `platform::wait_for_event`: the platform may
+/// have used the core's timer for the wait's own deadline and turned it
+/// off afterwards, so the strand's tick is asked for again. Outside
+/// strands, and in cooperative pools, it does nothing.
+pub(crate) fn after_wait() {
+    if scheduler::current().is_none() {
+        return;
+    }
+    let _deferral = defer();
+    if let Some((shared, me)) = scheduler::here()
+        && shared.slice_ticks != 0
+    {
+        platform::request_tick(Some(shared.strands[me].slice_end.load(Relaxed)));
+    }
+}
+
 /// Whether core `me` has work other than the strand it runs: its own
 /// queues, its mailboxes, the pool's injector, a preempted strand waiting
 /// for its turn, another strand of the fibre it runs, or a deadline that

@@ -40,7 +40,6 @@ pub struct CoreLocal {
     pub(crate) failing_strand: AtomicU64,
     /// Interrupt handlers this core is inside (they may nest).
     in_handler: AtomicUsize,
-    #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // the PC does not preempt yet
     /// The timer interrupt fired in the handler under way: once the
     /// handler is done, ask roving whether to preempt (`arch::preempt`).
     pub(crate) tick_fired: AtomicBool,

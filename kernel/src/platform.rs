@@ -70,12 +70,18 @@ unsafe impl Platform for KernelPlatform {
         crate::interrupts::programs_bound()
     }
 
+    /// Every board's timer interrupt preempts (`arch::preempt`).
     fn can_preempt() -> bool {
-        arch::preempt::SUPPORTED
+        true
     }
 
+    /// The core's one timer: the idle wait's deadline uses it too, but a
+    /// core waits only when it runs no strand.
     fn request_tick(deadline: Option<u64>) {
-        arch::preempt::request_tick(deadline);
+        match deadline {
+            Some(deadline) => arch::timer::arm(deadline),
+            None => arch::timer::disarm(),
+        }
     }
 }
 

@@ -1,28 +1,15 @@
 //! Time slices on AArch64 (roving's `preempt` module; `docs/preemption.md`):
-//! the per-core timer that `request_tick` arms is the one the idle wait
-//! uses (a core waits only when it runs no strand, so the two never want
-//! it at once), and the IRQ vector, once the handler is done, asks roving
-//! whether to preempt the code it interrupted.
+//! the IRQ vector, once the handler is done, asks roving whether to
+//! preempt the code it interrupted. The tick is the core's one timer,
+//! which `request_tick` arms (`crate::platform`).
 
 use super::exception::Frame;
-use super::timer;
 use aarch64_cpu::registers::{Readable, SP_EL0, Writeable};
 use core::sync::atomic::Ordering::Relaxed;
 use roving::preempt::{self, Tick};
 
 /// SPSR_EL1.I: IRQs masked.
 const SPSR_IRQ_MASKED: u64 = 1 << 7;
-
-/// Whether this kernel preempts on this architecture.
-pub(crate) const SUPPORTED: bool = true;
-
-/// Arms the calling core's timer for `deadline`, or turns it off.
-pub(crate) fn request_tick(deadline: Option<u64>) {
-    match deadline {
-        Some(deadline) => timer::arm(deadline),
-        None => timer::disarm(),
-    }
-}
 
 /// From the IRQ vector, after the handler: if the timer fired and the
 /// interrupted code ran on SP_EL0 (`preemptible`), asks roving, and on

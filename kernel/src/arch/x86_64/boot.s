@@ -21,7 +21,10 @@
 // neither the boot core nor a starting core has a stack yet.)
 .macro ENTER_LONG_MODE
     mov     eax, cr4
-    or      eax, 1 << 5                 // PAE
+    // PAE; OSFXSR and OSXMMEXCPT: SSE on, for strands that use it in
+    // assembly (the kernel itself is soft-float), saved whole by fxsave
+    // when a strand is preempted.
+    or      eax, (1 << 5) | (1 << 9) | (1 << 10)
     mov     cr4, eax
     mov     eax, offset {pml4}
     mov     cr3, eax
@@ -30,7 +33,8 @@
     or      eax, 1 << 8                 // LME
     wrmsr
     mov     eax, cr0
-    or      eax, (1 << 31) | (1 << 16) | 1  // PG | WP | PE
+    or      eax, (1 << 31) | (1 << 16) | (1 << 1) | 1  // PG | WP | MP | PE
+    and     eax, ~(1 << 2)              // EM off: SSE instructions run
     mov     cr0, eax
 .endm
 

@@ -168,7 +168,10 @@ extern "C" fn handle_vector(frame: &mut Frame) {
     match frame.vector as u8 {
         apic::SPURIOUS_VECTOR => {}
         vector if vector < 32 => fault::report_and_exit(frame),
-        vector => crate::cores::as_interrupt_handler(|| handle_interrupt(vector)),
+        vector => {
+            crate::cores::as_interrupt_handler(|| handle_interrupt(vector));
+            super::preempt::after_interrupt(frame);
+        }
     }
 }
 
@@ -179,6 +182,9 @@ fn handle_interrupt(vector: u8) {
         (apic::WAKE_VECTOR, _) => true,
         (apic::TIMER_VECTOR, _) => {
             super::timer::disarm();
+            if let Some(me) = crate::cores::current() {
+                me.tick_fired.store(true, core::sync::atomic::Ordering::Relaxed);
+            }
             true
         }
         (_, Some(line)) => crate::interrupts::dispatch(line),
