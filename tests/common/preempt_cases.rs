@@ -41,22 +41,51 @@ impl Sharing {
     }
 }
 
+/// Strands that each run `work(i, stop)` until told to stop, counting
+/// themselves in as they start.
+struct Crowd<T> {
+    stop: Arc<AtomicBool>,
+    started: Arc<AtomicU64>,
+    handles: Vec<strand::JoinHandle<T>>,
+}
+
+impl<T: Send + 'static> Crowd<T> {
+    fn spawn(count: u64, work: impl Fn(u64, &AtomicBool) -> T + Send + Sync + 'static) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicU64::new(0));
+        let work = Arc::new(work);
+        let handles = (0..count)
+            .map(|i| {
+                let (stop, started, work) = (stop.clone(), started.clone(), work.clone());
+                strand::spawn(move || {
+                    started.fetch_add(1, SeqCst);
+                    work(i, &stop)
+                })
+                .expect("a strand of the crowd")
+            })
+            .collect();
+        Self { stop, started, handles }
+    }
+
+    /// Waits (sleeping) until every strand has started.
+    fn wait_until_all_started(&self) {
+        while self.started.load(SeqCst) < self.handles.len() as u64 {
+            strand::sleep(Duration::from_millis(1)).expect("a sleep");
+        }
+    }
+
+    /// Stops every strand and returns what each returned.
+    fn stop(self) -> Vec<T> {
+        self.stop.store(true, SeqCst);
+        self.handles.into_iter().map(|s| s.join().expect("a strand of the crowd")).collect()
+    }
+}
+
 /// `spinners` strands spin without yielding while a pair of strands makes
 /// `round_trips` round trips over two channels; once the pair is done and
 /// every spinner has started, the spinners spin `after` longer, then stop.
 pub fn spinners_beside_a_pair(pool: &Pool, spinners: usize, round_trips: u32, after: Duration) -> Sharing {
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicU64::new(0));
-    let handles: Vec<_> = (0..spinners)
-        .map(|_| {
-            let (stop, started) = (stop.clone(), started.clone());
-            strand::spawn(move || {
-                started.fetch_add(1, SeqCst);
-                spin_until(&stop)
-            })
-            .expect("a spinner")
-        })
-        .collect();
+    let crowd = Crowd::spawn(spinners as u64, |_, stop| spin_until(stop));
     let start = Instant::now();
     let (to_echo, echo_in) = channel::bounded::<u32>(1).expect("a channel");
     let (to_main, main_in) = channel::bounded::<u32>(1).expect("a channel");
@@ -73,12 +102,9 @@ pub fn spinners_beside_a_pair(pool: &Pool, spinners: usize, round_trips: u32, af
     let pair_time = start.elapsed();
     drop(to_echo);
     echo.join().expect("the echo strand");
-    while started.load(SeqCst) < spinners as u64 {
-        strand::sleep(Duration::from_millis(1)).expect("a sleep");
-    }
+    crowd.wait_until_all_started();
     strand::sleep(after).expect("a sleep");
-    stop.store(true, SeqCst);
-    let rounds = handles.into_iter().map(|s| s.join().expect("a spinner")).collect();
+    let rounds = crowd.stop();
     Sharing { pair_time, rounds, preempted: preemptions(pool) }
 }
 
@@ -112,24 +138,10 @@ fn check_stack_until(seed: u64, stop: &AtomicBool) -> u64 {
 /// returns each one's passed checks and the preemptions meanwhile.
 pub fn stacks_on_shared_fibres(pool: &Pool, strands: u64, duration: Duration) -> (Vec<u64>, u64) {
     let before = preemptions(pool);
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicU64::new(0));
-    let handles: Vec<_> = (0..strands)
-        .map(|seed| {
-            let (stop, started) = (stop.clone(), started.clone());
-            strand::spawn(move || {
-                started.fetch_add(1, SeqCst);
-                check_stack_until(seed, &stop)
-            })
-            .expect("a checking strand")
-        })
-        .collect();
-    while started.load(SeqCst) < strands {
-        strand::sleep(Duration::from_millis(1)).expect("a sleep");
-    }
+    let crowd = Crowd::spawn(strands, check_stack_until);
+    crowd.wait_until_all_started();
     strand::sleep(duration).expect("a sleep");
-    stop.store(true, SeqCst);
-    let checks = handles.into_iter().map(|s| s.join().expect("a checking strand")).collect();
+    let checks = crowd.stop();
     (checks, preemptions(pool) - before)
 }
 
