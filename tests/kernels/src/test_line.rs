@@ -18,7 +18,7 @@ pub struct TestLine {
 
 #[cfg(all(target_arch = "aarch64", feature = "raspi3b"))]
 mod system_timer {
-    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+    use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
     use roving_boards::board::SYSTEM_TIMER;
 
     const STATUS: usize = 0x00;
@@ -28,12 +28,20 @@ mod system_timer {
     /// How long past a compare value a match surely happened, if it was
     /// going to (microseconds).
     const SETTLE: u32 = 10_000;
+    /// The closest compare value worth trying (microseconds).
+    const NEAREST: u32 = 16;
 
     /// Matches quieted by a handler, counted before the match is cleared.
     static QUIETED: AtomicU64 = AtomicU64::new(0);
     /// How far ahead to set the compare (microseconds): doubled whenever
-    /// a write landed too close to it, so later ones are in time.
-    static AHEAD: AtomicU32 = AtomicU32::new(8);
+    /// a write landed too close to it, so the next ones are in time, and
+    /// shrunk by a quarter after each write in time, back to [`NEAREST`].
+    /// Without the shrinking, a few stalls of a busy host's QEMU thread
+    /// left every later match milliseconds away, and 10,000 rounds took
+    /// minutes.
+    static AHEAD: AtomicU32 = AtomicU32::new(NEAREST);
+    /// A firing was asked for and has not matched yet.
+    static ASKED: AtomicBool = AtomicBool::new(false);
 
     fn register(offset: usize) -> *mut u32 {
         (SYSTEM_TIMER + offset) as *mut u32
@@ -51,9 +59,13 @@ mod system_timer {
     /// counter had passed when the write landed waits 2^32 us. If the
     /// counter read after the write is still short of the value, the
     /// write was in time. Otherwise it may or may not have been: wait
-    /// until a match surely happened if it was going to, look for it, and
-    /// write again further ahead only if there was none.
+    /// until a match surely happened if it was going to (or a handler saw
+    /// it), and write again further ahead only if there was none. A busy
+    /// host can hold the match back even longer, so a rewritten compare
+    /// may still come after the first one's match: [`ASKED`] lets only
+    /// the first match of each call count.
     pub(super) fn arm() {
+        ASKED.store(true, SeqCst);
         loop {
             let ahead = AHEAD.load(SeqCst);
             let quieted = QUIETED.load(SeqCst);
@@ -62,23 +74,27 @@ mod system_timer {
             // SAFETY: as in `read`; only the ARM's compare 1 is written.
             unsafe { register(COMPARE1).write_volatile(value) };
             if read(COUNTER_LOW).wrapping_sub(before) < ahead {
+                AHEAD.store((ahead - ahead / 4).max(NEAREST), SeqCst);
                 return;
             }
             AHEAD.store(ahead.saturating_mul(2).min(SETTLE), SeqCst);
-            while read(COUNTER_LOW).wrapping_sub(value) < SETTLE {
+            let matched = || read(STATUS) & MATCH1 != 0 || QUIETED.load(SeqCst) != quieted;
+            while read(COUNTER_LOW).wrapping_sub(value) < SETTLE && !matched() {
                 core::hint::spin_loop();
             }
-            if read(STATUS) & MATCH1 != 0 || QUIETED.load(SeqCst) != quieted {
+            if matched() {
                 return;
             }
         }
     }
 
-    /// Clears compare 1's match, which lowers its line.
-    pub(super) fn acknowledge() {
+    /// Clears compare 1's match, which lowers its line; whether a call to
+    /// [`arm`] asked for it.
+    pub(super) fn acknowledge() -> bool {
         QUIETED.fetch_add(1, SeqCst);
         // SAFETY: as in `read`; writing a one clears that match bit only.
         unsafe { register(STATUS).write_volatile(MATCH1) };
+        ASKED.swap(false, SeqCst)
     }
 }
 
@@ -101,9 +117,15 @@ impl TestLine {
     }
 
     /// Quiets the device behind the line: a handler calls this first.
-    pub fn quiet(self) {
+    /// Returns whether the firing is one [`TestLine::fire`] asked for: on
+    /// the Pi 3 a slow host can make one call match twice (see
+    /// `system_timer::arm`), and a handler ignores the second.
+    #[must_use = "a handler ignores a firing nobody asked for"]
+    pub fn quiet(self) -> bool {
         #[cfg(all(target_arch = "aarch64", feature = "raspi3b"))]
-        system_timer::acknowledge();
+        return system_timer::acknowledge();
+        #[cfg(not(all(target_arch = "aarch64", feature = "raspi3b")))]
+        true
     }
 }
 
