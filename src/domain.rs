@@ -93,8 +93,27 @@ impl<T: Send + 'static> Domain<T> {
     where
         F: FnOnce() -> T + Send + 'static,
     {
+        Self::start_with_config(cores, Config::new(), main)
+    }
+
+    /// As [`Domain::start`], with the pool built from `config`. With a
+    /// [time slice](Config::time_slice), a teardown stops even strands
+    /// that never block or check, in bounded time (`docs/preemption.md`);
+    /// without one it waits for them. The domain's own settings win over
+    /// `config`'s: it never stops when quiescent, only when nothing is
+    /// left running in it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Domain::start`]; a `config` the pool refuses (a slice out of
+    /// range, or one on a platform that cannot preempt) is
+    /// [`DomainError::Pool`].
+    pub fn start_with_config<F>(cores: &[usize], config: Config, main: F) -> Result<Self, DomainError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+    {
         let id = DomainId::fresh();
-        let pool = Pool::in_domain(cores, Config::new(), id).map_err(DomainError::Pool)?;
+        let pool = Pool::in_domain(cores, config, id).map_err(DomainError::Pool)?;
         // The root is counted before the cores start, so the pool cannot
         // look finished before it runs.
         let root = pool.spawn_root(main).map_err(DomainError::Spawn)?;

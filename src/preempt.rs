@@ -14,10 +14,12 @@
 //!   deferring (below), and other work waits for the core (its private
 //!   queues, its mailboxes, the injector, a preempted strand's turn,
 //!   another strand of the same fibre, or a deadline that has passed:
-//!   only a core between tasks expires timers). Otherwise it asks for the tick it needs next: the slice's
-//!   end, a retry soon after a deferring strand leaves roving's code, or
-//!   the end of a fresh slice when nothing waits. With no strand on the
-//!   core it asks for none, so an idle or task-running core takes no ticks.
+//!   only a core between tasks expires timers), or the strand is being
+//!   stopped (below). Otherwise it asks for the tick it needs next: the
+//!   slice's end, a retry soon after a deferring strand leaves roving's
+//!   code, or the end of a fresh slice when nothing waits. With no strand
+//!   on the core it asks for none, so an idle or task-running core takes
+//!   no ticks.
 //! - **The platform**, told to preempt, makes the interrupted strand enter
 //!   `roving_preempt_entry` when the interrupt returns (an injected call;
 //!   per instruction set in `context/preempt_*.rs`). The entry saves every
@@ -37,6 +39,18 @@
 //! stopped in the interrupt) and read by ticks on the core that runs the
 //! strand. Internal spin locks mask interrupts, so no tick lands inside
 //! them at all.
+//!
+//! # Stopping a cancelled strand
+//!
+//! A tick past the slice's end that finds the strand cancelled, unshielded
+//! and not deferring marks it `CANCEL_SEEN` (if it was not yet) and gives
+//! it a fresh slice. A later such tick preempts it even with nothing else
+//! waiting, and `preempted`, seeing the mark, fails it with `Interrupted`
+//! and abandons its stack instead of yielding. Only the strand raises its
+//! shield and the mark is never cleared, so a strand that drops its shield
+//! gets its grace slice then. Deferral covers the rest: every point at
+//! which abandoning the stack would tear roving's own state (a half-written
+//! result, a wait record in a queue) is inside roving's code.
 //!
 //! # Why this is sound
 //!
@@ -59,7 +73,9 @@
 use crate::platform;
 use crate::pool::current;
 use crate::pool::shared::Shared;
+use crate::strand::cancel::interruptible;
 use crate::strand::control::Header;
+use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
 use crate::strand::scheduler::{self, Outcome};
 use core::ptr::NonNull;
@@ -147,10 +163,16 @@ pub fn on_tick() -> Tick {
         platform::request_tick(Some(now + (slice / RETRY_DIVISOR).max(1)));
         return Tick::Continue;
     }
+    if interruptible(header) && header.flags.fetch_or(CANCEL_SEEN, Relaxed) & CANCEL_SEEN == 0 {
+        // Cancelled and computing: one more slice to reach a checkpoint.
+        slot.slice_end.store(now + slice, Relaxed);
+        platform::request_tick(Some(now + slice));
+        return Tick::Continue;
+    }
     // SAFETY: we are on the core that runs the fibre's task, interrupting
     // its strand outside roving's code (count 0): nothing else touches the
     // fibre's private state or the core's queues now.
-    if !unsafe { work_waiting(shared, me, header.fibre) } {
+    if !interruptible(header) && !unsafe { work_waiting(shared, me, header.fibre) } {
         slot.slice_end.store(now + slice, Relaxed);
         platform::request_tick(Some(now + slice));
         return Tick::Continue;
@@ -204,10 +226,25 @@ unsafe fn work_waiting(shared: &Shared, me: usize, fibre: &Fibre) -> bool {
 /// [`on_tick`] preempted, under the deferral `on_tick` raised.
 pub(crate) unsafe extern "C" fn preempted() {
     let me = scheduler::current().expect("only a strand is preempted");
+    // SAFETY: our own header.
+    let header = unsafe { me.as_ref() };
+    if interruptible(header) && header.flags.load(Relaxed) & CANCEL_SEEN != 0 && !unwinding() {
+        // Returns only if the strand was already finishing.
+        crate::strand::failure::interrupt_running(me);
+    }
     // SAFETY: we are the running strand, and still runnable.
     unsafe { scheduler::suspend(Outcome::Preempted) };
-    // SAFETY: our own header.
-    let count = &unsafe { me.as_ref() }.no_preempt;
+    let count = &header.no_preempt;
     compiler_fence(core::sync::atomic::Ordering::SeqCst);
     count.store(count.load(Relaxed) - 1, Relaxed);
+}
+
+/// Whether the strand is unwinding a panic (host): its stack is not
+/// abandoned then, since the unwinder keeps per-thread state that only a
+/// finished unwind resets.
+fn unwinding() -> bool {
+    #[cfg(feature = "std")]
+    return std::thread::panicking();
+    #[cfg(not(feature = "std"))]
+    false
 }

@@ -55,10 +55,10 @@
 //!   fault on bare metal with the MMU on (the report names the strand), a
 //!   panic naming the strand when it next switches out otherwise.
 
-mod cancel;
+pub(crate) mod cancel;
 pub(crate) mod control;
 mod error;
-mod failure;
+pub(crate) mod failure;
 pub mod fibre;
 pub mod knobs;
 mod park;
@@ -555,6 +555,8 @@ impl<T> Drop for RawHandle<T> {
         } else {
             None
         };
+        // Stopped by a cancel: what the canceller asked for, not news.
+        let failure = failure.filter(|failure| failure.kind() != FailureKind::Interrupted);
         // SAFETY: the handle's reference, given up.
         unsafe { Header::release(self.header) };
         match failure {

@@ -15,20 +15,21 @@ use support::{with_turn, with_watchdog};
 
 const SLICE: Duration = Duration::from_millis(1);
 
+/// Runs `main` on a machine of `cores` cores, with a watchdog, taking
+/// turns with other tests that load every CPU.
+fn on_machine<R: Send>(cores: usize, what: &'static str, main: impl FnOnce() -> R + Send) -> R {
+    with_turn(|| {
+        with_watchdog(Duration::from_secs(120), what, || Machine::new(cores).unwrap().run(main).unwrap())
+    })
+}
+
 /// Runs `main` as the root strand of a pool of `cores` cores with a 1 ms
 /// time slice; `None` where this host cannot preempt (under a sanitizer).
 fn on_preempting_pool<R: Send>(cores: usize, main: impl FnOnce(&Pool) -> R + Send) -> Option<R> {
-    with_turn(|| {
-        with_watchdog(Duration::from_secs(120), "a preempting pool", || {
-            Machine::new(cores)
-                .unwrap()
-                .run(|| match Pool::with_config(Config::new().time_slice(SLICE)) {
-                    Ok(pool) => Some(pool.run(|| main(&pool)).unwrap()),
-                    Err(PoolError::CannotPreempt) => None,
-                    Err(other) => panic!("{other}"),
-                })
-                .unwrap()
-        })
+    on_machine(cores, "a preempting pool", || match Pool::with_config(Config::new().time_slice(SLICE)) {
+        Ok(pool) => Some(pool.run(|| main(&pool)).unwrap()),
+        Err(PoolError::CannotPreempt) => None,
+        Err(other) => panic!("{other}"),
     })
 }
 
@@ -64,33 +65,26 @@ fn spinners_share_their_cores_and_a_ping_pong_pair_keeps_moving() {
 
 #[test]
 fn a_cooperative_pool_never_preempts() {
-    let preempted = with_turn(|| {
-        with_watchdog(Duration::from_secs(60), "a cooperative pool", || {
-            Machine::new(2)
-                .unwrap()
-                .run(|| {
-                    let pool = Pool::new().unwrap();
-                    pool.run(|| {
-                        // Each spins 50 ms by the clock: cooperatively, nothing
-                        // else could run on its core to stop it.
-                        let spinners: Vec<_> = (0..2)
-                            .map(|_| {
-                                strand::spawn(|| {
-                                    let start = Instant::now();
-                                    while start.elapsed() < Duration::from_millis(50) {
-                                        std::hint::spin_loop();
-                                    }
-                                })
-                                .unwrap()
-                            })
-                            .collect();
-                        spinners.into_iter().for_each(|s| s.join().unwrap());
+    let preempted = on_machine(2, "a cooperative pool", || {
+        let pool = Pool::new().unwrap();
+        pool.run(|| {
+            // Each spins 50 ms by the clock: cooperatively, nothing else
+            // could run on its core to stop it.
+            let spinners: Vec<_> = (0..2)
+                .map(|_| {
+                    strand::spawn(|| {
+                        let start = Instant::now();
+                        while start.elapsed() < Duration::from_millis(50) {
+                            std::hint::spin_loop();
+                        }
                     })
-                    .unwrap();
-                    pool.stats().iter().map(|s| s.preempted).sum::<u64>()
+                    .unwrap()
                 })
-                .unwrap()
+                .collect();
+            spinners.into_iter().for_each(|s| s.join().unwrap());
         })
+        .unwrap();
+        pool.stats().iter().map(|s| s.preempted).sum::<u64>()
     });
     assert_eq!(preempted, 0);
 }
@@ -130,4 +124,66 @@ fn vector_registers_survive_preemption() {
     eprintln!("{STRANDS} strands checking every vector register: {preempted} preemptions");
     assert!(preempted > 10, "only {preempted} preemptions");
     assert!(kept.iter().all(|&k| k == preempt_cases::VECTOR_REGISTERS), "registers lost: {kept:?}");
+}
+
+#[test]
+fn a_cancel_stops_strands_that_compute() {
+    let Some(cancelled) =
+        on_preempting_pool(2, |_| preempt_cases::cancel_computing(6, Duration::from_millis(30)))
+    else {
+        return;
+    };
+    eprintln!("6 spinners, a checker and a shielded strand cancelled: all ended in {:?}", cancelled.took);
+    assert_eq!(cancelled.stopped, 6, "spinners not reported stopped by their cancel");
+    assert!(cancelled.checkpoint_returned, "the checker did not return Interrupted from checkpoint");
+    assert!(cancelled.shield_held, "the shielded strand was stopped inside its shield, or not at all");
+    assert!(cancelled.took < Duration::from_secs(10), "the cancels took {:?}", cancelled.took);
+}
+
+#[test]
+fn destroy_returns_with_strands_that_spin_forever() {
+    let destroyed = on_machine(3, "destroying a spinning pool", || {
+        let main = Pool::with_cores(&[0], Config::new()).unwrap();
+        main.run(|| match Pool::with_cores(&[1, 2], Config::new().time_slice(SLICE)) {
+            Ok(_) => Some(preempt_cases::destroy_spinning(&[1, 2], SLICE)),
+            Err(PoolError::CannotPreempt) => None,
+            Err(other) => panic!("{other}"),
+        })
+        .unwrap()
+    });
+    let Some(destroyed) = destroyed else { return };
+    eprintln!("destroy of a pool of {} spinning strands took {:?}", destroyed.strands, destroyed.took);
+    assert_eq!(destroyed.stopped, destroyed.strands, "strands not reported stopped");
+    assert!(destroyed.took < Duration::from_secs(10), "destroy took {:?}", destroyed.took);
+}
+
+#[test]
+fn a_domain_with_a_time_slice_tears_down_past_strands_that_spin_forever() {
+    use roving::domain::{Domain, DomainError};
+    let outcome = on_machine(3, "tearing down a spinning domain", || {
+        let domain = match Domain::start_with_config(&[1, 2], Config::new().time_slice(SLICE), || {
+            for _ in 0..8 {
+                drop(strand::spawn(preempt_cases::spin_forever).unwrap());
+            }
+            strand::sleep(Duration::from_millis(20)).unwrap();
+            panic!("the root fails beside 8 spinners")
+        }) {
+            Ok(domain) => domain,
+            Err(DomainError::Pool(PoolError::CannotPreempt)) => return None,
+            Err(other) => panic!("{other:?}"),
+        };
+        let start = Instant::now();
+        let joined = domain.join();
+        Some((joined.map(|_| ()), start.elapsed(), roving::free_cores()))
+    });
+    let Some((joined, took, free)) = outcome else { return };
+    eprintln!("a domain with 8 spinners torn down in {took:?}");
+    match joined {
+        Err(DomainError::Failed(failure)) => {
+            assert_eq!(failure.message(), "the root fails beside 8 spinners");
+            assert_eq!(failure.others(), 0, "the spinners' stops were passed up as failures");
+        }
+        other => panic!("the domain should have failed with its root's panic, got {other:?}"),
+    }
+    assert_eq!(free, vec![0, 1, 2], "the domain gave its cores back");
 }

@@ -18,6 +18,10 @@ use core::sync::atomic::Ordering::Relaxed;
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
     if let Some(strand) = roving::strand::current() {
+        // A cancel must not stop the strand at a tick while this reports
+        // and fails it (a pool with a time slice stops cancelled strands
+        // that compute); the shield ends with the strand.
+        core::mem::forget(roving::strand::shield());
         let here = cores::current();
         let core = here.map_or(usize::MAX, |c| c.index);
         if here.is_some_and(|c| c.failing_strand.swap(strand.get(), Relaxed) == strand.get()) {

@@ -103,8 +103,10 @@ impl Config {
     /// every register intact (default: off, scheduling is cooperative).
     /// Only strands are preempted, never inside roving's own code; plain
     /// tasks, actor turns, event-loop operations and async tasks' polls
-    /// are short by contract and run to their end. See
-    /// `docs/preemption.md`.
+    /// are short by contract and run to their end. A cancelled strand
+    /// that keeps computing, unshielded, is stopped within two slices and
+    /// fails with [`FailureKind::Interrupted`](crate::strand::FailureKind::Interrupted).
+    /// See `docs/preemption.md`.
     ///
     /// Between [`Config::MIN_TIME_SLICE`] and [`Config::MAX_TIME_SLICE`];
     /// building a pool with another slice, or on a platform whose timer

@@ -63,8 +63,13 @@ impl Pool {
     /// dropped unrun. A strand that calls this blocks meanwhile.
     ///
     /// A strand that never reaches a blocking call or a
-    /// [`checkpoint`](strand::checkpoint) is not stopped by cancelling, so
-    /// this waits for it as long as it runs.
+    /// [`checkpoint`](strand::checkpoint) is stopped by its cancel only in
+    /// a pool with a [time slice](crate::Config::time_slice): within two
+    /// slices it fails with
+    /// [`FailureKind::Interrupted`](strand::FailureKind::Interrupted), its
+    /// stack abandoned, so this returns in bounded time. In a cooperative
+    /// pool this waits for such a strand as long as it runs
+    /// (`docs/preemption.md`).
     ///
     /// # Errors
     ///

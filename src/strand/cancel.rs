@@ -5,8 +5,13 @@
 //! Cancelling is done through a handle ([`JoinHandle::cancel`](super::JoinHandle::cancel))
 //! or by the tree (a frame's end, a failure passed up). It marks the strand
 //! and its subtree; every blocking call a marked strand is in, or enters,
-//! returns `Interrupted`. Code that only computes is not stopped: it can
-//! ask [`cancelled`] or call [`checkpoint`] in its loops.
+//! returns `Interrupted`. Code that only computes can ask [`cancelled`]
+//! or call [`checkpoint`] in its loops. In a cooperative pool nothing else
+//! stops it. In a pool with a time slice, a cancelled strand still
+//! computing a slice after a tick first saw it is stopped at a preemption
+//! point: it fails with [`FailureKind::Interrupted`](super::FailureKind::Interrupted)
+//! and its stack is abandoned (`crate::preempt`). A [`Shield`] holds that
+//! off too.
 
 use super::WaitError;
 use super::control::Header;

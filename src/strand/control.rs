@@ -61,6 +61,12 @@ pub(crate) mod flags {
     pub(crate) const ROOT: u32 = 1 << 4;
     /// It is finishing (its failure path must not run twice).
     pub(crate) const FINISHING: u32 = 1 << 5;
+    /// A tick found it cancelled and computing: one slice later it is
+    /// stopped (`crate::preempt`).
+    pub(crate) const CANCEL_SEEN: u32 = 1 << 6;
+    /// It was stopped at a preemption point after a cancel: its failure
+    /// (`Interrupted`) is what the cancel asked for, and is not passed up.
+    pub(crate) const CUT_SHORT: u32 = 1 << 7;
 }
 
 /// Why a strand is blocked (DESIGN.md: blocked strands record why).
@@ -391,9 +397,14 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
         let Payload::Closure(f) = core::mem::replace(payload, Payload::Running) else {
             unreachable!("a strand runs its closure once");
         };
+        // The result is stored under a deferral: a cancelled strand
+        // stopped half-way through the store would leave its failure to
+        // drop a torn value.
         #[cfg(feature = "std")]
         {
-            match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
+            let outcome = std::panic::catch_unwind(core::panic::AssertUnwindSafe(f));
+            let _deferral = crate::preempt::defer();
+            match outcome {
                 Ok(value) => *payload = Payload::Done(value),
                 Err(panic) => {
                     // SAFETY: the running strand's own payload.
@@ -405,7 +416,9 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
         {
             // On bare metal a panic never comes back here: the panic
             // handler fails the strand and abandons its stack.
-            *payload = Payload::Done(f());
+            let value = f();
+            let _deferral = crate::preempt::defer();
+            *payload = Payload::Done(value);
         }
     }
 

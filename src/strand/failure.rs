@@ -35,6 +35,12 @@ pub enum FailureKind {
         /// How many strands were waiting.
         waiting: usize,
     },
+    /// It was cancelled while it computed, in a pool with a time slice,
+    /// and neither blocked nor reached a
+    /// [`checkpoint`](super::checkpoint) within a slice: it was stopped
+    /// at a preemption point and its stack abandoned (`docs/preemption.md`).
+    /// The cancel's intended effect, so it is never passed up.
+    Interrupted,
 }
 
 /// Where a panic happened.
@@ -190,6 +196,7 @@ impl fmt::Display for Failure {
                 write!(f, " returned with {live} live strand(s), which were cancelled")?
             }
             FailureKind::Deadlock { .. } => f.write_str(" deadlocked")?,
+            FailureKind::Interrupted => f.write_str(" was cancelled while computing and stopped")?,
         }
         if let Some(location) = &self.location {
             write!(f, " at {location}")?;
@@ -215,6 +222,32 @@ pub(crate) fn live_strands(strand: Option<StrandId>, live: usize) -> Box<Failure
         None,
         strand,
     ))
+}
+
+/// Stops the running strand `me`, cancelled while computing, at a
+/// preemption point: fails it with [`FailureKind::Interrupted`] and
+/// abandons its stack. Returns only if it was already finishing (then it
+/// goes on finishing).
+pub(crate) fn interrupt_running(me: core::ptr::NonNull<Header>) {
+    use super::control::flags::{CUT_SHORT, FINISHING};
+    use core::sync::atomic::Ordering::SeqCst;
+    // SAFETY: the running strand's own header.
+    let header = unsafe { me.as_ref() };
+    // Only the strand itself marks itself finishing, so this cannot change
+    // before `abandon` looks again.
+    if header.flags.load(SeqCst) & FINISHING != 0 {
+        return;
+    }
+    let failure = Box::new(Failure::new(
+        FailureKind::Interrupted,
+        String::from(
+            "cancelled while computing; it neither blocked nor reached a checkpoint within a time slice",
+        ),
+        None,
+        Some(header.id),
+    ));
+    header.flags.fetch_or(CUT_SHORT, SeqCst);
+    drop(abandon(me, failure));
 }
 
 /// Fails the running strand from a panic handler: records the failure and

@@ -174,8 +174,10 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
     }
     let before = header.flags.fetch_or(flags::DONE, SeqCst);
     let failed = before & flags::FAILED != 0;
+    // Stopped by a cancel from above: that failure is what was asked for.
+    let passes_up = failed && before & flags::CUT_SHORT == 0;
     // The handle is gone, so the result is ours: a failure goes up.
-    let unclaimed = if failed && before & flags::HANDLE_GONE != 0 {
+    let unclaimed = if passes_up && before & flags::HANDLE_GONE != 0 {
         // SAFETY: the result is ours (we came second, after the handle).
         unsafe { Header::take_failure(me) }
     } else {
@@ -200,7 +202,7 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
         // SAFETY: the joiner lent us a reference to make this call safe.
         unsafe { Header::release(joiner) };
     }
-    if unclaimed.is_some() || (failed && before & flags::ROOT != 0) {
+    if unclaimed.is_some() || (passes_up && before & flags::ROOT != 0) {
         // SAFETY: a fibre with strands is held by a live pool.
         unsafe { &*header.fibre.pool() }.fail(unclaimed);
     }

@@ -259,3 +259,127 @@ fn vector_registers_kept(seed: u64, rounds: u64) -> u32 {
     }
     kept as u32
 }
+
+/// Spins forever without yielding, blocking, checking or calling roving.
+pub fn spin_forever() -> u64 {
+    let mut rounds = 0u64;
+    loop {
+        rounds = core::hint::black_box(rounds.wrapping_add(1));
+    }
+}
+
+/// Whether a join's outcome says the strand was stopped by its cancel
+/// while computing.
+pub fn stopped_by_cancel<T, H>(outcome: &Result<T, strand::JoinError<H>>) -> bool {
+    matches!(outcome, Err(strand::JoinError::Failed(failure)) if failure.kind() == strand::FailureKind::Interrupted)
+}
+
+/// What [`cancel_computing`] saw.
+pub struct Cancelled {
+    /// From the cancels to the last of the strands ending.
+    pub took: Duration,
+    /// Spinners that never check, stopped by their cancel (all of them).
+    pub stopped: usize,
+    /// Whether the strand that calls `checkpoint` returned `Interrupted`
+    /// from it, as its own value.
+    pub checkpoint_returned: bool,
+    /// Whether the shielded strand was left alone until its shield
+    /// dropped, and stopped after.
+    pub shield_held: bool,
+}
+
+/// Cancels strands that compute: `spinners` that never check, one that
+/// calls `strand::checkpoint`, and one that holds a shield for
+/// `shielded_for` after it sees the cancel, then spins on unshielded.
+pub fn cancel_computing(spinners: usize, shielded_for: Duration) -> Cancelled {
+    let started = Arc::new(AtomicU64::new(0));
+    let spawn_counted = |work: fn() -> u64| {
+        let started = started.clone();
+        strand::spawn(move || {
+            started.fetch_add(1, SeqCst);
+            work()
+        })
+        .expect("a computing strand")
+    };
+    let spinning: Vec<_> = (0..spinners).map(|_| spawn_counted(spin_forever)).collect();
+    let started_checker = started.clone();
+    let checker = strand::spawn(move || -> Result<(), strand::WaitError> {
+        started_checker.fetch_add(1, SeqCst);
+        let mut rounds = 0u64;
+        loop {
+            rounds = core::hint::black_box(rounds + 1);
+            if rounds.is_multiple_of(1024) {
+                strand::checkpoint()?;
+            }
+        }
+    })
+    .expect("the checking strand");
+    let dropped_shield = Arc::new(AtomicBool::new(false));
+    let (started_shielded, dropped) = (started.clone(), dropped_shield.clone());
+    let shielded = strand::spawn(move || {
+        let shield = strand::shield();
+        started_shielded.fetch_add(1, SeqCst);
+        while !strand::cancelled() {
+            core::hint::spin_loop();
+        }
+        let seen = Instant::now();
+        while seen.elapsed() < shielded_for {
+            core::hint::spin_loop();
+        }
+        dropped.store(true, SeqCst);
+        drop(shield);
+        spin_forever()
+    })
+    .expect("the shielded strand");
+    while started.load(SeqCst) < spinners as u64 + 2 {
+        strand::sleep(Duration::from_millis(1)).expect("a sleep");
+    }
+    let start = Instant::now();
+    spinning.iter().for_each(|s| s.cancel().expect("cancelling a spinner"));
+    checker.cancel().expect("cancelling the checker");
+    shielded.cancel().expect("cancelling the shielded strand");
+    let stopped = spinning.into_iter().map(|s| s.join()).filter(stopped_by_cancel).count();
+    let checkpoint_returned = matches!(checker.join(), Ok(Err(strand::WaitError::Interrupted)));
+    let shielded_outcome = shielded.join();
+    let shield_held = dropped_shield.load(SeqCst) && stopped_by_cancel(&shielded_outcome);
+    Cancelled { took: start.elapsed(), stopped, checkpoint_returned, shield_held }
+}
+
+/// What [`destroy_spinning`] saw.
+pub struct Destroyed {
+    /// How long `Pool::destroy` took.
+    pub took: Duration,
+    /// Strands the pool ran, each spinning forever.
+    pub strands: usize,
+    /// Those reported stopped by the cancel (all of them).
+    pub stopped: usize,
+}
+
+/// Starts a pool with a time slice of `slice` on `cores`, gives it 8
+/// strands per core that spin forever (never blocking or checking), and
+/// destroys it from the calling strand.
+pub fn destroy_spinning(cores: &[usize], slice: Duration) -> Destroyed {
+    let pool =
+        Pool::with_cores(cores, roving::Config::new().time_slice(slice)).expect("a pool on free cores");
+    pool.start().expect("the pool starts");
+    let started = Arc::new(AtomicU64::new(0));
+    let strands = 8 * cores.len();
+    let handles: Vec<_> = (0..strands)
+        .map(|_| {
+            let started = started.clone();
+            pool.spawn_strand(move || {
+                started.fetch_add(1, SeqCst);
+                spin_forever()
+            })
+            .expect("a spinner")
+        })
+        .collect();
+    while started.load(SeqCst) < strands as u64 {
+        strand::sleep(Duration::from_millis(1)).expect("a sleep");
+    }
+    let start = Instant::now();
+    pool.destroy().expect("destroying the pool");
+    let took = start.elapsed();
+    let stopped = handles.into_iter().map(|s| s.join()).filter(stopped_by_cancel).count();
+    Destroyed { took, strands, stopped }
+}

@@ -4,7 +4,11 @@
 //! channels (each spinner's share of the rounds printed, and every one
 //! must have run); strands on
 //! shared fibres check stack patterns through preemptions and copy-swaps;
-//! strands keep values in every vector register across preemptions.
+//! strands keep values in every vector register across preemptions;
+//! cancelled strands that compute end (spinners stopped, a checker's
+//! `checkpoint` returning `Interrupted`, a shielded strand left alone
+//! until its shield drops); and, with 2 cores or more, core 0 destroys a
+//! pool of the others whose strands spin forever.
 #![no_std]
 #![no_main]
 
@@ -14,6 +18,7 @@ extern crate alloc;
 mod preempt_cases;
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt::Write;
 use core::time::Duration;
 use roving::{Config, Pool, platform};
@@ -54,8 +59,32 @@ fn main() {
         let (kept, preempted) = preempt_cases::vector_registers(&pool, 2 * cores as u64, 5_000_000);
         assert!(kept.iter().all(|&k| k == preempt_cases::VECTOR_REGISTERS), "vector registers lost: {kept:?}");
         println!("preempt: every vector register intact through {preempted} preemptions");
+
+        let cancelled = preempt_cases::cancel_computing(2 * cores, Duration::from_millis(20));
+        assert_eq!(cancelled.stopped, 2 * cores, "spinners not reported stopped by their cancel");
+        assert!(cancelled.checkpoint_returned, "the checker did not return Interrupted from checkpoint");
+        assert!(cancelled.shield_held, "the shielded strand was stopped inside its shield, or not at all");
+        println!(
+            "preempt: {} cancelled spinners, a checker and a shielded strand all ended in {} ms",
+            2 * cores,
+            cancelled.took.as_millis()
+        );
     })
     .expect("the pool runs");
+    if cores >= 2 {
+        // Core 0 destroys a pool of the other cores whose strands spin forever.
+        let main = Pool::with_cores(&[0], Config::new()).expect("a pool on core 0");
+        let others: Vec<usize> = (1..cores).collect();
+        let destroyed = main
+            .run(|| preempt_cases::destroy_spinning(&others, Duration::from_millis(1)))
+            .expect("the pool on core 0 runs");
+        assert_eq!(destroyed.stopped, destroyed.strands, "strands not reported stopped");
+        println!(
+            "preempt: destroy of a pool of {} strands spinning forever returned in {} ms, every strand stopped",
+            destroyed.strands,
+            destroyed.took.as_millis()
+        );
+    }
     pass("preempt");
 }
 
