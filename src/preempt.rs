@@ -79,7 +79,7 @@ use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
 use crate::strand::scheduler::{self, Outcome};
 use core::ptr::NonNull;
-use core::sync::atomic::{Ordering::Relaxed, compiler_fence};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
 
 /// What a timer tick should do about the strand it interrupted: the answer
 /// of [`on_tick`] to the platform's timer interrupt.
@@ -100,13 +100,55 @@ pub fn entry_address() -> usize {
     crate::context::preempt_entry::ENTRY as *const () as usize
 }
 
+/// How many pools with a time slice exist. While there are none, nothing
+/// can be preempted and a deferral costs one load: cooperative programs
+/// pay nothing else for preemption.
+static PREEMPTING_POOLS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any pool with a time slice exists. While none does, no tick
+/// can preempt anything, so a platform's interrupt exit may skip asking
+/// [`on_tick`] (a tick it skips is one roving asked for earlier, from a
+/// pool that has gone).
+#[inline]
+pub fn any_pool_preempts() -> bool {
+    PREEMPTING_POOLS.load(Relaxed) != 0
+}
+
+/// Counts a pool with a time slice in [`PREEMPTING_POOLS`] for as long as
+/// it lives: a field of the pool, made before any of its strands exist and
+/// dropped after they have all gone. So a strand of a preempting pool
+/// always finds the count above 0 (its pool's creation happens before it
+/// runs), and a deferral it takes is always real.
+pub(crate) struct Preempting(bool);
+
+impl Preempting {
+    /// Counts the pool if it `preempts`.
+    pub(crate) fn count(preempts: bool) -> Self {
+        if preempts {
+            PREEMPTING_POOLS.fetch_add(1, SeqCst);
+        }
+        Self(preempts)
+    }
+}
+
+impl Drop for Preempting {
+    fn drop(&mut self) {
+        if self.0 {
+            PREEMPTING_POOLS.fetch_sub(1, SeqCst);
+        }
+    }
+}
+
 /// Holds preemption off for the running strand while it lives (module
-/// docs). Outside strands it does nothing.
+/// docs). Outside strands, and while no pool preempts, it does nothing.
 pub(crate) struct Deferral(Option<NonNull<Header>>);
 
 /// Defers preemption of the running strand until the result is dropped.
 #[inline]
 pub(crate) fn defer() -> Deferral {
+    if !any_pool_preempts() {
+        return Deferral(None);
+    }
     let strand = scheduler::current();
     if let Some(me) = strand {
         // SAFETY: the running strand's own header.
@@ -115,7 +157,7 @@ pub(crate) fn defer() -> Deferral {
         assert!(depth < u8::MAX, "roving's own code nested 255 deep in one strand");
         count.store(depth + 1, Relaxed);
         // A tick is an interrupt on this core: keep what follows after it.
-        compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        compiler_fence(SeqCst);
     }
     Deferral(strand)
 }
@@ -124,7 +166,7 @@ impl Drop for Deferral {
     #[inline]
     fn drop(&mut self) {
         if let Some(me) = self.0 {
-            compiler_fence(core::sync::atomic::Ordering::SeqCst);
+            compiler_fence(SeqCst);
             // SAFETY: the strand that raised the deferral is running (it is
             // dropping it), so its header is live.
             let count = &unsafe { me.as_ref() }.no_preempt;
@@ -189,7 +231,7 @@ pub fn on_tick() -> Tick {
 /// off afterwards, so the strand's tick is asked for again. Outside
 /// strands, and in cooperative pools, it does nothing.
 pub(crate) fn after_wait() {
-    if scheduler::current().is_none() {
+    if !any_pool_preempts() || scheduler::current().is_none() {
         return;
     }
     let _deferral = defer();
@@ -235,7 +277,7 @@ pub(crate) unsafe extern "C" fn preempted() {
     // SAFETY: we are the running strand, and still runnable.
     unsafe { scheduler::suspend(Outcome::Preempted) };
     let count = &header.no_preempt;
-    compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    compiler_fence(SeqCst);
     count.store(count.load(Relaxed) - 1, Relaxed);
 }
 

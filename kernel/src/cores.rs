@@ -60,6 +60,7 @@ pub(crate) struct Stats {
     pub deep_sleeps: AtomicU64,
     pub interrupts: AtomicU64,
     pub unexpected_interrupts: AtomicU64,
+    pub timer_interrupts: AtomicU64,
 }
 
 /// A snapshot of one core's counters, for summaries and tests.
@@ -84,6 +85,10 @@ pub struct CoreReport {
     pub interrupts: u64,
     /// Interrupts that were neither of those nor a bound device line's.
     pub unexpected_interrupts: u64,
+    /// Interrupts of the core's own timer (an idle wait's deadline, or a
+    /// preempting pool's tick): none on a core busy with work of pools that
+    /// do not preempt.
+    pub timer_interrupts: u64,
     /// The longest section with interrupts masked, in cycles of the core's
     /// own counter ([`crate::cycles`]), since
     /// [`interrupts::measure_masking`](crate::interrupts::measure_masking)
@@ -116,6 +121,7 @@ impl CoreLocal {
                 deep_sleeps: AtomicU64::new(0),
                 interrupts: AtomicU64::new(0),
                 unexpected_interrupts: AtomicU64::new(0),
+                timer_interrupts: AtomicU64::new(0),
             },
         }
     }
@@ -127,6 +133,13 @@ impl CoreLocal {
         if !expected {
             self.stats.unexpected_interrupts.fetch_add(1, Relaxed);
         }
+    }
+
+    /// This core's timer fired: counts it, and has roving asked whether to
+    /// preempt once the handler is done (`arch::preempt`).
+    pub(crate) fn timer_fired(&self) {
+        self.stats.timer_interrupts.fetch_add(1, Relaxed);
+        self.tick_fired.store(true, Relaxed);
     }
 
     /// The core's hardware id.
@@ -148,6 +161,7 @@ impl CoreLocal {
             deep_sleeps: s.deep_sleeps.load(Relaxed),
             interrupts: s.interrupts.load(Relaxed),
             unexpected_interrupts: s.unexpected_interrupts.load(Relaxed),
+            timer_interrupts: s.timer_interrupts.load(Relaxed),
             longest_masked,
             longest_handler,
         }

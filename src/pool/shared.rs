@@ -143,6 +143,8 @@ pub(crate) struct Shared {
     /// The time slice in platform ticks, or 0 for a cooperative pool
     /// (`crate::preempt`).
     pub(crate) slice_ticks: u64,
+    /// Counts the pool among those that preempt while it lives.
+    _preempting: crate::preempt::Preempting,
     /// Fibres whose strand was preempted, oldest first: a core with
     /// nothing of its own takes the next, so strands that never yield take
     /// turns on every core (`crate::preempt`).
@@ -264,6 +266,7 @@ impl Shared {
                     slice.as_nanos().saturating_mul(u128::from(crate::platform::tick_hz())) / 1_000_000_000;
                 u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
             }),
+            _preempting: crate::preempt::Preempting::count(config.time_slice.is_some()),
             turns: SpinLock::new(TaskQueue::new()),
             turns_waiting: AtomicUsize::new(0),
             state: AtomicU32::new(READY),

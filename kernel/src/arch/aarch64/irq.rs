@@ -77,8 +77,8 @@ pub(super) fn handle_irq() {
 pub(super) fn handle(pending: Pending) {
     if pending.timer {
         timer::on_interrupt();
-        if let Some(me) = cores::current() {
-            me.tick_fired.store(true, core::sync::atomic::Ordering::Relaxed);
+        if let Some(me) = crate::cores::current() {
+            me.timer_fired();
         }
     }
     if let Some(me) = crate::cores::current()

@@ -183,7 +183,7 @@ fn handle_interrupt(vector: u8) {
         (apic::TIMER_VECTOR, _) => {
             super::timer::disarm();
             if let Some(me) = crate::cores::current() {
-                me.tick_fired.store(true, core::sync::atomic::Ordering::Relaxed);
+                me.timer_fired();
             }
             true
         }

@@ -15,6 +15,11 @@ const RFLAGS_IF: u64 = 1 << 9;
 /// roving's entry. (Every vector runs on the core's IST stack with
 /// interrupts disabled, so the interrupted code is never a handler.)
 pub(super) fn after_interrupt(frame: &mut Frame) {
+    // Cooperative programs pay one load here (a stale tick flag left
+    // behind is a spurious tick later, which roving allows).
+    if !preempt::any_pool_preempts() {
+        return;
+    }
     let Some(me) = crate::cores::current() else { return };
     if !me.tick_fired.swap(false, Relaxed) {
         return;

@@ -18,9 +18,12 @@ extern crate alloc;
 mod preempt_cases;
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use core::time::Duration;
+use roving::time::Instant;
 use roving::{Config, Pool, platform};
 use roving_kernel::println;
 use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass};
@@ -28,12 +31,18 @@ use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass};
 fn main() {
     let cores = platform::core_count();
     assert_eq!(cores, expected_cores());
+    no_ticks_without_a_slice(cores);
     let pool =
         Pool::with_config(Config::new().time_slice(Duration::from_millis(1))).expect("a preempting pool");
     pool.run(|| {
         let spinners = 8 * cores;
         let round_trips = bootarg_u64("preempt.round_trips", 200) as u32;
+        let ticks_before: u64 = timer_interrupts(cores).iter().sum();
         let sharing = preempt_cases::spinners_beside_a_pair(&pool, spinners, round_trips, Duration::from_millis(300));
+        // Each preemption came from a tick: the counter the cooperative
+        // pool's check reads does count them.
+        let ticks = timer_interrupts(cores).iter().sum::<u64>() - ticks_before;
+        assert!(ticks >= sharing.preempted, "{ticks} timer interrupts for {} preemptions", sharing.preempted);
         let total: u64 = sharing.rounds.iter().sum();
         let mut shares = String::new();
         for rounds in &sharing.rounds {
@@ -86,6 +95,44 @@ fn main() {
         );
     }
     pass("preempt");
+}
+
+/// A cooperative pool keeps every core busy for 50 ms: no core takes a
+/// timer interrupt meanwhile (tickless: nothing asks for one).
+fn no_ticks_without_a_slice(cores: usize) {
+    let pool = Pool::new().expect("a cooperative pool");
+    let ticks = pool
+        .run(|| {
+            let stop = Arc::new(AtomicBool::new(false));
+            let started = Arc::new(AtomicUsize::new(1));
+            let pool = Pool::current().expect("in the pool");
+            for core in 1..cores {
+                let (stop, started) = (stop.clone(), started.clone());
+                pool.post(core, move || {
+                    started.fetch_add(1, SeqCst);
+                    preempt_cases::spin_until(&stop);
+                })
+                .expect("a busy task");
+            }
+            while started.load(SeqCst) < cores {
+                core::hint::spin_loop();
+            }
+            let before = timer_interrupts(cores);
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(50) {
+                core::hint::spin_loop();
+            }
+            let after = timer_interrupts(cores);
+            stop.store(true, SeqCst);
+            after.iter().zip(&before).map(|(a, b)| a - b).collect::<Vec<u64>>()
+        })
+        .expect("the cooperative pool runs");
+    assert!(ticks.iter().all(|&t| t == 0), "timer interrupts on busy cores of a cooperative pool: {ticks:?}");
+    println!("preempt: a cooperative pool kept {cores} cores busy for 50 ms: no timer interrupt on any");
+}
+
+fn timer_interrupts(cores: usize) -> Vec<u64> {
+    (0..cores).map(|core| roving_kernel::cores::report(core).expect("a core").timer_interrupts).collect()
 }
 
 roving_kernel::entry!(main);

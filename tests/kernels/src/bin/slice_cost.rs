@@ -1,0 +1,159 @@
+//! What a time slice costs, counted in instructions for `BENCHMARKS.md`:
+//! `benches/bare-metal` runs this kernel on one core under QEMU with
+//! `-icount shift=0,align=off,sleep=off`, where the cycle counter advances
+//! by one per instruction. (The QEMU suite runs it once without `-icount`,
+//! to keep it working.)
+//!
+//! 1. **One preemption.** Two strands spin on a pool with the shortest
+//!    slice, each writing the cycle counter to its own stamp on every
+//!    round. When a strand's stamps have a gap in which the other one's
+//!    stamp moved, the other's last stamp to this one's first is one
+//!    preemption: the tick's
+//!    interrupt, `preempt::on_tick`, the entry's save, the yield, the
+//!    scheduler, the switch, and the other strand's restore. Zephyr's
+//!    `latency_measure` reports 315 cycles for a preemptive `k_yield`
+//!    context switch.
+//! 2. **A tick with nothing else to run.** One strand spins alone: each
+//!    slice's tick finds no other work and only asks for the next one.
+//!    The gaps in its stamps are those ticks.
+//! 3. **Throughput.** Four strands each compute the same fixed amount
+//!    (2^23 rounds of an LCG, about 34 M instructions each), first in a
+//!    pool without a slice, then with a 1 ms slice, which preempts them
+//!    round-robin about every million instructions. The loss is the
+//!    difference over the time without a slice.
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use core::time::Duration;
+use roving::{Config, Pool, strand};
+use roving_kernel::{cycles, println};
+use roving_test_kernels::pass;
+
+const SAMPLES: usize = 1000;
+/// A stamp further than this from the one before was an interruption,
+/// not a round of the loop (a round is a few dozen instructions).
+const GAP: u64 = 200;
+
+/// Each spinner's latest stamp.
+static LAST: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+static DONE: AtomicBool = AtomicBool::new(false);
+
+fn main() {
+    let shortest = Config::new().time_slice(Config::MIN_TIME_SLICE);
+    let pool = Pool::with_cores(&[0], shortest).expect("a preempting pool of core 0");
+    let (switches, ticks) = pool.run(|| (preemptions(), lone_ticks())).expect("the pool runs");
+    println!(
+        "slice_cost: {SAMPLES} samples each, core 0's cycle counter (under -icount shift=0: instructions); slice {} us",
+        Config::MIN_TIME_SLICE.as_micros()
+    );
+    report("one preemption, tick to the next strand running", switches);
+    report("a tick with nothing else to run (the strand goes on)", ticks);
+
+    let off = compute(Config::new());
+    let on = compute(Config::new().time_slice(Duration::from_millis(1)));
+    println!(
+        "slice_cost: 4 strands x 2^23 LCG rounds: {off} cycles without a slice, {on} with 1 ms slices: {:+.3}%",
+        (on as f64 - off as f64) * 100.0 / off as f64
+    );
+    pass("slice_cost");
+}
+
+/// Two spinners take turns; each turn's first stamp minus the other's
+/// last is one sample.
+fn preemptions() -> Vec<u64> {
+    DONE.store(false, Relaxed);
+    let spinners: Vec<_> =
+        (0..2).map(|me| strand::spawn(move || stamp_turns(me)).expect("a spinner")).collect();
+    let mut samples: Vec<u64> = spinners.into_iter().flat_map(|s| s.join().expect("a spinner")).collect();
+    samples.truncate(SAMPLES);
+    samples
+}
+
+/// Stamps its own slot every round. A gap in its own stamps during which
+/// the other strand stamped was the other's turn: the other's last stamp
+/// to this strand's first is a preemption. (Each strand writes only its
+/// own slot, so a strand preempted between reading the counter and
+/// storing it leaves its slot a round behind, never ahead.)
+fn stamp_turns(me: usize) -> Vec<u64> {
+    let mut samples = Vec::with_capacity(SAMPLES);
+    let mut last = cycles();
+    while !DONE.load(Relaxed) {
+        let now = cycles();
+        LAST[me].store(now, Relaxed);
+        let other = LAST[1 - me].load(Relaxed);
+        // (A preemption between reading the counter and reading the
+        // other's stamp leaves the other's newer than `now`: no sample.)
+        if now - last > GAP && last < other && other < now {
+            samples.push(now - other);
+            if samples.len() == SAMPLES / 2 {
+                DONE.store(true, Relaxed);
+            }
+        }
+        last = now;
+    }
+    samples
+}
+
+/// One spinner alone: the gaps in its stamps.
+fn lone_ticks() -> Vec<u64> {
+    strand::spawn(|| {
+        let mut samples = Vec::with_capacity(SAMPLES);
+        let mut last = cycles();
+        while samples.len() < SAMPLES {
+            let now = cycles();
+            if now - last > GAP {
+                samples.push(now - last);
+            }
+            last = now;
+        }
+        samples
+    })
+    .expect("the lone spinner")
+    .join()
+    .expect("the lone spinner")
+}
+
+/// Cycles for four strands to compute 2^23 LCG rounds each, on a pool of
+/// core 0 built from `config`.
+fn compute(config: Config) -> u64 {
+    let pool = Pool::with_cores(&[0], config).expect("a pool of core 0");
+    pool.run(|| {
+        let start = cycles();
+        let strands: Vec<_> = (0..4u64)
+            .map(|seed| {
+                strand::spawn(move || {
+                    let mut x = seed;
+                    for _ in 0..1u64 << 23 {
+                        x = core::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+                    }
+                    x
+                })
+                .expect("a computing strand")
+            })
+            .collect();
+        strands.into_iter().for_each(|s| {
+            s.join().expect("a computing strand");
+        });
+        cycles() - start
+    })
+    .expect("the pool runs")
+}
+
+fn report(what: &str, mut samples: Vec<u64>) {
+    samples.sort_unstable();
+    let n = samples.len();
+    assert!(n > 0, "no samples of {what}");
+    println!(
+        "slice_cost: {what}: median {}, 10th percentile {}, 90th {}, max {}",
+        samples[n / 2],
+        samples[n / 10],
+        samples[n * 9 / 10],
+        samples[n - 1]
+    );
+}
+
+roving_kernel::entry!(main);
