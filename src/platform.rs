@@ -237,6 +237,17 @@ pub unsafe trait Platform {
     fn request_tick(deadline: Option<u64>) {
         let _ = deadline;
     }
+
+    /// Asks for core `core`'s timer interrupt (its [`on_tick`](crate::preempt::on_tick))
+    /// as soon as possible: the calling core's own, or another's through an
+    /// inter-processor interrupt. Roving calls it when a woken strand
+    /// outranks the strand running on `core` (`crate::strand::Priority`),
+    /// from strands and interrupt handlers alike, so it must be
+    /// interrupt-safe. The default does nothing: `core` then sees the woken
+    /// strand at its next tick, within a time slice.
+    fn request_tick_on(core: usize) {
+        let _ = core;
+    }
 }
 
 /// Registers `$t` as the [`Platform`] of this program. Use it exactly once,
@@ -308,6 +319,10 @@ macro_rules! set_platform {
             fn _roving_platform_request_tick(deadline: Option<u64>) {
                 <$t as Platform>::request_tick(deadline)
             }
+            #[unsafe(no_mangle)]
+            fn _roving_platform_request_tick_on(core: usize) {
+                <$t as Platform>::request_tick_on(core)
+            }
         };
     };
 }
@@ -328,6 +343,7 @@ unsafe extern "Rust" {
     fn _roving_platform_interrupts_bound() -> bool;
     fn _roving_platform_can_preempt() -> bool;
     fn _roving_platform_request_tick(deadline: Option<u64>);
+    fn _roving_platform_request_tick_on(core: usize);
 }
 
 /// The index of the calling core, or `None` on a thread that is not a core.
@@ -484,6 +500,14 @@ pub fn can_preempt() -> bool {
 pub(crate) fn request_tick(deadline: Option<u64>) {
     // SAFETY: defined by `set_platform!` with this signature.
     unsafe { _roving_platform_request_tick(deadline) }
+}
+
+/// Asks for core `core`'s timer interrupt at once (see
+/// [`Platform::request_tick_on`]).
+#[inline]
+pub(crate) fn request_tick_on(core: usize) {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_request_tick_on(core) }
 }
 
 /// What an interrupt handler does instead of blocking.

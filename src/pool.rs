@@ -53,6 +53,7 @@ mod resize;
 pub(crate) mod shared;
 pub(crate) mod stats;
 mod timers;
+mod turns;
 mod worker;
 
 pub use census::StrandInfo;

@@ -77,7 +77,7 @@ use crate::strand::cancel::interruptible;
 use crate::strand::control::Header;
 use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
-use crate::strand::scheduler::{self, Outcome};
+use crate::strand::scheduler::{self, NO_STRAND, Outcome};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
 
@@ -197,15 +197,21 @@ pub fn on_tick() -> Tick {
     let slot = &shared.strands[me];
     let now = platform::ticks();
     let end = slot.slice_end.load(Relaxed);
-    if now < end {
+    // A woken strand that outranks this one cuts its slice short.
+    let urgent = slot.urgent.swap(0, Relaxed);
+    let outranked = urgent > header.priority.load(Relaxed) + 1;
+    if now < end && !outranked {
         platform::request_tick(Some(end));
         return Tick::Continue;
     }
     if header.no_preempt.load(Relaxed) != 0 {
+        if outranked {
+            slot.urgent.fetch_max(urgent, Relaxed);
+        }
         platform::request_tick(Some(now + (slice / RETRY_DIVISOR).max(1)));
         return Tick::Continue;
     }
-    if interruptible(header) && header.flags.fetch_or(CANCEL_SEEN, Relaxed) & CANCEL_SEEN == 0 {
+    if !outranked && interruptible(header) && header.flags.fetch_or(CANCEL_SEEN, Relaxed) & CANCEL_SEEN == 0 {
         // Cancelled and computing: one more slice to reach a checkpoint.
         slot.slice_end.store(now + slice, Relaxed);
         platform::request_tick(Some(now + slice));
@@ -214,7 +220,7 @@ pub fn on_tick() -> Tick {
     // SAFETY: we are on the core that runs the fibre's task, interrupting
     // its strand outside roving's code (count 0): nothing else touches the
     // fibre's private state or the core's queues now.
-    if !interruptible(header) && !unsafe { work_waiting(shared, me, header.fibre) } {
+    if !outranked && !interruptible(header) && !unsafe { work_waiting(shared, me, header.fibre) } {
         slot.slice_end.store(now + slice, Relaxed);
         platform::request_tick(Some(now + slice));
         return Tick::Continue;
@@ -224,6 +230,23 @@ pub fn on_tick() -> Tick {
     header.no_preempt.store(1, Relaxed);
     crate::pool::stats::add(&shared.stats[me].preempted, 1);
     Tick::Preempt
+}
+
+/// A strand of level `level` (a `Priority` as `u8`) was made runnable, for
+/// core `to` of `shared`: if it outranks the strand running there, the
+/// core's next tick preempts at once, and that tick is asked for now.
+/// Interrupt-safe: a handler's wake comes here.
+pub(crate) fn woken(shared: &Shared, level: u8, to: usize) {
+    if !any_pool_preempts() || shared.slice_ticks == 0 {
+        return;
+    }
+    let Some(slot) = shared.strands.get(to) else { return };
+    let running = slot.running_level.load(Relaxed);
+    if running == NO_STRAND || level <= running {
+        return;
+    }
+    slot.urgent.fetch_max(level + 1, SeqCst);
+    platform::request_tick_on(to);
 }
 
 /// After a strand waited in `platform::wait_for_event`: the platform may

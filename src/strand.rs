@@ -62,6 +62,7 @@ pub(crate) mod failure;
 pub mod fibre;
 pub mod knobs;
 mod park;
+mod priority;
 mod save;
 pub(crate) mod scheduler;
 mod scope;
@@ -75,6 +76,7 @@ pub use failure::{Failure, FailureKind, Location, fail_running, raise};
 #[cfg(feature = "std")]
 pub(crate) use failure::{failures_in, from_task_unwind, install_hook, resume_counting};
 pub use park::{Unparker, park, park_timeout, unparker};
+pub use priority::{Priority, priority, set_priority};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
 use crate::domain::DomainId;

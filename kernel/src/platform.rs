@@ -83,6 +83,18 @@ unsafe impl Platform for KernelPlatform {
             None => arch::timer::disarm(),
         }
     }
+
+    fn request_tick_on(core: usize) {
+        if cores::current().is_some_and(|me| me.index == core) {
+            arch::timer::arm(arch::timer::ticks());
+        } else if core < cores::count() {
+            // The wake-up interrupt, with the tick flag raised first: its
+            // exit asks roving as a timer tick's does.
+            let target = cores::local(core);
+            target.tick_fired.store(true, core::sync::atomic::Ordering::Relaxed);
+            arch::idle::signal(target, Signal::Interrupt);
+        }
+    }
 }
 
 roving::set_platform!(KernelPlatform);

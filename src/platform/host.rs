@@ -510,6 +510,22 @@ unsafe impl Platform for HostPlatform {
         #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
         let _ = deadline;
     }
+
+    fn request_tick_on(core: usize) {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if preempt::SUPPORTED {
+            // A thread outside every machine (a stand-in interrupt source)
+            // may wake a strand too: it has no machine to tick, and the
+            // core sees the strand at its next tick.
+            MEMBERSHIP.with_borrow(|membership| {
+                if let Some(m) = membership {
+                    preempt::request_tick_on(&m.machine, core);
+                }
+            });
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        let _ = core;
+    }
 }
 
 crate::set_platform!(HostPlatform);

@@ -90,6 +90,7 @@ use crate::platform;
 use crate::sleep::Sleep;
 use crate::spin_lock::SpinLock;
 use crate::strand::Failure;
+use crate::strand::Priority;
 use crate::strand::scheduler::StrandCore;
 use crate::task::list::{AtomicList, Chain, Pushed};
 use crate::task::queue::TaskQueue;
@@ -145,13 +146,10 @@ pub(crate) struct Shared {
     pub(crate) slice_ticks: u64,
     /// Counts the pool among those that preempt while it lives.
     _preempting: crate::preempt::Preempting,
-    /// Fibres whose strand was preempted, oldest first: a core with
-    /// nothing of its own takes the next, so strands that never yield take
-    /// turns on every core (`crate::preempt`).
-    turns: SpinLock<TaskQueue>,
-    /// How many fibres `turns` holds, for looks that take no lock (a
-    /// tick's, the sleep protocol's).
-    turns_waiting: AtomicUsize,
+    /// Fibres whose strand was preempted, by level, oldest first within
+    /// one: a core with nothing of its own takes the next, so strands that
+    /// never yield take turns on every core (`crate::preempt`).
+    turns: super::turns::Turns,
     pub(crate) state: AtomicU32,
     in_flight: AtomicUsize,
     pub(crate) sleep: Sleep,
@@ -267,8 +265,7 @@ impl Shared {
                 u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
             }),
             _preempting: crate::preempt::Preempting::count(config.time_slice.is_some()),
-            turns: SpinLock::new(TaskQueue::new()),
-            turns_waiting: AtomicUsize::new(0),
+            turns: super::turns::Turns::new(),
             state: AtomicU32::new(READY),
             in_flight: AtomicUsize::new(0),
             sleep: Sleep::new(cores, config.search_rounds),
@@ -635,34 +632,25 @@ impl Shared {
     /// of the pool's turns, which every core takes from in order once it
     /// has nothing of its own: strands that never yield take turns on all
     /// the cores. A pinned fibre's stays on `me`.
-    pub(crate) fn requeue_preempted(&self, me: usize, task: NonNull<Task>, pinned: bool) {
+    pub(crate) fn requeue_preempted(&self, me: usize, task: NonNull<Task>, pinned: bool, level: Priority) {
         if pinned || self.leaving[me].load(Relaxed) {
             self.requeue_local(me, task, pinned);
             return;
         }
-        {
-            let mut turns = self.turns.lock();
-            // SAFETY: the task is ours to give.
-            unsafe { turns.push_back(task) };
-            self.turns_waiting.fetch_add(1, SeqCst);
-        }
+        // SAFETY: the task is ours to give.
+        unsafe { self.turns.push(task, level) };
         let woken = self.sleep.new_jobs(1, false, me + 1, ring);
         stats::add(&self.stats[me].wakeups, woken as u64);
     }
 
     /// The fibre whose turn is next, if any (see [`Shared::requeue_preempted`]).
     pub(crate) fn take_turn(&self) -> Option<NonNull<Task>> {
-        if self.turns_waiting.load(SeqCst) == 0 {
-            return None;
-        }
-        let task = self.turns.lock().pop_front()?;
-        self.turns_waiting.fetch_sub(1, SeqCst);
-        Some(task)
+        self.turns.take()
     }
 
     /// Whether a preempted strand waits for its turn.
     pub(crate) fn has_turns(&self) -> bool {
-        self.turns_waiting.load(SeqCst) > 0
+        self.turns.any()
     }
 
     /// Sends a fibre that was just scheduled to core `to`, the core that

@@ -174,6 +174,8 @@ pub(crate) struct Header {
     /// slice's tick must not preempt it (`crate::preempt`); it starts at 1,
     /// released when its closure starts.
     pub(crate) no_preempt: AtomicU8,
+    /// Its `Priority` level; only it writes this.
+    pub(crate) priority: AtomicU8,
     reason: AtomicU8,
     /// Failures of joins' other halves that met a panic unwinding through
     /// the strand (saturating), for its failure's `others`; only it
@@ -376,6 +378,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 flags: AtomicU32::new(flags),
                 shield: AtomicU8::new(0),
                 no_preempt: AtomicU8::new(1),
+                priority: AtomicU8::new(super::Priority::Normal as u8),
                 lent: AtomicU32::new(0),
                 tree,
                 held: UnsafeCell::new(core::ptr::null()),

@@ -23,7 +23,7 @@ use crate::task::Action;
 use core::cell::UnsafeCell;
 use core::mem;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicU64, Ordering::*};
+use core::sync::atomic::{AtomicU8, AtomicU64, Ordering::*};
 
 /// How a strand left the core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +48,16 @@ pub(crate) struct StrandCore {
     /// When the running strand's time slice ends, in ticks (pools with a
     /// slice only; read by the core's timer interrupt, `crate::preempt`).
     pub(crate) slice_end: AtomicU64,
+    /// The running strand's `Priority` level, or [`NO_STRAND`]: what a
+    /// woken strand compares itself with (`crate::preempt::woken`).
+    pub(crate) running_level: AtomicU8,
+    /// One more than the highest level woken for this core that outranks
+    /// its running strand, 0 if none: the next tick preempts at once.
+    pub(crate) urgent: AtomicU8,
 }
+
+/// [`StrandCore::running_level`] of a core that runs no strand.
+pub(crate) const NO_STRAND: u8 = u8::MAX;
 
 // SAFETY: each `StrandCore` is touched only by its own core (the strand
 // running there counts as that core).
@@ -61,6 +70,8 @@ impl StrandCore {
             current: UnsafeCell::new(ptr::null_mut()),
             outcome: UnsafeCell::new(Outcome::Blocked),
             slice_end: AtomicU64::new(0),
+            running_level: AtomicU8::new(NO_STRAND),
+            urgent: AtomicU8::new(0),
         }
     }
 }
@@ -237,6 +248,16 @@ pub(crate) fn signal(strand: NonNull<Header>, cause: u8) -> bool {
 pub(crate) fn make_runnable(strand: NonNull<Header>) {
     // SAFETY: as in `signal`; the fibre is static.
     let fibre = unsafe { strand.as_ref() }.fibre;
+    // Before the push: after it the strand may run, end and take its
+    // fibre's hold on the pool with it. (A tick this asks for on another
+    // core may come before the push lands: it preempts a strand that would
+    // have been preempted a moment later.)
+    // SAFETY: as above.
+    let level = unsafe { strand.as_ref() }.priority.load(Relaxed);
+    if level > crate::strand::Priority::Low as u8 {
+        // SAFETY: a fibre with strands is held by a live pool.
+        crate::preempt::woken(unsafe { &*fibre.pool() }, level, fibre.last_core.load(Relaxed));
+    }
     // SAFETY: the strand is in no list (it was running or blocked).
     if unsafe { fibre.inbox.push(Header::task(strand)) } {
         crate::chaos::point();
@@ -291,12 +312,16 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         // would take the core for idle and ask for no tick at all.
         *core.current.get() = strand.as_ptr();
         if shared.slice_ticks != 0 {
+            core.running_level.store(header.priority.load(Relaxed), Relaxed);
             let end = crate::platform::ticks().saturating_add(shared.slice_ticks);
             core.slice_end.store(end, Relaxed);
             crate::platform::request_tick(Some(end));
         }
         context::switch(&mut *core.scheduler.get(), &*header.context.get());
         *core.current.get() = ptr::null_mut();
+        if shared.slice_ticks != 0 {
+            core.running_level.store(NO_STRAND, Relaxed);
+        }
         *core.outcome.get()
     };
     // SAFETY: the header is live (the strand's own reference).
@@ -308,7 +333,9 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         Outcome::Preempted => {
             // SAFETY: as above.
             unsafe { owned.runnable.push_back(task) };
-            shared.requeue_preempted(me, fibre.task(), fibre.pinned.load(Relaxed));
+            // SAFETY: the header is live (the strand's own reference).
+            let level = crate::strand::Priority::from_raw(unsafe { strand.as_ref() }.priority.load(Relaxed));
+            shared.requeue_preempted(me, fibre.task(), fibre.pinned.load(Relaxed), level);
             return;
         }
         Outcome::Blocked => {}

@@ -383,3 +383,85 @@ pub fn destroy_spinning(cores: &[usize], slice: Duration) -> Destroyed {
     let stopped = handles.into_iter().map(|s| s.join()).filter(stopped_by_cancel).count();
     Destroyed { took, strands, stopped }
 }
+
+/// Raised for the waiting strand of [`wake_latencies`].
+pub static WAKE: roving::sync::Signal = roving::sync::Signal::new();
+/// `platform::ticks()` when the last wake was fired: set by whatever
+/// signals [`WAKE`] (a handler's entry, or a strand), just before it does.
+pub static FIRED_AT: AtomicU64 = AtomicU64::new(0);
+/// The round the waiting strand waits for next.
+static READY: AtomicU64 = AtomicU64::new(0);
+
+/// `spinners` strands spin at `Normal` while a strand at `level` waits
+/// for [`WAKE`] `rounds` times. A `Normal` strand that never blocks calls
+/// `fire` `gap` after the waiter is ready for each round; `fire` must stamp
+/// [`FIRED_AT`] and then signal [`WAKE`], itself or through an interrupt
+/// handler. Returns the ticks from each stamp to the waiter running.
+pub fn wake_latencies(
+    level: strand::Priority,
+    spinners: usize,
+    rounds: u64,
+    gap: Duration,
+    fire: fn(),
+) -> Vec<u64> {
+    let crowd = Crowd::spawn(spinners as u64, |_, stop| spin_until(stop));
+    crowd.wait_until_all_started();
+    READY.store(0, SeqCst);
+    let _ = WAKE.try_take();
+    let waiter = strand::spawn(move || {
+        strand::set_priority(level).expect("in a strand");
+        (1..=rounds)
+            .map(|round| {
+                READY.store(round, SeqCst);
+                WAKE.wait().expect("woken");
+                roving::platform::ticks() - FIRED_AT.load(SeqCst)
+            })
+            .collect::<Vec<u64>>()
+    })
+    .expect("the waiting strand");
+    // The firer never blocks, as code an interrupt lands in would not: a
+    // woken strand gets a core only by preempting it or a spinner.
+    let firer = strand::spawn(move || {
+        for round in 1..=rounds {
+            while READY.load(SeqCst) < round {
+                core::hint::spin_loop();
+            }
+            let ready = Instant::now();
+            while ready.elapsed() < gap {
+                core::hint::spin_loop();
+            }
+            fire();
+        }
+    })
+    .expect("the firing strand");
+    firer.join().expect("the firing strand");
+    let latencies = waiter.join().expect("the waiting strand");
+    crowd.stop();
+    latencies
+}
+
+/// The median of `samples`.
+pub fn median(samples: &[u64]) -> u64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    sorted[sorted.len() / 2]
+}
+
+/// `per_level` spinners at each priority level spin for `duration` once
+/// all have started; returns each level's rounds (`Low`, `Normal`,
+/// `High`).
+pub fn levels_share(per_level: u64, duration: Duration) -> [u64; 3] {
+    use strand::Priority;
+    let levels = [Priority::Low, Priority::Normal, Priority::High];
+    let crowd = Crowd::spawn(3 * per_level, move |i, stop| {
+        strand::set_priority(levels[(i % 3) as usize]).expect("in a strand");
+        (i % 3, spin_until(stop))
+    });
+    crowd.wait_until_all_started();
+    strand::sleep(duration).expect("a sleep");
+    let mut rounds = [0u64; 3];
+    for (level, spun) in crowd.stop() {
+        rounds[level as usize] += spun;
+    }
+    rounds
+}

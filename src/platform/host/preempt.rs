@@ -127,6 +127,17 @@ pub(super) fn request_tick(deadline: Option<u64>) -> bool {
     true
 }
 
+/// `Platform::request_tick_on`: core `core` of `machine` is due a tick
+/// now; the ticker is woken to send it (if it runs: a machine whose cores
+/// never asked for a tick has no strand of a preempting pool to preempt).
+pub(super) fn request_tick_on(machine: &Arc<Inner>, core: usize) {
+    let Some(target) = machine.cores.get(core) else { return };
+    target.tick.deadline.store(0, SeqCst);
+    if let Some(thread) = machine.ticker.thread.get() {
+        thread.unpark();
+    }
+}
+
 /// Starts `machine`'s ticker, if it is not running.
 pub(super) fn start_ticker(machine: &Arc<Inner>) {
     install();

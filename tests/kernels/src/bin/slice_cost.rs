@@ -16,7 +16,13 @@
 //! 2. **A tick with nothing else to run.** One strand spins alone: each
 //!    slice's tick finds no other work and only asks for the next one.
 //!    The gaps in its stamps are those ticks.
-//! 3. **Throughput.** Four strands each compute the same fixed amount
+//! 3. **An interrupt waking a `High` strand.** The strand waits on a
+//!    `Signal`; a `Normal` strand spins and, once the other waits, fires
+//!    the board's test line. From the handler's entry to the woken strand
+//!    running: the handler, the wake, the tick it asks for at once, the
+//!    preemption of the spinner and the switch. (At `Normal` the strand
+//!    would wait for the spinner's slice to end.)
+//! 4. **Throughput.** Four strands each compute the same fixed amount
 //!    (2^23 rounds of an LCG, about 34 M instructions each), first in a
 //!    pool without a slice, then with a 1 ms slice, which preempts them
 //!    round-robin about every million instructions. The loss is the
@@ -29,9 +35,12 @@ extern crate alloc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use core::time::Duration;
-use roving::{Config, Pool, strand};
+use roving::strand::Priority;
+use roving::sync::Signal;
+use roving::{Config, Pool, platform, strand};
+use roving_kernel::interrupts::{self, Handled};
 use roving_kernel::{cycles, println};
-use roving_test_kernels::pass;
+use roving_test_kernels::{TestLine, bootarg_u64, pass};
 
 const SAMPLES: usize = 1000;
 /// A stamp further than this from the one before was an interruption,
@@ -46,12 +55,30 @@ fn main() {
     let shortest = Config::new().time_slice(Config::MIN_TIME_SLICE);
     let pool = Pool::with_cores(&[0], shortest).expect("a preempting pool of core 0");
     let (switches, ticks) = pool.run(|| (preemptions(), lone_ticks())).expect("the pool runs");
+    let pool = Pool::with_cores(&[0], shortest).expect("a preempting pool of core 0");
     println!(
         "slice_cost: {SAMPLES} samples each, core 0's cycle counter (under -icount shift=0: instructions); slice {} us",
         Config::MIN_TIME_SLICE.as_micros()
     );
     report("one preemption, tick to the next strand running", switches);
     report("a tick with nothing else to run (the strand goes on)", ticks);
+    let test = TestLine::new();
+    interrupts::bind(test.line, 0, on_test_line).expect("binding the test line");
+    let (woken, woken_ticks) = pool.run(high_wakes).expect("the pool runs");
+    report("an interrupt's handler entry to a woken High strand running, beside a spinner", woken);
+    // Within a tick: before the spinner's slice would have ended. Under
+    // -icount (the suite passes slice_cost.check_bound=1) every sample
+    // must be; on a host's wall clock only the median, since a host
+    // thread can lose its CPU for longer than a slice.
+    let slice = platform::tick_hz() * Config::MIN_TIME_SLICE.as_micros() as u64 / 1_000_000;
+    let worst = woken_ticks.iter().max().copied().unwrap_or(0);
+    println!("slice_cost: the woken High strand ran within {worst} ticks at worst; a slice is {slice}");
+    let bound = if bootarg_u64("slice_cost.check_bound", 0) == 1 { worst } else { median_of(&woken_ticks) };
+    assert!(bound < slice, "a High strand woken by an interrupt waited {bound} ticks, a slice is {slice}");
+    if bootarg_u64("slice_cost.throughput", 1) == 0 {
+        pass("slice_cost");
+        return;
+    }
 
     let off = compute(Config::new());
     let on = compute(Config::new().time_slice(Duration::from_millis(1)));
@@ -98,6 +125,51 @@ fn stamp_turns(me: usize) -> Vec<u64> {
     samples
 }
 
+/// The handler's entry, for the strand it wakes.
+static ENTERED: AtomicU64 = AtomicU64::new(0);
+static ENTERED_TICKS: AtomicU64 = AtomicU64::new(0);
+static WOKEN: Signal = Signal::new();
+/// The round the woken strand waits for.
+static WAITING: AtomicU64 = AtomicU64::new(0);
+
+fn on_test_line(_line: u32) -> Handled {
+    ENTERED.store(cycles(), Relaxed);
+    ENTERED_TICKS.store(platform::ticks(), Relaxed);
+    if TestLine::new().quiet() {
+        WOKEN.signal();
+    }
+    Handled::Yes
+}
+
+/// A `High` strand waits; a spinner fires the test line each time it
+/// waits. Samples: the handler's entry to the strand running, in cycles
+/// and in ticks.
+fn high_wakes() -> (Vec<u64>, Vec<u64>) {
+    WAITING.store(0, Relaxed);
+    let waiter = strand::spawn(|| {
+        strand::set_priority(Priority::High).expect("a strand");
+        (1..=SAMPLES as u64)
+            .map(|round| {
+                WAITING.store(round, Relaxed);
+                WOKEN.wait().expect("woken");
+                (cycles() - ENTERED.load(Relaxed), platform::ticks() - ENTERED_TICKS.load(Relaxed))
+            })
+            .unzip::<u64, u64, Vec<u64>, Vec<u64>>()
+    })
+    .expect("the waiter");
+    let spinner = strand::spawn(|| {
+        for round in 1..=SAMPLES as u64 {
+            while WAITING.load(Relaxed) < round {
+                core::hint::spin_loop();
+            }
+            TestLine::new().fire();
+        }
+    })
+    .expect("the spinner");
+    spinner.join().expect("the spinner");
+    waiter.join().expect("the waiter")
+}
+
 /// One spinner alone: the gaps in its stamps.
 fn lone_ticks() -> Vec<u64> {
     strand::spawn(|| {
@@ -141,6 +213,12 @@ fn compute(config: Config) -> u64 {
         cycles() - start
     })
     .expect("the pool runs")
+}
+
+fn median_of(samples: &[u64]) -> u64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    sorted[sorted.len() / 2]
 }
 
 fn report(what: &str, mut samples: Vec<u64>) {
