@@ -237,7 +237,7 @@ pub fn on_tick() -> Tick {
 /// core's next tick preempts at once, and that tick is asked for now.
 /// Interrupt-safe: a handler's wake comes here.
 pub(crate) fn woken(shared: &Shared, level: u8, to: usize) {
-    if !any_pool_preempts() || shared.slice_ticks == 0 {
+    if shared.slice_ticks == 0 {
         return;
     }
     let Some(slot) = shared.strands.get(to) else { return };

@@ -252,11 +252,13 @@ pub(crate) fn make_runnable(strand: NonNull<Header>) {
     // fibre's hold on the pool with it. (A tick this asks for on another
     // core may come before the push lands: it preempts a strand that would
     // have been preempted a moment later.)
-    // SAFETY: as above.
-    let level = unsafe { strand.as_ref() }.priority.load(Relaxed);
-    if level > crate::strand::Priority::Low as u8 {
-        // SAFETY: a fibre with strands is held by a live pool.
-        crate::preempt::woken(unsafe { &*fibre.pool() }, level, fibre.last_core.load(Relaxed));
+    if crate::preempt::any_pool_preempts() {
+        // SAFETY: as above.
+        let level = unsafe { strand.as_ref() }.priority.load(Relaxed);
+        if level > crate::strand::Priority::Low as u8 {
+            // SAFETY: a fibre with strands is held by a live pool.
+            crate::preempt::woken(unsafe { &*fibre.pool() }, level, fibre.last_core.load(Relaxed));
+        }
     }
     // SAFETY: the strand is in no list (it was running or blocked).
     if unsafe { fibre.inbox.push(Header::task(strand)) } {
