@@ -80,6 +80,7 @@ impl StrandCore {
 ///
 /// Looked up afresh on every call: a strand may have moved to another
 /// core since it last asked.
+#[inline]
 pub(crate) fn here() -> Option<(&'static Shared, usize)> {
     // SAFETY: a worker's pool outlives its time as the current worker, and
     // the reference does not outlive this core's turn (callers use it and
