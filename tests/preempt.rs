@@ -26,7 +26,12 @@ fn on_machine<R: Send>(cores: usize, what: &'static str, main: impl FnOnce() -> 
 /// Runs `main` as the root strand of a pool of `cores` cores with a 1 ms
 /// time slice; `None` where this host cannot preempt (under a sanitizer).
 fn on_preempting_pool<R: Send>(cores: usize, main: impl FnOnce(&Pool) -> R + Send) -> Option<R> {
-    on_machine(cores, "a preempting pool", || match Pool::with_config(Config::new().time_slice(SLICE)) {
+    on_sliced_pool(cores, SLICE, main)
+}
+
+/// As [`on_preempting_pool`], with slices of `slice`.
+fn on_sliced_pool<R: Send>(cores: usize, slice: Duration, main: impl FnOnce(&Pool) -> R + Send) -> Option<R> {
+    on_machine(cores, "a preempting pool", move || match Pool::with_config(Config::new().time_slice(slice)) {
         Ok(pool) => Some(pool.run(|| main(&pool)).unwrap()),
         Err(PoolError::CannotPreempt) => None,
         Err(other) => panic!("{other}"),
@@ -128,11 +133,12 @@ fn vector_registers_survive_preemption() {
 
 #[test]
 fn a_cancel_stops_strands_that_compute() {
-    let Some(cancelled) =
-        on_preempting_pool(2, |_| preempt_cases::cancel_computing(6, Duration::from_millis(30)))
-    else {
-        return;
-    };
+    // 10 ms slices: the checker's grace to reach its next checkpoint is a
+    // slice of the clock, which an oversubscribed host may not give it.
+    let outcome = on_sliced_pool(2, Duration::from_millis(10), |_| {
+        preempt_cases::cancel_computing(6, Duration::from_millis(30))
+    });
+    let Some(cancelled) = outcome else { return };
     eprintln!("6 spinners, a checker and a shielded strand cancelled: all ended in {:?}", cancelled.took);
     assert_eq!(cancelled.stopped, 6, "spinners not reported stopped by their cancel");
     assert!(cancelled.checkpoint_returned, "the checker did not return Interrupted from checkpoint");
@@ -199,20 +205,12 @@ fn stamp_and_wake() {
 fn a_woken_high_priority_strand_preempts_at_once() {
     use roving::strand::Priority;
     const LONG_SLICE: Duration = Duration::from_millis(20);
-    let outcome =
-        on_machine(2, "priorities", || match Pool::with_config(Config::new().time_slice(LONG_SLICE)) {
-            Ok(pool) => Some(
-                pool.run(|| {
-                    let gap = Duration::from_millis(1);
-                    let high = preempt_cases::wake_latencies(Priority::High, 4, 20, gap, stamp_and_wake);
-                    let normal = preempt_cases::wake_latencies(Priority::Normal, 4, 20, gap, stamp_and_wake);
-                    (high, normal)
-                })
-                .unwrap(),
-            ),
-            Err(PoolError::CannotPreempt) => None,
-            Err(other) => panic!("{other}"),
-        });
+    let outcome = on_sliced_pool(2, LONG_SLICE, |_| {
+        let gap = Duration::from_millis(1);
+        let high = preempt_cases::wake_latencies(Priority::High, 4, 20, gap, stamp_and_wake);
+        let normal = preempt_cases::wake_latencies(Priority::Normal, 4, 20, gap, stamp_and_wake);
+        (high, normal)
+    });
     let Some((high, normal)) = outcome else { return };
     let (high, normal) = (preempt_cases::median(&high), preempt_cases::median(&normal));
     let slice = LONG_SLICE.as_nanos() as u64;
