@@ -211,16 +211,20 @@ pub fn on_tick() -> Tick {
         platform::request_tick(Some(now + (slice / RETRY_DIVISOR).max(1)));
         return Tick::Continue;
     }
-    if !outranked && interruptible(header) && header.flags.fetch_or(CANCEL_SEEN, Relaxed) & CANCEL_SEEN == 0 {
-        // Cancelled and computing: one more slice to reach a checkpoint.
-        slot.slice_end.store(now + slice, Relaxed);
-        platform::request_tick(Some(now + slice));
-        return Tick::Continue;
-    }
-    // SAFETY: we are on the core that runs the fibre's task, interrupting
-    // its strand outside roving's code (count 0): nothing else touches the
-    // fibre's private state or the core's queues now.
-    if !outranked && !interruptible(header) && !unsafe { work_waiting(shared, me, header.fibre) } {
+    let interruptible = interruptible(header);
+    // Cancelled and computing, first seen: one more slice to reach a
+    // checkpoint. Otherwise a fresh slice when nothing else waits.
+    let fresh_slice = !outranked
+        && if interruptible {
+            header.flags.fetch_or(CANCEL_SEEN, Relaxed) & CANCEL_SEEN == 0
+        } else {
+            // SAFETY: we are on the core that runs the fibre's task,
+            // interrupting its strand outside roving's code (count 0):
+            // nothing else touches the fibre's private state or the core's
+            // queues now.
+            !unsafe { work_waiting(shared, me, header.fibre) }
+        };
+    if fresh_slice {
         slot.slice_end.store(now + slice, Relaxed);
         platform::request_tick(Some(now + slice));
         return Tick::Continue;
@@ -232,21 +236,23 @@ pub fn on_tick() -> Tick {
     Tick::Preempt
 }
 
-/// A strand of level `level` (a `Priority` as `u8`) was made runnable, for
-/// core `to` of `shared`: if it outranks the strand running there, the
-/// core's next tick preempts at once, and that tick is asked for now.
-/// Interrupt-safe: a handler's wake comes here.
-pub(crate) fn woken(shared: &Shared, level: u8, to: usize) {
+/// A strand of level `level` (a `Priority` as `u8`) is being made
+/// runnable for core `to` of `shared`: if it outranks the strand running
+/// there, marks the core so that its next tick preempts at once, and
+/// returns `true`: the caller then asks for that tick
+/// (`platform::request_tick_on`) once the strand is queued. Interrupt-safe:
+/// a handler's wake comes here.
+pub(crate) fn woken(shared: &Shared, level: u8, to: usize) -> bool {
     if shared.slice_ticks == 0 {
-        return;
+        return false;
     }
-    let Some(slot) = shared.strands.get(to) else { return };
+    let Some(slot) = shared.strands.get(to) else { return false };
     let running = slot.running_level.load(Relaxed);
     if running == NO_STRAND || level <= running {
-        return;
+        return false;
     }
     slot.urgent.fetch_max(level + 1, SeqCst);
-    platform::request_tick_on(to);
+    true
 }
 
 /// After a strand waited in `platform::wait_for_event`: the platform may

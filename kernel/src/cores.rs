@@ -42,7 +42,7 @@ pub struct CoreLocal {
     in_handler: AtomicUsize,
     /// The timer interrupt fired in the handler under way: once the
     /// handler is done, ask roving whether to preempt (`arch::preempt`).
-    pub(crate) tick_fired: AtomicBool,
+    tick_fired: AtomicBool,
     #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // x86 keeps nothing per core
     pub(crate) arch: arch::CoreArch,
     /// How long this core keeps interrupts masked (`crate::masking`).
@@ -139,6 +139,13 @@ impl CoreLocal {
     /// preempt once the handler is done (`arch::preempt`).
     pub(crate) fn timer_fired(&self) {
         self.stats.timer_interrupts.fetch_add(1, Relaxed);
+        self.want_tick();
+    }
+
+    /// Has the end of this core's next interrupt ask roving whether to
+    /// preempt, as a timer tick's does: from the timer, or from another
+    /// core before it sends the wake-up interrupt (`request_tick_on`).
+    pub(crate) fn want_tick(&self) {
         self.tick_fired.store(true, Relaxed);
     }
 
@@ -166,6 +173,14 @@ impl CoreLocal {
             longest_handler,
         }
     }
+}
+
+/// At the end of an interrupt: whether it should ask roving whether to
+/// preempt (`arch::preempt`), taking the calling core's tick flag. While
+/// no pool preempts this is one load (a flag left behind is a spurious
+/// tick later, which roving allows).
+pub(crate) fn take_tick() -> bool {
+    roving::preempt::any_pool_preempts() && current().is_some_and(|me| me.tick_fired.swap(false, Relaxed))
 }
 
 static CORES: [CoreLocal; MAX_CORES] = {

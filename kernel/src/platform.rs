@@ -88,10 +88,8 @@ unsafe impl Platform for KernelPlatform {
         if cores::current().is_some_and(|me| me.index == core) {
             arch::timer::arm(arch::timer::ticks());
         } else if core < cores::count() {
-            // The wake-up interrupt, with the tick flag raised first: its
-            // exit asks roving as a timer tick's does.
             let target = cores::local(core);
-            target.tick_fired.store(true, core::sync::atomic::Ordering::Relaxed);
+            target.want_tick();
             arch::idle::signal(target, Signal::Interrupt);
         }
     }

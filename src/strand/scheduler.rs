@@ -249,22 +249,28 @@ pub(crate) fn signal(strand: NonNull<Header>, cause: u8) -> bool {
 pub(crate) fn make_runnable(strand: NonNull<Header>) {
     // SAFETY: as in `signal`; the fibre is static.
     let fibre = unsafe { strand.as_ref() }.fibre;
-    // Before the push: after it the strand may run, end and take its
-    // fibre's hold on the pool with it. (A tick this asks for on another
-    // core may come before the push lands: it preempts a strand that would
-    // have been preempted a moment later.)
+    // The core is marked before the push: after it the strand may run, end
+    // and take its fibre's hold on the pool with it. Its tick is asked for
+    // after the push (a core index needs no pool): a tick that came first
+    // would preempt, find nothing new and give the core to the next turn
+    // for a whole slice (seen on the Pi 3: High wakes slower than Normal).
+    let mut tick_for = None;
     if crate::preempt::any_pool_preempts() {
         // SAFETY: as above.
         let level = unsafe { strand.as_ref() }.priority.load(Relaxed);
         if level > crate::strand::Priority::Low as u8 {
+            let to = fibre.last_core.load(Relaxed);
             // SAFETY: a fibre with strands is held by a live pool.
-            crate::preempt::woken(unsafe { &*fibre.pool() }, level, fibre.last_core.load(Relaxed));
+            tick_for = crate::preempt::woken(unsafe { &*fibre.pool() }, level, to).then_some(to);
         }
     }
     // SAFETY: the strand is in no list (it was running or blocked).
     if unsafe { fibre.inbox.push(Header::task(strand)) } {
         crate::chaos::point();
         schedule(fibre);
+    }
+    if let Some(to) = tick_for {
+        crate::platform::request_tick_on(to);
     }
 }
 

@@ -41,6 +41,13 @@ impl Sharing {
     }
 }
 
+/// Sleeps (in 1 ms steps) until `count` reaches `n`.
+fn wait_for_count(count: &AtomicU64, n: u64) {
+    while count.load(SeqCst) < n {
+        strand::sleep(Duration::from_millis(1)).expect("a sleep");
+    }
+}
+
 /// Strands that each run `work(i, stop)` until told to stop, counting
 /// themselves in as they start.
 struct Crowd<T> {
@@ -69,9 +76,7 @@ impl<T: Send + 'static> Crowd<T> {
 
     /// Waits (sleeping) until every strand has started.
     fn wait_until_all_started(&self) {
-        while self.started.load(SeqCst) < self.handles.len() as u64 {
-            strand::sleep(Duration::from_millis(1)).expect("a sleep");
-        }
+        wait_for_count(&self.started, self.handles.len() as u64);
     }
 
     /// Stops every strand and returns what each returned.
@@ -331,9 +336,7 @@ pub fn cancel_computing(spinners: usize, shielded_for: Duration) -> Cancelled {
         spin_forever()
     })
     .expect("the shielded strand");
-    while started.load(SeqCst) < spinners as u64 + 2 {
-        strand::sleep(Duration::from_millis(1)).expect("a sleep");
-    }
+    wait_for_count(&started, spinners as u64 + 2);
     let start = Instant::now();
     spinning.iter().for_each(|s| s.cancel().expect("cancelling a spinner"));
     checker.cancel().expect("cancelling the checker");
@@ -374,9 +377,7 @@ pub fn destroy_spinning(cores: &[usize], slice: Duration) -> Destroyed {
             .expect("a spinner")
         })
         .collect();
-    while started.load(SeqCst) < strands as u64 {
-        strand::sleep(Duration::from_millis(1)).expect("a sleep");
-    }
+    wait_for_count(&started, strands as u64);
     let start = Instant::now();
     pool.destroy().expect("destroying the pool");
     let took = start.elapsed();

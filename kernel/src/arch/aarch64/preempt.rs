@@ -5,7 +5,6 @@
 
 use super::exception::Frame;
 use aarch64_cpu::registers::{Readable, SP_EL0, Writeable};
-use core::sync::atomic::Ordering::Relaxed;
 use roving::preempt::{self, Tick};
 
 /// SPSR_EL1.I: IRQs masked.
@@ -15,13 +14,7 @@ const SPSR_IRQ_MASKED: u64 = 1 << 7;
 /// interrupted code ran on SP_EL0 (`preemptible`), asks roving, and on
 /// [`Tick::Preempt`] sends the interrupted strand into roving's entry.
 pub(super) fn after_interrupt(preemptible: bool, frame: &mut Frame) {
-    // Cooperative programs pay one load here (a stale tick flag left
-    // behind is a spurious tick later, which roving allows).
-    if !preempt::any_pool_preempts() {
-        return;
-    }
-    let Some(me) = crate::cores::current() else { return };
-    if !me.tick_fired.swap(false, Relaxed) || !preemptible {
+    if !crate::cores::take_tick() || !preemptible {
         return;
     }
     if preempt::on_tick() == Tick::Preempt {

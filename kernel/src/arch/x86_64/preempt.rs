@@ -4,7 +4,6 @@
 //! timer, which `request_tick` arms (`crate::platform`).
 
 use super::exception::Frame;
-use core::sync::atomic::Ordering::Relaxed;
 use roving::preempt::{self, Tick};
 
 /// RFLAGS.IF: interrupts enabled.
@@ -15,13 +14,7 @@ const RFLAGS_IF: u64 = 1 << 9;
 /// roving's entry. (Every vector runs on the core's IST stack with
 /// interrupts disabled, so the interrupted code is never a handler.)
 pub(super) fn after_interrupt(frame: &mut Frame) {
-    // Cooperative programs pay one load here (a stale tick flag left
-    // behind is a spurious tick later, which roving allows).
-    if !preempt::any_pool_preempts() {
-        return;
-    }
-    let Some(me) = crate::cores::current() else { return };
-    if !me.tick_fired.swap(false, Relaxed) {
+    if !crate::cores::take_tick() {
         return;
     }
     if preempt::on_tick() == Tick::Preempt {
