@@ -27,7 +27,7 @@ fn main() {
         samples,
         yields,
         &[
-            ("roving context::switch there and back", &|| switch::bare_switch(yields, 0)),
+            ("roving context resume + suspend", &|| switch::bare_switch(yields, 0)),
             ("roving strand yield_now", &|| switch::strand_yield(yields)),
             ("corosensei resume + suspend", &|| switch::corosensei(yields)),
         ],
@@ -70,7 +70,7 @@ fn copy_swap_group<const BYTES: usize>(samples: usize, switches: u64) {
         &[
             ("strands sharing fibres (copy-swap)", shared),
             ("strands on own fibres + memcpy", own),
-            ("bare context::switch + memcpy", bare),
+            ("bare context resume + suspend + memcpy", bare),
         ],
     );
     ratios(&rows, &["strands on own fibres + memcpy"]);

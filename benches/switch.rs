@@ -36,7 +36,7 @@ pub fn corosensei(yields: u64) -> Duration {
     start.elapsed()
 }
 
-/// roving's bare [`context::switch`] there and back, `switches` times, with
+/// roving's bare [`context::resume`] and [`context::suspend`], `switches` times, with
 /// `copy` bytes copied out of and back into a stack array on the other side
 /// at every visit: the floor under a strand switch, with and without the
 /// copying that copy-swap adds.
@@ -58,7 +58,7 @@ pub fn bare_switch(switches: u64, copy: usize) -> Duration {
         (*pair).away = Context::new(top, visit, pair as usize);
         let start = Instant::now();
         for _ in 0..switches {
-            context::switch(&mut (*pair).home, &(*pair).away);
+            context::resume(&raw const (*pair).away, &raw mut (*pair).home);
         }
         let elapsed = start.elapsed();
         drop(Box::from_raw(pair));
@@ -84,7 +84,7 @@ extern "C" fn visit(pair: usize) -> ! {
             let save = (*pair).save.as_mut_ptr();
             std::ptr::copy_nonoverlapping(black_box(local.as_ptr()), save, copy);
             std::ptr::copy_nonoverlapping(save, black_box(local.as_mut_ptr()), copy);
-            context::switch(&mut (*pair).away, &(*pair).home);
+            context::suspend(&raw mut (*pair).away, &raw const (*pair).home);
         }
         black_box(&mut local);
     }

@@ -1,16 +1,33 @@
 //! Execution contexts: the register switch that fibres are built on.
 //!
-//! A suspended context is its stack pointer alone. [`switch`] pushes the
-//! registers the calling convention says a callee must preserve onto the
-//! current stack, stores the stack pointer, loads the other context's and
-//! pops its registers, so switching is one call that returns in the other
-//! context. Caller-saved registers need no saving: the compiler already
-//! treats `switch` as a call that clobbers them.
+//! A suspended context is its stack pointer alone. Switching is
+//! asymmetric, as between a core's scheduler and the strands it runs:
+//! [`resume`] enters a suspended context and returns when that context
+//! calls [`suspend`], which leaves it suspended again. The caller of
+//! `resume` is recorded in a *link*, another [`Context`], which is how
+//! `suspend` finds its way back; a context can be resumed through a
+//! different link each time (a strand resumed by another core).
 //!
-//! | ISA     | saved                                                     |
+//! The switches are inline assembly that tells the compiler every register
+//! is clobbered but the few it reserves, so a call site spills only what it
+//! keeps live across the switch; the reserved ones go on the stack:
+//!
+//! | ISA     | on the stack of a suspended context                       |
 //! |---------|-----------------------------------------------------------|
-//! | x86_64  | rbx, rbp, r12-r15, rsp; MXCSR and the x87 control word    |
-//! | aarch64 | x19-x30 (x29 is the frame pointer, x30 the link), sp, d8-d15 |
+//! | x86_64  | resume address, rbx, rbp                                  |
+//! | aarch64 | resume address, x19, x29 (the frame pointer)              |
+//!
+//! The floating-point control registers (MXCSR and the x87 control word;
+//! FPCR) are not saved: every context has the same ones. Rust requires
+//! them to hold their default values whenever Rust code runs (changing the
+//! rounding mode or exception masks is undefined behaviour), so there is
+//! nothing per context to keep. Foreign code that changes them must put
+//! them back before it can reach a switch.
+//!
+//! `resume` enters through a call and `suspend` leaves through a return to
+//! it, so calls and returns stay paired and the processor's return
+//! predictor stays right (an unpaired switch mispredicts its return every
+//! time).
 //!
 //! This is the one place besides the platform seam where the portable core
 //! names registers: it depends on the instruction set, never on a board or
@@ -42,21 +59,21 @@ mod sanitizer;
 #[derive(Debug)]
 #[repr(C)]
 pub struct Context {
-    /// First: the switch's assembly stores it at the context's address.
+    /// First: the switches' assembly stores it at the context's address.
     stack_pointer: usize,
     /// ThreadSanitizer's fiber, under `make tsan`; empty otherwise.
     sanitizer: sanitizer::Fiber,
 }
 
 impl Context {
-    /// A context to switch away from: [`switch`] fills it in.
+    /// A context to be filled in: by [`suspend`], or as a link by [`resume`].
     pub const fn empty() -> Self {
         Self { stack_pointer: 0, sanitizer: sanitizer::Fiber::unknown() }
     }
 
     /// A new context on the stack that ends just below `stack_top`: the
-    /// first [`switch`] to it calls `entry(argument)` there. `entry` must
-    /// never return (it ends by switching away for good).
+    /// first [`resume`] of it calls `entry(argument)` there. `entry` must
+    /// never return (it ends by suspending for good).
     ///
     /// # Safety
     ///
@@ -81,33 +98,57 @@ impl Context {
     }
 }
 
-/// Bytes [`Context::new`] writes below the stack top for the first switch.
+/// Bytes [`Context::new`] writes below the stack top for the first resume.
 pub const FRAME_BYTES: usize = isa::FRAME_BYTES;
 
-/// Saves the running context into `from` and resumes `to`. Returns when
-/// something switches back to `from`.
+/// Runs the suspended context `to` until it calls [`suspend`] with `link`,
+/// in which this call records itself. Returns then.
+///
+/// Both are pointers, not references: while `to` runs, it writes `link`'s
+/// context as it leaves and, on the way, its own.
 ///
 /// # Safety
 ///
-/// `to` must hold a context saved by `switch` or made by [`Context::new`],
-/// whose stack is intact and not running anywhere; `from` must stay valid
-/// until the context is resumed through it.
-#[inline]
-pub unsafe fn switch(from: &mut Context, to: &Context) {
+/// `to` must hold a context saved by [`suspend`] or made by
+/// [`Context::new`], whose stack is intact and not running anywhere;
+/// `link` must be valid, and touched by nothing but that `suspend`, until
+/// this call returns.
+#[inline(always)]
+pub unsafe fn resume(to: *const Context, link: *mut Context) {
     // SAFETY: the caller's contract; the assembly keeps the ABI's promises
-    // and stores the stack pointer at `from`'s address, its first field.
+    // and stores this side's stack pointer at `link`'s address, its first
+    // field.
     unsafe {
         // Here, not in a helper: see `sanitizer::switch_to_fiber`.
         #[cfg(roving_tsan)]
-        sanitizer::switch_to_fiber(sanitizer::Fiber::leaving(&mut from.sanitizer, &to.sanitizer), 0);
-        isa::switch(from, to)
+        sanitizer::switch_to_fiber(sanitizer::Fiber::leaving(&mut (*link).sanitizer, &(*to).sanitizer), 0);
+        isa::resume((*to).stack_pointer, link)
+    }
+}
+
+/// Saves the running context in `me` and returns from the [`resume`] that
+/// recorded itself in `link`. Returns when something resumes `me`.
+///
+/// # Safety
+///
+/// The running context must have been entered by a `resume` with `link`
+/// that has not returned yet; `me` must stay valid until the context is
+/// resumed through it.
+#[inline(always)]
+pub unsafe fn suspend(me: *mut Context, link: *const Context) {
+    // SAFETY: the caller's contract; the assembly stores the stack pointer
+    // at `me`'s address, its first field, and reads `link`'s.
+    unsafe {
+        #[cfg(roving_tsan)]
+        sanitizer::switch_to_fiber(sanitizer::Fiber::leaving(&mut (*me).sanitizer, &(*link).sanitizer), 0);
+        isa::suspend(me, link)
     }
 }
 
 // Miri cannot run the inline assembly of a switch.
 #[cfg(all(test, feature = "std", not(miri)))]
 mod tests {
-    use super::{Context, switch};
+    use super::{Context, resume, suspend};
     use std::hint::black_box;
 
     const STACK: usize = 64 * 1024;
@@ -119,10 +160,9 @@ mod tests {
         /// What the other side computes, checked by the test.
         results: Vec<u64>,
         float: f64,
-        rounding_seen: Vec<u32>,
     }
 
-    /// Runs `entry` in a new context on a fresh stack; `entry` switches back
+    /// Runs `entry` in a new context on a fresh stack; `entry` suspends
     /// whenever it likes and the test resumes it `resumes` times.
     fn rally(entry: extern "C" fn(usize) -> !, resumes: usize, between: impl Fn(&Rally)) -> Box<Rally> {
         let mut stack = vec![0u8; STACK];
@@ -131,16 +171,15 @@ mod tests {
             other: Context::empty(),
             results: Vec::new(),
             float: 0.0,
-            rounding_seen: Vec::new(),
         });
         let raw: *mut Rally = &mut *rally;
         // SAFETY: the stack is ours and outlives the context, which is
         // never resumed after this function.
         unsafe { (*raw).other = Context::new(stack.as_mut_ptr().add(STACK), entry, raw as usize) };
         for _ in 0..resumes {
-            // SAFETY: `other` was made above or saved by its own switch
-            // back; `main` lives in the box until we return.
-            unsafe { switch(&mut (*raw).main, &(*raw).other) };
+            // SAFETY: `other` was made above or saved by its own suspend;
+            // `main` lives in the box until we return.
+            unsafe { resume(&raw const (*raw).other, &raw mut (*raw).main) };
             // SAFETY: the other context is suspended; nothing else uses it.
             between(unsafe { &*raw });
         }
@@ -150,8 +189,9 @@ mod tests {
 
     /// Switches from the other context back to the test.
     fn back(raw: *mut Rally) {
-        // SAFETY: `raw` is the live rally; `main` was saved by the test.
-        unsafe { switch(&mut (*raw).other, &(*raw).main) };
+        // SAFETY: `raw` is the live rally; the test's resume recorded
+        // itself in `main` and is waiting.
+        unsafe { suspend(&raw mut (*raw).other, &raw const (*raw).main) };
     }
 
     /// Twelve values the compiler keeps in registers across every switch,
@@ -198,53 +238,5 @@ mod tests {
         }
         assert_eq!(rally.results, expected.to_vec(), "the other context's values changed under it");
         assert_eq!(rally.float, float);
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    fn rounding_mode() -> u32 {
-        let mut mxcsr = 0u32;
-        // SAFETY: stores MXCSR into a local.
-        unsafe { core::arch::asm!("stmxcsr [{}]", in(reg) &mut mxcsr) };
-        mxcsr >> 13 & 3
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    fn set_rounding_mode(mode: u32) {
-        let mut mxcsr = 0u32;
-        // SAFETY: reads and rewrites MXCSR with only the rounding bits changed.
-        unsafe {
-            core::arch::asm!("stmxcsr [{}]", in(reg) &mut mxcsr);
-            mxcsr = mxcsr & !(3 << 13) | mode << 13;
-            core::arch::asm!("ldmxcsr [{}]", in(reg) &mxcsr);
-        }
-    }
-
-    /// Rounds toward zero in its own context, and records what it sees
-    /// after every resume.
-    #[cfg(target_arch = "x86_64")]
-    extern "C" fn rounds_toward_zero(argument: usize) -> ! {
-        let raw = argument as *mut Rally;
-        // SAFETY: the test reads `rounding_seen` only while we are suspended.
-        unsafe { (*raw).rounding_seen.push(rounding_mode()) };
-        set_rounding_mode(3);
-        loop {
-            back(raw);
-            // SAFETY: as above.
-            unsafe { (*raw).rounding_seen.push(rounding_mode()) };
-        }
-    }
-
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn each_context_keeps_its_own_floating_point_controls() {
-        assert_eq!(rounding_mode(), 0, "the test thread starts rounding to nearest");
-        let rally = rally(rounds_toward_zero, 5, |_| {
-            assert_eq!(rounding_mode(), 0, "the other context's rounding mode leaked into the test's");
-        });
-        assert_eq!(
-            rally.rounding_seen,
-            [0, 3, 3, 3, 3],
-            "a new context starts at the default, then keeps its own"
-        );
     }
 }

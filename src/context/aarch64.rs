@@ -1,12 +1,132 @@
 //! The AArch64 switch (AAPCS64).
+//!
+//! A suspended context's stack holds 32 bytes from its saved stack
+//! pointer up: the address to resume at, a spare word, x19 and x29 (the
+//! frame pointer). Everything else the caller keeps is the compiler's to
+//! save: the switches are inline assembly that declares every other
+//! register clobbered (d8-d15 included), so only values live at the call
+//! site are spilled. x19 and x29 are the exceptions, because LLVM reserves
+//! them and an `asm!` block cannot name them as clobbered.
+//!
+//! Calls and returns stay paired. [`resume`] enters the context with a
+//! `blr` to its resume address, and [`suspend`] leaves with a `ret` to
+//! that branch's return address, which the resume address kept on the
+//! resumer's stack; so the return predictor, which pushed an entry at the
+//! `blr`, pops the right one at the `ret`. Into a resume address, x0 holds
+//! the context's saved stack pointer, x1 the link (where the resumer's
+//! stack pointer goes) and x30 the return address into `resume`.
+//!
+//! FPCR is not saved (see the module above).
 
 use super::Context;
-use core::arch::naked_asm;
+use core::arch::{asm, naked_asm};
 
-/// Saved below the stack top by `prepare`: x19-x30 and d8-d15.
-pub const FRAME_BYTES: usize = 20 * 8;
+/// Saved below the stack top by `prepare`: the resume address (the
+/// trampoline), a spare word, the argument and the entry point.
+pub const FRAME_BYTES: usize = 4 * 8;
 
-/// Stores the registers a callee must preserve at `[sp, #0..160)`.
+/// Runs the suspended context whose stack pointer is `to` until it calls
+/// [`suspend`] with `link`, which this records.
+///
+/// # Safety
+///
+/// As for `super::resume`.
+#[inline(always)]
+pub unsafe fn resume(to: usize, link: *mut Context) {
+    // SAFETY: the caller's contract. The block restores sp, x19 and x29
+    // before it ends and declares every other register clobbered; the stack
+    // it pushes on is the caller's, below its stack pointer (no `nostack`).
+    unsafe {
+        asm!(
+            "stp x19, x29, [sp, #-16]!",
+            "ldr x9, [x0]",
+            "blr x9",
+            "ldp x19, x29, [sp], #16",
+            inout("x0") to => _,
+            inout("x1") link => _,
+            out("x20") _, out("x21") _, out("x22") _, out("x23") _, out("x24") _,
+            out("x25") _, out("x26") _, out("x27") _, out("x28") _,
+            clobber_abi("C"),
+        );
+    }
+}
+
+/// Saves the running context in `me` and returns into the [`resume`] that
+/// recorded `link`; returns when something resumes `me`.
+///
+/// # Safety
+///
+/// As for `super::suspend`.
+#[inline(always)]
+pub unsafe fn suspend(me: *mut Context, link: *const Context) {
+    // SAFETY: the caller's contract. The frame stored here is read at
+    // label 2, where a `resume` arrives with x0 = the stack pointer stored
+    // below, x1 = its link and x30 = where to return to in it (kept on its
+    // stack, under the link); the block then ends with sp, x19 and x29 as
+    // they were at its start, every other register clobbered.
+    unsafe {
+        asm!(
+            "sub sp, sp, #32",
+            "adr x9, 2f",
+            "str x9, [sp]",
+            "stp x19, x29, [sp, #16]",
+            "mov x9, sp",
+            "str x9, [x0]",
+            "ldr x9, [x1]",
+            "ldr x30, [x9]",
+            "add sp, x9, #16",
+            "ret",
+            "2:",
+            "str x30, [sp, #-16]!",
+            "mov x9, sp",
+            "str x9, [x1]",
+            "ldp x19, x29, [x0, #16]",
+            "add sp, x0, #32",
+            inout("x0") me => _,
+            inout("x1") link => _,
+            out("x20") _, out("x21") _, out("x22") _, out("x23") _, out("x24") _,
+            out("x25") _, out("x26") _, out("x27") _, out("x28") _,
+            clobber_abi("C"),
+        );
+    }
+}
+
+/// The resume address of a new context: does what label 2 of `suspend`
+/// does, then calls the entry point with the argument, from the stack top
+/// and with x29 and x30 zero, the end of the frame chain.
+#[unsafe(naked)]
+unsafe extern "C" fn trampoline() -> ! {
+    naked_asm!(
+        "str x30, [sp, #-16]!",
+        "mov x9, sp",
+        "str x9, [x1]",
+        "ldp x10, x9, [x0, #16]",
+        "add sp, x0, #32",
+        "mov x0, x10",
+        "mov x29, xzr",
+        "mov x30, xzr",
+        "blr x9",
+        "udf #0"
+    )
+}
+
+/// Writes the first resume's frame below `stack_top`; returns the stack
+/// pointer to resume.
+///
+/// # Safety
+///
+/// As for `Context::new`.
+pub unsafe fn prepare(stack_top: *mut u8, entry: extern "C" fn(usize) -> !, argument: usize) -> usize {
+    let top = stack_top as usize & !15;
+    let frame = [trampoline as *const () as usize as u64, 0, argument as u64, entry as usize as u64];
+    let saved = (top - FRAME_BYTES) as *mut u64;
+    // SAFETY: below the caller's stack top, inside the region it promised.
+    unsafe { saved.copy_from_nonoverlapping(frame.as_ptr(), frame.len()) };
+    saved as usize
+}
+
+/// Stores the registers a callee must preserve at `[sp, #0..160)` (for
+/// `catch`).
 macro_rules! save_callee_saved {
     () => {
         "stp x19, x20, [sp, #0]
@@ -36,49 +156,6 @@ macro_rules! load_callee_saved {
         ldp d12, d13, [sp, #128]
         ldp d14, d15, [sp, #144]"
     };
-}
-
-/// # Safety
-///
-/// As for `super::switch`.
-#[unsafe(naked)]
-pub unsafe extern "C" fn switch(from: *mut Context, to: *const Context) {
-    naked_asm!(
-        "sub sp, sp, #160",
-        save_callee_saved!(),
-        "mov x9, sp",
-        "str x9, [x0]",
-        "ldr x9, [x1]",
-        "mov sp, x9",
-        load_callee_saved!(),
-        "add sp, sp, #160",
-        "ret",
-    )
-}
-
-/// The first `switch` into a new context returns here (x30), with the
-/// argument in x19 and the entry point in x20.
-#[unsafe(naked)]
-unsafe extern "C" fn trampoline() -> ! {
-    naked_asm!("mov x0, x19", "blr x20", "udf #0")
-}
-
-/// Writes the first switch's frame below `stack_top`; returns the stack
-/// pointer to resume.
-///
-/// # Safety
-///
-/// As for `Context::new`.
-pub unsafe fn prepare(stack_top: *mut u8, entry: extern "C" fn(usize) -> !, argument: usize) -> usize {
-    let top = stack_top as usize & !15;
-    let mut frame = [0u64; 20];
-    frame[0] = argument as u64; // x19
-    frame[1] = entry as usize as u64; // x20
-    frame[11] = trampoline as *const () as usize as u64; // x30
-    let saved = (top - FRAME_BYTES) as *mut u64;
-    // SAFETY: below the caller's stack top, inside the region it promised.
-    unsafe { saved.copy_from_nonoverlapping(frame.as_ptr(), frame.len()) };
-    saved as usize
 }
 
 /// Bytes `catch` keeps on the stack: x19-x30 and d8-d15, then the slot's

@@ -1,22 +1,125 @@
 //! The x86_64 switch (System V ABI, the same on the host and bare metal).
+//!
+//! A suspended context's stack holds, from its saved stack pointer up:
+//! the address to resume at, rbx and rbp. Everything else the caller keeps
+//! is the compiler's to save: the switches are inline assembly that
+//! declares every other register clobbered, so only values live at the
+//! call site are spilled. rbx and rbp are the exceptions, because LLVM
+//! reserves them and an `asm!` block cannot name them as clobbered.
+//!
+//! Calls and returns stay paired. [`resume`] enters the context with a
+//! `call` through its resume address, and [`suspend`] leaves with a `ret`
+//! to that call's return address, so the processor's return predictor,
+//! which pushed an entry at the `call`, pops the right one at the `ret`.
+//! The resume address is reached by an indirect `call` that the branch
+//! predictor learns like any other. Into a resume address, rdx holds the
+//! context's saved stack pointer and rsi the link (where the resumer's
+//! stack pointer goes).
+//!
+//! MXCSR and the x87 control word are not saved (see the module above).
 
 use super::Context;
-use core::arch::naked_asm;
+use core::arch::{asm, naked_asm};
 
-/// Saved below the stack top by `prepare`: the return address of the first
-/// `switch` (the trampoline), six general registers, the FP control words.
-pub const FRAME_BYTES: usize = 8 + 6 * 8 + FP_CONTROL_BYTES;
+/// Saved below the stack top by `prepare`: the resume address (the
+/// trampoline), the argument and the entry point.
+pub const FRAME_BYTES: usize = 3 * 8;
 
-/// MXCSR (4 bytes) and the x87 control word (2), in one 8-byte slot. Only
-/// when the target uses hardware floating point: `x86_64-unknown-none` is
-/// soft-float, and there the instructions could fault before the kernel
-/// enables SSE.
-#[cfg(target_feature = "sse")]
-const FP_CONTROL_BYTES: usize = 8;
-#[cfg(not(target_feature = "sse"))]
-const FP_CONTROL_BYTES: usize = 0;
+/// Runs the suspended context whose stack pointer is `to` until it calls
+/// [`suspend`] with `link`, which this records.
+///
+/// # Safety
+///
+/// As for `super::resume`.
+#[inline(always)]
+pub unsafe fn resume(to: usize, link: *mut Context) {
+    // SAFETY: the caller's contract. The block restores rsp, rbx and rbp
+    // before it ends and declares every other register clobbered; the stack
+    // it pushes on is the caller's, below its stack pointer (no `nostack`).
+    unsafe {
+        asm!(
+            "push rbp",
+            "push rbx",
+            "call qword ptr [rdx]",
+            "pop rbx",
+            "pop rbp",
+            inout("rdx") to => _,
+            inout("rsi") link => _,
+            out("r12") _, out("r13") _, out("r14") _, out("r15") _,
+            clobber_abi("sysv64"),
+        );
+    }
+}
 
-/// Pushes the general registers a callee must preserve.
+/// Saves the running context in `me` and returns into the [`resume`] that
+/// recorded `link`; returns when something resumes `me`.
+///
+/// # Safety
+///
+/// As for `super::suspend`.
+#[inline(always)]
+pub unsafe fn suspend(me: *mut Context, link: *const Context) {
+    // SAFETY: the caller's contract. The frame pushed here is popped at
+    // label 2, where a `resume` arrives with rdx = the stack pointer
+    // stored below and rsi = its link; the block then ends with rsp, rbx
+    // and rbp as they were at its start, every other register clobbered.
+    unsafe {
+        asm!(
+            "push rbp",
+            "push rbx",
+            "lea r8, [rip + 2f]",
+            "push r8",
+            "mov [rdi], rsp",
+            "mov rsp, [rsi]",
+            "ret",
+            "2:",
+            "mov [rsi], rsp",
+            "lea rsp, [rdx + 8]",
+            "pop rbx",
+            "pop rbp",
+            inout("rdi") me => _,
+            inout("rsi") link => _,
+            out("rdx") _,
+            out("r12") _, out("r13") _, out("r14") _, out("r15") _,
+            clobber_abi("sysv64"),
+        );
+    }
+}
+
+/// The resume address of a new context: does what label 2 of `suspend`
+/// does, then calls the entry point (popped into rax) with the argument
+/// (popped into rdi), with a 16-byte-aligned stack and rbp 0, the end of
+/// the frame chain.
+#[unsafe(naked)]
+unsafe extern "sysv64" fn trampoline() -> ! {
+    naked_asm!(
+        "mov [rsi], rsp",
+        "lea rsp, [rdx + 8]",
+        "pop rdi",
+        "pop rax",
+        "xor ebp, ebp",
+        "call rax",
+        "ud2"
+    )
+}
+
+/// Writes the first resume's frame below `stack_top`; returns the stack
+/// pointer to resume.
+///
+/// # Safety
+///
+/// As for `Context::new`.
+pub unsafe fn prepare(stack_top: *mut u8, entry: extern "C" fn(usize) -> !, argument: usize) -> usize {
+    let top = stack_top as usize & !15;
+    let resume_at = trampoline as *const () as usize as u64;
+    let frame = [resume_at, argument as u64, entry as usize as u64];
+    let saved = (top - FRAME_BYTES) as *mut u64;
+    // SAFETY: below the caller's stack top, inside the region it promised.
+    unsafe { saved.copy_from_nonoverlapping(frame.as_ptr(), frame.len()) };
+    saved as usize
+}
+
+/// Pushes the general registers a callee must preserve (for `catch`).
 macro_rules! push_callee_saved {
     () => {
         "push rbp\n push rbx\n push r12\n push r13\n push r14\n push r15"
@@ -30,102 +133,14 @@ macro_rules! pop_callee_saved_and_return {
     };
 }
 
-/// Power-on values: all exceptions masked, round to nearest.
+/// MXCSR (4 bytes) and the x87 control word (2), in one 8-byte slot of
+/// `catch`'s frame. Only when the target uses hardware floating point:
+/// `x86_64-unknown-none` is soft-float, and there the instructions could
+/// fault before the kernel enables SSE.
 #[cfg(target_feature = "sse")]
-const MXCSR_DEFAULT: u64 = 0x1f80;
-#[cfg(target_feature = "sse")]
-const X87_CONTROL_DEFAULT: u64 = 0x037f;
-
-/// Saves the FP control words below the general registers, when there
-/// are any (see `FP_CONTROL_BYTES`), and keeps the running ones in eax (MXCSR)
-/// and cx (x87) for `restore_fp_controls`.
-#[cfg(target_feature = "sse")]
-macro_rules! save_fp_controls {
-    () => {
-        "sub rsp, 8\n stmxcsr [rsp]\n fnstcw [rsp + 4]\n mov eax, [rsp]\n mov cx, [rsp + 4]"
-    };
-}
-/// Restores the saved FP control words, loading each only if it differs
-/// from the running one: `ldmxcsr` and `fldcw` are microcoded and cost
-/// tens of cycles each, and nearly always the values are equal.
-#[cfg(target_feature = "sse")]
-macro_rules! restore_fp_controls {
-    () => {
-        "cmp eax, [rsp]
-        je 2f
-        ldmxcsr [rsp]
-        2:
-        cmp cx, [rsp + 4]
-        je 3f
-        fldcw [rsp + 4]
-        3:
-        add rsp, 8"
-    };
-}
+const FP_CONTROL_BYTES: usize = 8;
 #[cfg(not(target_feature = "sse"))]
-macro_rules! save_fp_controls {
-    () => {
-        ""
-    };
-}
-#[cfg(not(target_feature = "sse"))]
-macro_rules! restore_fp_controls {
-    () => {
-        ""
-    };
-}
-
-/// # Safety
-///
-/// As for `super::switch`.
-#[unsafe(naked)]
-pub unsafe extern "sysv64" fn switch(from: *mut Context, to: *const Context) {
-    naked_asm!(
-        push_callee_saved!(),
-        save_fp_controls!(),
-        "mov [rdi], rsp",
-        "mov rsp, [rsi]",
-        restore_fp_controls!(),
-        pop_callee_saved_and_return!(),
-    )
-}
-
-/// The first `switch` into a new context returns here, with the entry
-/// point in r13 and its argument in r12. The stack pointer is 16-byte
-/// aligned, as the ABI wants it at a call.
-#[unsafe(naked)]
-unsafe extern "sysv64" fn trampoline() -> ! {
-    naked_asm!("mov rdi, r12", "call r13", "ud2")
-}
-
-/// Writes the first switch's frame below `stack_top`; returns the stack
-/// pointer to resume.
-///
-/// # Safety
-///
-/// As for `Context::new`.
-pub unsafe fn prepare(stack_top: *mut u8, entry: extern "C" fn(usize) -> !, argument: usize) -> usize {
-    let top = stack_top as usize & !15;
-    // From the saved stack pointer up: [FP controls], r15, r14, r13, r12,
-    // rbx, rbp, return address; the return address sits at top - 8, so the
-    // trampoline starts with the stack pointer at `top`.
-    let frame: [u64; 7] =
-        [0, 0, entry as usize as u64, argument as u64, 0, 0, trampoline as *const () as usize as u64];
-    let registers = (top - frame.len() * 8) as *mut u64;
-    // SAFETY: below the caller's stack top, inside the region it promised.
-    unsafe { registers.copy_from_nonoverlapping(frame.as_ptr(), frame.len()) };
-    #[cfg(target_feature = "sse")]
-    {
-        let controls = registers.wrapping_sub(1);
-        // SAFETY: as above; MXCSR in the low half, the x87 word above it.
-        unsafe { controls.write(MXCSR_DEFAULT | X87_CONTROL_DEFAULT << 32) };
-        controls as usize
-    }
-    #[cfg(not(target_feature = "sse"))]
-    {
-        registers as usize
-    }
-}
+const FP_CONTROL_BYTES: usize = 0;
 
 /// Room `catch` keeps for the slot's address below the saved registers
 /// (and the FP control words), padded so that the call to `f` is made

@@ -127,7 +127,7 @@ pub(crate) unsafe fn suspend(outcome: Outcome) {
     unsafe {
         let strand = *core.current.get();
         *core.outcome.get() = outcome;
-        context::switch(&mut *(*strand).context.get(), &*core.scheduler.get());
+        context::suspend((*strand).context.get(), core.scheduler.get());
     }
 }
 
@@ -326,7 +326,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
             core.slice_end.store(end, Relaxed);
             crate::platform::request_tick(Some(end));
         }
-        context::switch(&mut *core.scheduler.get(), &*header.context.get());
+        context::resume(header.context.get(), core.scheduler.get());
         *core.current.get() = ptr::null_mut();
         if shared.slice_ticks != 0 {
             core.running_level.store(NO_STRAND, Relaxed);

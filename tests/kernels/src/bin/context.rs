@@ -1,17 +1,17 @@
 //! The context switch on bare metal: every core ping-pongs 10,000 times
 //! with a context on its own stack. Each side keeps integers and floats
-//! live across every switch (so in callee-saved registers: x19-x28 and
+//! live across every resume and suspend (which the compiler must then keep
+//! in registers the switch preserves or spill around it: x19-x28 and
 //! d8-d15 on AArch64; rbx, rbp, r12-r15 on x86_64, which is soft-float
 //! there), and both sides' results must match the same computation done
-//! without switching. One callee-saved register (d8 or r12) is also
-//! written and read directly around each switch.
+//! without switching.
 #![no_std]
 #![no_main]
 
 use core::cell::UnsafeCell;
 use core::hint::black_box;
 use core::time::Duration;
-use roving::context::{Context, switch};
+use roving::context::{Context, resume, suspend};
 use roving_kernel::MAX_CORES;
 use roving_test_kernels::{on_every_core, pass};
 
@@ -76,18 +76,15 @@ extern "C" fn other_side(argument: usize) -> ! {
     let rally = argument as *mut Rally;
     let mut state = start(0x5eed);
     for round in 0..ROUNDS {
-        // Leave a different value in d8 than the main side left, so a
-        // switch that does not restore d8 shows there.
-        set_d8(u64::MAX - round);
-        // SAFETY: the core's own rally; `main` was saved by its switch here.
-        unsafe { switch(&mut (*rally).other, &(*rally).main) };
+        // SAFETY: the core's own rally; `main` records the resume waiting here.
+        unsafe { suspend(&raw mut (*rally).other, &raw const (*rally).main) };
         state = step(round, state);
     }
     // SAFETY: read by the main side only after this context is suspended.
     unsafe { (*rally).result = fold(state) };
     loop {
         // SAFETY: as above.
-        unsafe { switch(&mut (*rally).other, &(*rally).main) };
+        unsafe { suspend(&raw mut (*rally).other, &raw const (*rally).main) };
     }
 }
 
@@ -99,10 +96,8 @@ fn rally_on(core: usize) {
     };
     let mut mine = start(core as u64 + 1);
     for round in 0..=ROUNDS {
-        set_d8(round);
-        // SAFETY: `other` was made above or saved by its own switch back.
-        unsafe { switch(&mut (*rally).main, &(*rally).other) };
-        assert!(d8() == round, "core {core}: d8 changed across a switch");
+        // SAFETY: `other` was made above or saved by its own suspend.
+        unsafe { resume(&raw const (*rally).other, &raw mut (*rally).main) };
         mine = step(round, mine);
     }
     assert!(
@@ -115,40 +110,6 @@ fn rally_on(core: usize) {
         result == without_switching(0x5eed, ROUNDS),
         "core {core}: the other side's registers changed across a switch"
     );
-}
-
-/// Writes d8 (r12 on x86_64) directly. Inlined, so the value survives
-/// until the switch; the compiler, told the register is clobbered, saves
-/// the caller's value in the enclosing frame, so nothing it keeps is lost.
-#[inline(always)]
-fn set_d8(bits: u64) {
-    // SAFETY: only that register changes, and it is declared.
-    #[cfg(target_arch = "aarch64")]
-    unsafe {
-        core::arch::asm!("fmov d8, {}", in(reg) bits, out("d8") _)
-    };
-    // SAFETY: as above.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        core::arch::asm!("mov r12, {}", in(reg) bits, out("r12") _)
-    };
-}
-
-/// Reads d8 (r12 on x86_64) directly, without the compiler's help.
-#[inline(always)]
-fn d8() -> u64 {
-    let bits: u64;
-    // SAFETY: reads a register.
-    #[cfg(target_arch = "aarch64")]
-    unsafe {
-        core::arch::asm!("fmov {}, d8", out(reg) bits)
-    };
-    // SAFETY: reads a register.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        core::arch::asm!("mov {}, r12", out(reg) bits)
-    };
-    bits
 }
 
 fn main() {
