@@ -28,7 +28,8 @@ fn main() {
         yields,
         &[
             ("roving context resume + suspend", &|| switch::bare_switch(yields, 0)),
-            ("roving strand yield_now", &|| switch::strand_yield(yields)),
+            ("roving strand yield_now, alone on its core", &|| switch::strand_yield(yields)),
+            ("roving strand yield_now, two strands in turn", &|| switch::strand_pair_yield(yields)),
             ("corosensei resume + suspend", &|| switch::corosensei(yields)),
         ],
     );

@@ -22,6 +22,30 @@ pub fn strand_yield(yields: u64) -> Duration {
     })
 }
 
+/// roving: two strands on a one-core pool yield to each other, `yields`
+/// times each; a round trip is one yield of each (two switches through
+/// the core's scheduler), as a coroutine's resume + suspend is two
+/// switches.
+pub fn strand_pair_yield(yields: u64) -> Duration {
+    crate::harness::on_roving(1, move || {
+        let start = Instant::now();
+        let yielders: Vec<_> = (0..2)
+            .map(|_| {
+                roving::strand::spawn(move || {
+                    for _ in 0..yields {
+                        roving::strand::yield_now().expect("a strand may yield");
+                    }
+                })
+                .expect("a fibre for the strand")
+            })
+            .collect();
+        for yielder in yielders {
+            yielder.join().expect("the root strand may join");
+        }
+        start.elapsed()
+    })
+}
+
 /// corosensei: resume a coroutine that suspends at once, `yields` times.
 pub fn corosensei(yields: u64) -> Duration {
     let mut coroutine = corosensei::Coroutine::new(|yielder: &corosensei::Yielder<(), ()>, ()| {

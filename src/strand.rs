@@ -275,14 +275,21 @@ pub fn current() -> Option<StrandId> {
 
 /// Lets the core run its other work, then continues.
 ///
+/// Work already queued on the core goes first. When there is none, the
+/// strand continues at once, without a switch, as if the core had taken
+/// it straight back; every few dozen turns the core still stops to look at
+/// its mailboxes, timers and the pool's state, as it does between any
+/// tasks. Other cores' work is not waited for: a strand that yields in a
+/// loop to wait for something should block on it instead.
+///
 /// # Errors
 ///
 /// [`WaitError::NotAStrand`] outside strands.
 pub fn yield_now() -> Result<(), WaitError> {
     crate::platform::refuse_in_handler("strand::yield_now", crate::platform::HANDLERS_WAKE);
-    scheduler::current().ok_or(WaitError::NotAStrand)?;
-    // SAFETY: we are the running strand, and still runnable.
-    unsafe { scheduler::suspend(scheduler::Outcome::Yielded) };
+    let me = scheduler::current().ok_or(WaitError::NotAStrand)?;
+    // SAFETY: we are the running strand.
+    unsafe { scheduler::yield_running(me) };
     Ok(())
 }
 

@@ -59,6 +59,48 @@ fn yielding_strands_on_one_core_take_turns() {
     assert_eq!(order.len(), 9);
 }
 
+/// A strand that yields while nothing else is queued on its core goes on
+/// without a switch; it yields `limit` times at most, until `done` is set,
+/// and returns how many yields that took (`None`: never set).
+fn yield_until(done: &'static std::sync::atomic::AtomicBool, limit: u64) -> Option<u64> {
+    (0..limit).find(|_| {
+        strand::yield_now().unwrap();
+        done.load(SeqCst)
+    })
+}
+
+#[test]
+fn a_strand_that_yields_alone_still_lets_its_cores_timers_run() {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let yields = on_pool(1, || {
+        let yielder = strand::spawn(|| yield_until(&DONE, 100_000_000)).unwrap();
+        // This strand's wake-up is a timer of the one core the yielder
+        // keeps busy.
+        strand::sleep(Duration::from_millis(20)).unwrap();
+        DONE.store(true, SeqCst);
+        yielder.join().unwrap()
+    });
+    assert!(yields.is_some(), "the sleeping strand never woke while another yielded on its core");
+}
+
+#[test]
+fn a_strand_that_yields_alone_still_lets_its_cores_mailboxes_in() {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let yields = on_pool(1, || {
+        let pool = roving::Pool::current().unwrap();
+        let yielder = strand::spawn(|| yield_until(&DONE, 100_000_000)).unwrap();
+        // Posted from outside the pool, so it comes in through a mailbox.
+        let poster = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(10));
+            pool.post(0, || DONE.store(true, SeqCst)).map_err(|_| "refused").unwrap();
+        });
+        let yields = yielder.join().unwrap();
+        poster.join().unwrap();
+        yields
+    });
+    assert!(yields.is_some(), "a closure posted to the core never ran while a strand yielded there");
+}
+
 #[test]
 fn sleep_wakes_no_earlier_than_asked_and_not_much_later() {
     let lateness = on_pool(2, || {

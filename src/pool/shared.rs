@@ -628,6 +628,28 @@ impl Shared {
         }
     }
 
+    /// Whether the task running on core `me`, were it requeued now, would
+    /// be the next one the core runs, with nothing looked at in between:
+    /// nothing else is queued on the core, and its loop is not due to check
+    /// its mailboxes, timers and flags (it does so every
+    /// [`super::worker::FAIRNESS`] tasks). If so, the caller may go on in
+    /// place of that requeue and the turn it would have taken, and this
+    /// counts the turn.
+    pub(crate) fn continues_in_place(&self, me: usize) -> bool {
+        if self.stopped() || self.leaving[me].load(Relaxed) {
+            return false;
+        }
+        // SAFETY: we are core `me`, inside a task; the loop holds no
+        // reference to its `Local` across it.
+        let local = unsafe { self.local(me) };
+        let alone = local.lifo.is_none() && local.queue.len() == 0 && local.pinned.len() == 0;
+        if !alone || local.since_inbound + 1 >= super::worker::FAIRNESS {
+            return false;
+        }
+        local.since_inbound += 1;
+        true
+    }
+
     /// Queues the fibre of a strand that core `me` preempted at the back
     /// of the pool's turns, which every core takes from in order once it
     /// has nothing of its own: strands that never yield take turns on all

@@ -45,7 +45,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// Tasks a core runs from its own queues before it looks at its mailboxes.
-const FAIRNESS: u32 = 61;
+pub(super) const FAIRNESS: u32 = 61;
 
 /// Runs core `me`'s loop for `shared` until the pool stops.
 pub(crate) fn work(shared: &Shared, me: usize) {

@@ -54,6 +54,10 @@ pub(crate) struct StrandCore {
     /// One more than the highest level woken for this core that outranks
     /// its running strand, 0 if none: the next tick preempts at once.
     pub(crate) urgent: AtomicU8,
+    /// Whether other strands of the running strand's fibre were runnable
+    /// when it was resumed (fixed while it runs: strands made runnable
+    /// meanwhile go to the fibre's inbox).
+    fibre_has_more: UnsafeCell<bool>,
 }
 
 /// [`StrandCore::running_level`] of a core that runs no strand.
@@ -72,6 +76,7 @@ impl StrandCore {
             slice_end: AtomicU64::new(0),
             running_level: AtomicU8::new(NO_STRAND),
             urgent: AtomicU8::new(0),
+            fibre_has_more: UnsafeCell::new(false),
         }
     }
 }
@@ -129,6 +134,31 @@ pub(crate) unsafe fn suspend(outcome: Outcome) {
         *core.outcome.get() = outcome;
         context::suspend((*strand).context.get(), core.scheduler.get());
     }
+}
+
+/// Lets other work on the running strand's core go first. If there is
+/// none, the core would only requeue the strand's fibre and resume it at
+/// once: the strand then goes on without switching, and the turn counts
+/// as taken (`Shared::continues_in_place`).
+///
+/// # Safety
+///
+/// Called by the running strand, `strand`.
+pub(crate) unsafe fn yield_running(strand: NonNull<Header>) {
+    {
+        // The core found here must stay ours while we look at it.
+        let _deferral = crate::preempt::defer();
+        let (shared, me) = here().expect("a strand runs on a core");
+        // SAFETY: the running strand's header; our core's slot.
+        let fibre = unsafe { strand.as_ref() }.fibre;
+        // SAFETY: our core's slot, written before this strand was resumed.
+        let fibre_has_more = unsafe { *shared.strands[me].fibre_has_more.get() };
+        if !fibre_has_more && !fibre.inbox.has_tasks() && shared.continues_in_place(me) {
+            return;
+        }
+    }
+    // SAFETY: we are the running strand, and still runnable.
+    unsafe { suspend(Outcome::Yielded) };
 }
 
 /// The entry point of every strand, on its own stack.
@@ -320,6 +350,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         // switch must find the strand (deferring, so it asks again), or it
         // would take the core for idle and ask for no tick at all.
         *core.current.get() = strand.as_ptr();
+        *core.fibre_has_more.get() = owned.runnable.len() > 0;
         if shared.slice_ticks != 0 {
             core.running_level.store(header.priority.load(Relaxed), Relaxed);
             let end = crate::platform::ticks().saturating_add(shared.slice_ticks);
