@@ -35,7 +35,7 @@ MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
 STRESS_SECS ?= 30
 SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform qemu-test idle-check bench clean
+.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform qemu-test idle-check bench bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -144,10 +144,16 @@ qemu-test:
 	tests/qemu/suite
 
 ## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon,
-## tokio and corosensei, then interrupts on bare metal under QEMU's
-## instruction counting (not part of `make test`; results in BENCHMARKS.md)
+## tokio and corosensei, then bench-metal (not part of `make test`; results
+## in BENCHMARKS.md)
 bench: setup
 	cargo bench --quiet -p roving-bench $(HOST)
+	benches/bare-metal
+
+## bench-metal: the bare-metal figures alone, counted in instructions under
+## QEMU's -icount on virt and the PC: the latency table (Zephyr's rows and
+## roving's own), interrupts, wake plus poll, and time slices
+bench-metal: setup
 	benches/bare-metal
 
 idle-check:

@@ -287,9 +287,9 @@ pub fn current() -> Option<StrandId> {
 /// [`WaitError::NotAStrand`] outside strands.
 pub fn yield_now() -> Result<(), WaitError> {
     crate::platform::refuse_in_handler("strand::yield_now", crate::platform::HANDLERS_WAKE);
-    let me = scheduler::current().ok_or(WaitError::NotAStrand)?;
+    scheduler::current().ok_or(WaitError::NotAStrand)?;
     // SAFETY: we are the running strand.
-    unsafe { scheduler::yield_running(me) };
+    unsafe { scheduler::yield_running() };
     Ok(())
 }
 

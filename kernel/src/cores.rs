@@ -58,6 +58,7 @@ pub(crate) struct Stats {
     pub rings_answered: AtomicU64,
     pub light_sleeps: AtomicU64,
     pub deep_sleeps: AtomicU64,
+    pub last_deep_wake: AtomicU64,
     pub interrupts: AtomicU64,
     pub unexpected_interrupts: AtomicU64,
     pub timer_interrupts: AtomicU64,
@@ -81,6 +82,10 @@ pub struct CoreReport {
     pub light_sleeps: u64,
     /// Waits that slept in the deep tier (WFI).
     pub deep_sleeps: u64,
+    /// The core's own counter ([`crate::cycles`]) when it last woke from
+    /// the deep tier, before it looked at why: where a wake-up's cost on
+    /// the woken core starts.
+    pub last_deep_wake: u64,
     /// Interrupts taken (wake-up SGIs and timer deadlines).
     pub interrupts: u64,
     /// Interrupts that were neither of those nor a bound device line's.
@@ -119,6 +124,7 @@ impl CoreLocal {
                 rings_answered: AtomicU64::new(0),
                 light_sleeps: AtomicU64::new(0),
                 deep_sleeps: AtomicU64::new(0),
+                last_deep_wake: AtomicU64::new(0),
                 interrupts: AtomicU64::new(0),
                 unexpected_interrupts: AtomicU64::new(0),
                 timer_interrupts: AtomicU64::new(0),
@@ -166,6 +172,7 @@ impl CoreLocal {
             rings_answered: s.rings_answered.load(Relaxed),
             light_sleeps: s.light_sleeps.load(Relaxed),
             deep_sleeps: s.deep_sleeps.load(Relaxed),
+            last_deep_wake: s.last_deep_wake.load(Relaxed),
             interrupts: s.interrupts.load(Relaxed),
             unexpected_interrupts: s.unexpected_interrupts.load(Relaxed),
             timer_interrupts: s.timer_interrupts.load(Relaxed),

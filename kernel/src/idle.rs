@@ -45,6 +45,7 @@ fn wait_masked(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
             me.stats.deep_sleeps.fetch_add(1, Relaxed);
             let answered = if me.doorbell.enter_deep() {
                 arch::idle::sleep_deep();
+                me.stats.last_deep_wake.store(arch::timer::cycles(), Relaxed);
                 masking::woke();
                 me.doorbell.leave_deep()
             } else {

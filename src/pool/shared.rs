@@ -635,15 +635,16 @@ impl Shared {
     /// [`super::worker::FAIRNESS`] tasks). If so, the caller may go on in
     /// place of that requeue and the turn it would have taken, and this
     /// counts the turn.
+    #[inline]
     pub(crate) fn continues_in_place(&self, me: usize) -> bool {
-        if self.stopped() || self.leaving[me].load(Relaxed) {
-            return false;
-        }
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it.
         let local = unsafe { self.local(me) };
-        let alone = local.lifo.is_none() && local.queue.len() == 0 && local.pinned.len() == 0;
+        let alone = local.queue.len() == 0 && local.lifo.is_none() && local.pinned.len() == 0;
         if !alone || local.since_inbound + 1 >= super::worker::FAIRNESS {
+            return false;
+        }
+        if self.stopped() || self.leaving[me].load(Relaxed) {
             return false;
         }
         local.since_inbound += 1;

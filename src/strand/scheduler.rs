@@ -127,7 +127,17 @@ pub(crate) unsafe fn suspend(outcome: Outcome) {
     // The core found here must stay ours until we switch away.
     let _deferral = crate::preempt::defer();
     let (shared, me) = here().expect("a strand runs on a core");
-    let core = &shared.strands[me];
+    // SAFETY: the caller's contract; the core is ours (deferring).
+    unsafe { switch_out(&shared.strands[me], outcome) };
+}
+
+/// Switches from the running strand to `core`'s scheduler with `outcome`.
+///
+/// # Safety
+///
+/// As for [`suspend`], with `core` the calling core's, held (deferring).
+#[inline(always)]
+unsafe fn switch_out(core: &StrandCore, outcome: Outcome) {
     // SAFETY: our core's slots; the strand is the current one.
     unsafe {
         let strand = *core.current.get();
@@ -143,22 +153,20 @@ pub(crate) unsafe fn suspend(outcome: Outcome) {
 ///
 /// # Safety
 ///
-/// Called by the running strand, `strand`.
-pub(crate) unsafe fn yield_running(strand: NonNull<Header>) {
-    {
-        // The core found here must stay ours while we look at it.
-        let _deferral = crate::preempt::defer();
-        let (shared, me) = here().expect("a strand runs on a core");
-        // SAFETY: the running strand's header; our core's slot.
-        let fibre = unsafe { strand.as_ref() }.fibre;
-        // SAFETY: our core's slot, written before this strand was resumed.
-        let fibre_has_more = unsafe { *shared.strands[me].fibre_has_more.get() };
-        if !fibre_has_more && !fibre.inbox.has_tasks() && shared.continues_in_place(me) {
-            return;
-        }
+/// Called by the running strand.
+pub(crate) unsafe fn yield_running() {
+    // The core found here must stay ours while we look at it.
+    let _deferral = crate::preempt::defer();
+    let (shared, me) = here().expect("a strand runs on a core");
+    let core = &shared.strands[me];
+    // SAFETY: our core's slots, written before this strand was resumed;
+    // its header is live while it runs.
+    let alone = unsafe { !*core.fibre_has_more.get() && !(**core.current.get()).fibre.inbox.has_tasks() };
+    if alone && shared.continues_in_place(me) {
+        return;
     }
-    // SAFETY: we are the running strand, and still runnable.
-    unsafe { suspend(Outcome::Yielded) };
+    // SAFETY: we are the running strand, still runnable; deferring.
+    unsafe { switch_out(core, Outcome::Yielded) };
 }
 
 /// The entry point of every strand, on its own stack.
