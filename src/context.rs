@@ -27,7 +27,8 @@
 //! `resume` enters through a call and `suspend` leaves through a return to
 //! it, so calls and returns stay paired and the processor's return
 //! predictor stays right (an unpaired switch mispredicts its return every
-//! time).
+//! time). [`hand_off`] suspends one context and enters another under the
+//! same link, with a message, without returning to the resumer between.
 //!
 //! This is the one place besides the platform seam where the portable core
 //! names registers: it depends on the instruction set, never on a board or
@@ -127,7 +128,8 @@ pub unsafe fn resume(to: *const Context, link: *mut Context) {
 }
 
 /// Saves the running context in `me` and returns from the [`resume`] that
-/// recorded itself in `link`. Returns when something resumes `me`.
+/// recorded itself in `link`. Returns when something resumes `me`: the
+/// message it was resumed with, 0 from [`resume`] (see [`hand_off`]).
 ///
 /// # Safety
 ///
@@ -135,13 +137,36 @@ pub unsafe fn resume(to: *const Context, link: *mut Context) {
 /// that has not returned yet; `me` must stay valid until the context is
 /// resumed through it.
 #[inline(always)]
-pub unsafe fn suspend(me: *mut Context, link: *const Context) {
+pub unsafe fn suspend(me: *mut Context, link: *const Context) -> usize {
     // SAFETY: the caller's contract; the assembly stores the stack pointer
     // at `me`'s address, its first field, and reads `link`'s.
     unsafe {
         #[cfg(roving_tsan)]
         sanitizer::switch_to_fiber(sanitizer::Fiber::leaving(&mut (*me).sanitizer, &(*link).sanitizer), 0);
         isa::suspend(me, link)
+    }
+}
+
+/// Saves the running context in `me` and runs the suspended context `to`
+/// in its place: `to` returns from its switch with `message`, and when it
+/// suspends it returns from the [`resume`] that recorded itself in `link`,
+/// as `me` would have. Returns, as [`suspend`] does, when something
+/// resumes `me`.
+///
+/// It is how one strand hands its core straight to the next without a
+/// pass through the core's scheduler. A context entered for the first time
+/// (made by [`Context::new`]) does not see the message.
+///
+/// # Safety
+///
+/// As for [`suspend`], and `to` as for [`resume`].
+#[inline(always)]
+pub unsafe fn hand_off(me: *mut Context, to: *const Context, link: *mut Context, message: usize) -> usize {
+    // SAFETY: the caller's contract; as in `suspend` and `resume`.
+    unsafe {
+        #[cfg(roving_tsan)]
+        sanitizer::switch_to_fiber(sanitizer::Fiber::leaving(&mut (*me).sanitizer, &(*to).sanitizer), 0);
+        isa::hand_off(me, (*to).stack_pointer, link, message)
     }
 }
 
@@ -238,5 +263,78 @@ mod tests {
         }
         assert_eq!(rally.results, expected.to_vec(), "the other context's values changed under it");
         assert_eq!(rally.float, float);
+    }
+
+    /// The contexts of the hand-off test, and what each side saw.
+    struct Relay {
+        main: Context,
+        giver: Context,
+        taker: Context,
+        /// The messages each side's switches returned, in order.
+        giver_saw: Vec<usize>,
+        taker_saw: Vec<usize>,
+    }
+
+    extern "C" fn giver(argument: usize) -> ! {
+        let relay = argument as *mut Relay;
+        loop {
+            // SAFETY: `main` recorded the resume that entered us; the taker
+            // is suspended (it suspended before we were first resumed).
+            unsafe {
+                let seen = super::hand_off(
+                    &raw mut (*relay).giver,
+                    &raw const (*relay).taker,
+                    &raw mut (*relay).main,
+                    42,
+                );
+                (*relay).giver_saw.push(seen);
+            }
+        }
+    }
+
+    extern "C" fn taker(argument: usize) -> ! {
+        let relay = argument as *mut Relay;
+        loop {
+            // SAFETY: whoever entered us left `main` recording the resume
+            // to return to.
+            unsafe {
+                let seen = suspend(&raw mut (*relay).taker, &raw const (*relay).main);
+                (*relay).taker_saw.push(seen);
+            }
+        }
+    }
+
+    #[test]
+    fn a_hand_off_runs_the_other_context_with_its_message_and_returns_to_the_resumer() {
+        let (mut giver_stack, mut taker_stack) = (vec![0u8; STACK], vec![0u8; STACK]);
+        let mut relay = Box::new(Relay {
+            main: Context::empty(),
+            giver: Context::empty(),
+            taker: Context::empty(),
+            giver_saw: Vec::new(),
+            taker_saw: Vec::new(),
+        });
+        let raw: *mut Relay = &mut *relay;
+        // SAFETY: the stacks outlive the contexts, never resumed after this
+        // test; each side touches the relay only while the other waits.
+        unsafe {
+            (*raw).giver = Context::new(giver_stack.as_mut_ptr().add(STACK), giver, raw as usize);
+            (*raw).taker = Context::new(taker_stack.as_mut_ptr().add(STACK), taker, raw as usize);
+            // The taker suspends at once, ready for a message.
+            resume(&raw const (*raw).taker, &raw mut (*raw).main);
+            for _ in 0..3 {
+                // The giver hands off to the taker, which suspends back here.
+                resume(&raw const (*raw).giver, &raw mut (*raw).main);
+                // The taker again, plainly: it sees 0.
+                resume(&raw const (*raw).taker, &raw mut (*raw).main);
+            }
+        }
+        assert_eq!(
+            relay.taker_saw,
+            [42, 0, 42, 0, 42, 0],
+            "the taker's switches returned the wrong messages"
+        );
+        assert_eq!(relay.giver_saw, [0, 0], "a plain resume of the giver brought a message");
+        drop((giver_stack, taker_stack));
     }
 }

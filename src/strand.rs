@@ -60,6 +60,7 @@ pub(crate) mod control;
 mod error;
 pub(crate) mod failure;
 pub mod fibre;
+mod hand_off;
 pub mod knobs;
 mod park;
 mod priority;
@@ -287,10 +288,7 @@ pub fn current() -> Option<StrandId> {
 /// [`WaitError::NotAStrand`] outside strands.
 pub fn yield_now() -> Result<(), WaitError> {
     crate::platform::refuse_in_handler("strand::yield_now", crate::platform::HANDLERS_WAKE);
-    scheduler::current().ok_or(WaitError::NotAStrand)?;
-    // SAFETY: we are the running strand.
-    unsafe { scheduler::yield_running() };
-    Ok(())
+    if scheduler::yield_running() { Ok(()) } else { Err(WaitError::NotAStrand) }
 }
 
 /// Blocks the calling strand for at least `duration`; its core runs other

@@ -14,7 +14,8 @@
 //! resumer's stack; so the return predictor, which pushed an entry at the
 //! `blr`, pops the right one at the `ret`. Into a resume address, x0 holds
 //! the context's saved stack pointer, x1 the link (where the resumer's
-//! stack pointer goes) and x30 the return address into `resume`.
+//! stack pointer goes), x2 a message for the resumed side and x30 the
+//! return address into `resume`.
 //!
 //! FPCR is not saved (see the module above).
 
@@ -25,8 +26,8 @@ use core::arch::{asm, naked_asm};
 /// trampoline), a spare word, the argument and the entry point.
 pub const FRAME_BYTES: usize = 4 * 8;
 
-/// Runs the suspended context whose stack pointer is `to` until it calls
-/// [`suspend`] with `link`, which this records.
+/// `super::resume` on this instruction set, `to` being the context's
+/// saved stack pointer; the context's switch returns the message 0.
 ///
 /// # Safety
 ///
@@ -44,6 +45,7 @@ pub unsafe fn resume(to: usize, link: *mut Context) {
             "ldp x19, x29, [sp], #16",
             inout("x0") to => _,
             inout("x1") link => _,
+            inout("x2") 0usize => _,
             out("x20") _, out("x21") _, out("x22") _, out("x23") _, out("x24") _,
             out("x25") _, out("x26") _, out("x27") _, out("x28") _,
             clobber_abi("C"),
@@ -51,20 +53,18 @@ pub unsafe fn resume(to: usize, link: *mut Context) {
     }
 }
 
-/// Saves the running context in `me` and returns into the [`resume`] that
-/// recorded `link`; returns when something resumes `me`.
-///
-/// # Safety
-///
-/// As for `super::suspend`.
-#[inline(always)]
-pub unsafe fn suspend(me: *mut Context, link: *const Context) {
-    // SAFETY: the caller's contract. The frame stored here is read at
-    // label 2, where a `resume` arrives with x0 = the stack pointer stored
-    // below, x1 = its link and x30 = where to return to in it (kept on its
-    // stack, under the link); the block then ends with sp, x19 and x29 as
-    // they were at its start, every other register clobbered.
-    unsafe {
+/// Saves the running context in `$me` (its stack pointer, below the resume
+/// address, x19 and x29), moves to the resumer's stack at `$link` with its
+/// return address back in x30, leaves by `$leave`, and evaluates to the
+/// message it is resumed with. Label 2 is the resume address: a `resume`
+/// or a hand-off arrives there with x0 = the stack pointer stored, x1 = its
+/// link, x2 = its message and x30 = where to return to in the resumer
+/// (kept on its stack, under the link); the block then ends with sp, x19
+/// and x29 as they were at its start, every other register clobbered.
+/// `$to` and `$message` go to the leaving instructions in x3 and x2.
+macro_rules! save_and_leave {
+    ($leave:literal, $me:expr, $link:expr, $to:expr, $message:expr) => {{
+        let received: usize;
         asm!(
             "sub sp, sp, #32",
             "adr x9, 2f",
@@ -75,20 +75,52 @@ pub unsafe fn suspend(me: *mut Context, link: *const Context) {
             "ldr x9, [x1]",
             "ldr x30, [x9]",
             "add sp, x9, #16",
-            "ret",
+            $leave,
             "2:",
             "str x30, [sp, #-16]!",
             "mov x9, sp",
             "str x9, [x1]",
             "ldp x19, x29, [x0, #16]",
             "add sp, x0, #32",
-            inout("x0") me => _,
-            inout("x1") link => _,
+            inout("x0") $me => _,
+            inout("x1") $link => _,
+            inout("x2") $message => received,
+            inout("x3") $to => _,
             out("x20") _, out("x21") _, out("x22") _, out("x23") _, out("x24") _,
             out("x25") _, out("x26") _, out("x27") _, out("x28") _,
             clobber_abi("C"),
         );
-    }
+        received
+    }};
+}
+
+/// `super::suspend` on this instruction set.
+///
+/// # Safety
+///
+/// As for `super::suspend`.
+#[inline(always)]
+pub unsafe fn suspend(me: *mut Context, link: *const Context) -> usize {
+    // SAFETY: the caller's contract; see `save_and_leave`. The `ret` goes
+    // back to the resumer's branch.
+    unsafe { save_and_leave!("ret", me, link, 0usize, 0usize) }
+}
+
+/// `super::hand_off` on this instruction set, `to` being the context's
+/// saved stack pointer.
+///
+/// The branch leaves the return predictor one entry off (`me` entered by
+/// a `blr` it never returns from), which the next few returns pay for.
+///
+/// # Safety
+///
+/// As for `super::hand_off`.
+#[inline(always)]
+pub unsafe fn hand_off(me: *mut Context, to: usize, link: *mut Context, message: usize) -> usize {
+    // SAFETY: the caller's contract; see `save_and_leave`. From the
+    // resumer's stack, the branch enters `to` as `resume` would have, with
+    // the same registers (x30 still the resumer's return address).
+    unsafe { save_and_leave!("mov x0, x3\n ldr x9, [x3]\n br x9", me, link, to, message) }
 }
 
 /// The resume address of a new context: does what label 2 of `suspend`

@@ -13,8 +13,8 @@
 //! which pushed an entry at the `call`, pops the right one at the `ret`.
 //! The resume address is reached by an indirect `call` that the branch
 //! predictor learns like any other. Into a resume address, rdx holds the
-//! context's saved stack pointer and rsi the link (where the resumer's
-//! stack pointer goes).
+//! context's saved stack pointer, rsi the link (where the resumer's stack
+//! pointer goes) and rcx a message for the resumed side.
 //!
 //! MXCSR and the x87 control word are not saved (see the module above).
 
@@ -25,8 +25,8 @@ use core::arch::{asm, naked_asm};
 /// trampoline), the argument and the entry point.
 pub const FRAME_BYTES: usize = 3 * 8;
 
-/// Runs the suspended context whose stack pointer is `to` until it calls
-/// [`suspend`] with `link`, which this records.
+/// `super::resume` on this instruction set, `to` being the context's
+/// saved stack pointer; the context's switch returns the message 0.
 ///
 /// # Safety
 ///
@@ -45,25 +45,24 @@ pub unsafe fn resume(to: usize, link: *mut Context) {
             "pop rbp",
             inout("rdx") to => _,
             inout("rsi") link => _,
+            inout("rcx") 0usize => _,
             out("r12") _, out("r13") _, out("r14") _, out("r15") _,
             clobber_abi("sysv64"),
         );
     }
 }
 
-/// Saves the running context in `me` and returns into the [`resume`] that
-/// recorded `link`; returns when something resumes `me`.
-///
-/// # Safety
-///
-/// As for `super::suspend`.
-#[inline(always)]
-pub unsafe fn suspend(me: *mut Context, link: *const Context) {
-    // SAFETY: the caller's contract. The frame pushed here is popped at
-    // label 2, where a `resume` arrives with rdx = the stack pointer
-    // stored below and rsi = its link; the block then ends with rsp, rbx
-    // and rbp as they were at its start, every other register clobbered.
-    unsafe {
+/// Saves the running context in `$me` (its stack pointer, below the resume
+/// address, rbx and rbp), moves to the resumer's stack at `$link`, leaves
+/// by `$leave`, and evaluates to the message it is resumed with. Label 2
+/// is the resume address: a `resume` or a hand-off arrives there with rdx
+/// = the stack pointer stored, rsi = its link and rcx = its message; the
+/// block then ends with rsp, rbx and rbp as they were at its start, every
+/// other register clobbered. `$to` and `$message` go to the leaving
+/// instruction in rdx and rcx.
+macro_rules! save_and_leave {
+    ($leave:literal, $me:expr, $link:expr, $to:expr, $message:expr) => {{
+        let received: usize;
         asm!(
             "push rbp",
             "push rbx",
@@ -71,19 +70,50 @@ pub unsafe fn suspend(me: *mut Context, link: *const Context) {
             "push r8",
             "mov [rdi], rsp",
             "mov rsp, [rsi]",
-            "ret",
+            $leave,
             "2:",
             "mov [rsi], rsp",
             "lea rsp, [rdx + 8]",
             "pop rbx",
             "pop rbp",
-            inout("rdi") me => _,
-            inout("rsi") link => _,
-            out("rdx") _,
+            inout("rdi") $me => _,
+            inout("rsi") $link => _,
+            inout("rdx") $to => _,
+            inout("rcx") $message => received,
             out("r12") _, out("r13") _, out("r14") _, out("r15") _,
             clobber_abi("sysv64"),
         );
-    }
+        received
+    }};
+}
+
+/// `super::suspend` on this instruction set.
+///
+/// # Safety
+///
+/// As for `super::suspend`.
+#[inline(always)]
+pub unsafe fn suspend(me: *mut Context, link: *const Context) -> usize {
+    // SAFETY: the caller's contract; see `save_and_leave`. The `ret` goes
+    // back to the resumer's call.
+    unsafe { save_and_leave!("ret", me, link, 0usize, 0usize) }
+}
+
+/// `super::hand_off` on this instruction set, `to` being the context's
+/// saved stack pointer.
+///
+/// The jump leaves the return predictor one entry off (`me` entered by a
+/// call it never returns from), which the next few returns pay for.
+///
+/// # Safety
+///
+/// As for `super::hand_off`.
+#[inline(always)]
+pub unsafe fn hand_off(me: *mut Context, to: usize, link: *mut Context, message: usize) -> usize {
+    // SAFETY: the caller's contract; see `save_and_leave`. From the
+    // resumer's stack, the jump enters `to` as `resume` would have, with
+    // the same registers.
+    unsafe { save_and_leave!("jmp qword ptr [rdx]", me, link, to, message) }
 }
 
 /// The resume address of a new context: does what label 2 of `suspend`

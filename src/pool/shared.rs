@@ -651,6 +651,38 @@ impl Shared {
         true
     }
 
+    /// Takes the task core `me` would run next once its running task ends
+    /// (the newest it spawned for itself, or else the oldest in its
+    /// queue), if that is a fibre's, the core is not due to look at its
+    /// mailboxes, timers and flags first, and `ready()` agrees: a strand
+    /// about to leave the core hands it straight to a strand of that
+    /// fibre. Counts the turn as the core's loop would.
+    #[inline]
+    pub(crate) fn take_next_fibre(&self, me: usize, ready: impl FnOnce() -> bool) -> Option<NonNull<Task>> {
+        // SAFETY: we are core `me`, inside a task; the loop holds no
+        // reference to its `Local` across it.
+        let local = unsafe { self.local(me) };
+        let next = local.lifo.or_else(|| local.queue.front())?;
+        if !crate::strand::fibre::is_fibre_task(next) || local.since_inbound + 1 >= super::worker::FAIRNESS {
+            return None;
+        }
+        if self.stopped() || self.leaving[me].load(Relaxed) || !ready() {
+            return None;
+        }
+        if local.lifo.take().is_none() {
+            local.queue.pop_front();
+        }
+        local.since_inbound += 1;
+        stats::add(&self.stats[me].tasks_run, 1);
+        Some(next)
+    }
+
+    /// What core `me`'s loop does after each task: offers its surplus to
+    /// idle cores.
+    pub(crate) fn after_task(&self, me: usize) {
+        super::worker::offer_surplus(self, me);
+    }
+
     /// Queues the fibre of a strand that core `me` preempted at the back
     /// of the pool's turns, which every core takes from in order once it
     /// has nothing of its own: strands that never yield take turns on all

@@ -162,7 +162,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
 /// Puts the older half of the stealable queue on the steal list if some
 /// core is idle or asleep and the list is empty; wakes sleepers if no core
 /// is idle to take it.
-fn offer_surplus(shared: &Shared, me: usize) {
+pub(super) fn offer_surplus(shared: &Shared, me: usize) {
     // SAFETY: we are core `me`, between tasks.
     let local = unsafe { shared.local(me) };
     if local.queue.len() < 2 || shared.steal[me].has_tasks() || shared.sleep.counters().inactive() == 0 {

@@ -384,6 +384,13 @@ pub(crate) fn holds(address: *const u8) -> bool {
         || inside(REGION.0.get().cast_const().cast(), FIBRES * SLOT_BYTES)
 }
 
+/// Whether `task` is a fibre's own task (the one `run` runs), rather than
+/// any other kind of task.
+pub(crate) fn is_fibre_task(task: NonNull<Task>) -> bool {
+    let table = TABLE.as_ptr_range();
+    (table.start.addr()..table.end.addr()).contains(&task.as_ptr().addr())
+}
+
 /// How many fibres some pool holds now.
 pub(crate) fn claimed() -> usize {
     CLAIMED.iter().map(|word| word.load(Relaxed).count_ones() as usize).sum()

@@ -42,8 +42,8 @@ pub(crate) enum Outcome {
 /// A core's strand state: where its scheduler context is saved while a
 /// strand runs, which strand that is, and how it came back.
 pub(crate) struct StrandCore {
-    scheduler: UnsafeCell<Context>,
-    current: UnsafeCell<*mut Header>,
+    pub(super) scheduler: UnsafeCell<Context>,
+    pub(super) current: UnsafeCell<*mut Header>,
     outcome: UnsafeCell<Outcome>,
     /// When the running strand's time slice ends, in ticks (pools with a
     /// slice only; read by the core's timer interrupt, `crate::preempt`).
@@ -58,6 +58,10 @@ pub(crate) struct StrandCore {
     /// when it was resumed (fixed while it runs: strands made runnable
     /// meanwhile go to the fibre's inbox).
     fibre_has_more: UnsafeCell<bool>,
+    /// The strand that just handed the core to the running one, and how it
+    /// left, until the running one ends that strand's turn
+    /// (`hand_off::finish_previous`).
+    pub(super) handed_from: UnsafeCell<Option<(NonNull<Header>, Outcome)>>,
 }
 
 /// [`StrandCore::running_level`] of a core that runs no strand.
@@ -77,6 +81,7 @@ impl StrandCore {
             running_level: AtomicU8::new(NO_STRAND),
             urgent: AtomicU8::new(0),
             fibre_has_more: UnsafeCell::new(false),
+            handed_from: UnsafeCell::new(None),
         }
     }
 }
@@ -116,7 +121,8 @@ pub(crate) fn running_on(shared: &Shared, core: usize) -> Option<NonNull<Header>
     NonNull::new(unsafe { *shared.strands[core].current.get() })
 }
 
-/// Switches from the running strand back to its core's scheduler.
+/// Switches from the running strand back to its core's scheduler, or
+/// straight to the strand the scheduler would run next (`hand_off`).
 /// Returns when the strand is resumed, possibly on another core.
 ///
 /// # Safety
@@ -128,50 +134,69 @@ pub(crate) unsafe fn suspend(outcome: Outcome) {
     let _deferral = crate::preempt::defer();
     let (shared, me) = here().expect("a strand runs on a core");
     // SAFETY: the caller's contract; the core is ours (deferring).
-    unsafe { switch_out(&shared.strands[me], outcome) };
+    unsafe { switch_out(shared, me, outcome) };
 }
 
-/// Switches from the running strand to `core`'s scheduler with `outcome`.
+/// [`suspend`], for a core already found.
 ///
 /// # Safety
 ///
-/// As for [`suspend`], with `core` the calling core's, held (deferring).
+/// As for [`suspend`], with `me` the calling core, held (deferring).
 #[inline(always)]
-unsafe fn switch_out(core: &StrandCore, outcome: Outcome) {
-    // SAFETY: our core's slots; the strand is the current one.
-    unsafe {
-        let strand = *core.current.get();
+unsafe fn switch_out(shared: &Shared, me: usize, outcome: Outcome) {
+    let core = &shared.strands[me];
+    // SAFETY: our core's slot; the caller is its current strand.
+    let strand = unsafe { *core.current.get() };
+    // SAFETY: our core's slots.
+    let message = unsafe {
         *core.outcome.get() = outcome;
-        context::suspend((*strand).context.get(), core.scheduler.get());
+        let handing = matches!(outcome, Outcome::Yielded | Outcome::Blocked);
+        match handing.then(|| super::hand_off::next_strand(shared, me, strand)).flatten() {
+            Some(next) => super::hand_off::switch(shared, me, strand, next, outcome),
+            None => context::suspend((*strand).context.get(), core.scheduler.get()),
+        }
+    };
+    if let Some(core) = super::hand_off::handed_on(message) {
+        // SAFETY: we run again, in a turn of our fibre, which a live pool
+        // holds: the one whose core `core` handed us.
+        let pool = unsafe { &*(*strand).fibre.pool() };
+        super::hand_off::finish_previous(pool, core);
     }
 }
 
 /// Lets other work on the running strand's core go first. If there is
 /// none, the core would only requeue the strand's fibre and resume it at
 /// once: the strand then goes on without switching, and the turn counts
-/// as taken (`Shared::continues_in_place`).
-///
-/// # Safety
-///
-/// Called by the running strand.
-pub(crate) unsafe fn yield_running() {
+/// as taken (`Shared::continues_in_place`). Returns `false`, doing
+/// nothing, outside strands.
+pub(crate) fn yield_running() -> bool {
     // The core found here must stay ours while we look at it.
     let _deferral = crate::preempt::defer();
-    let (shared, me) = here().expect("a strand runs on a core");
+    let Some((shared, me)) = here() else { return false };
     let core = &shared.strands[me];
-    // SAFETY: our core's slots, written before this strand was resumed;
-    // its header is live while it runs.
-    let alone = unsafe { !*core.fibre_has_more.get() && !(**core.current.get()).fibre.inbox.has_tasks() };
-    if alone && shared.continues_in_place(me) {
-        return;
+    // SAFETY: our core's slot: the strand it runs, if it runs one, and
+    // then that is us (code outside strands runs with it null).
+    let strand = unsafe { *core.current.get() };
+    if strand.is_null() {
+        return false;
     }
-    // SAFETY: we are the running strand, still runnable; deferring.
-    unsafe { switch_out(core, Outcome::Yielded) };
+    // SAFETY: our core's slot, written before this strand was resumed;
+    // its header is live while it runs.
+    let alone = unsafe { !*core.fibre_has_more.get() && !(*strand).fibre.inbox.has_tasks() };
+    if !(alone && shared.continues_in_place(me)) {
+        // SAFETY: we are the running strand, still runnable; deferring.
+        unsafe { switch_out(shared, me, Outcome::Yielded) };
+    }
+    true
 }
 
 /// The entry point of every strand, on its own stack.
 pub(crate) extern "C" fn strand_entry(header: usize) -> ! {
     let header = NonNull::new(header as *mut Header).expect("a strand starts with its control block");
+    // Entered by a hand-off, perhaps: the first switch brings no message.
+    if let Some((shared, me)) = here() {
+        super::hand_off::finish_previous(shared, me);
+    }
     // Created deferring (so a tick before the first switch leaves it
     // alone): its own code may be preempted from here on.
     // SAFETY: the running strand's header.
@@ -330,6 +355,34 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         return;
     }
     let (shared, me) = here().expect("fibres run on a pool's cores");
+    let Some((strand, more)) = take_runnable(shared, me, fibre) else { return };
+    let core = &shared.strands[me];
+    // SAFETY: the strand is resident and ours to run; our core's slots.
+    let (strand, outcome) = unsafe {
+        enter(shared, core, fibre, strand, more);
+        context::resume(strand.as_ref().context.get(), core.scheduler.get());
+        // Whichever strand came back: the one resumed, or the last of
+        // those that handed the core on (`hand_off`).
+        let back = *core.current.get();
+        *core.current.get() = ptr::null_mut();
+        if shared.slice_ticks != 0 {
+            core.running_level.store(NO_STRAND, Relaxed);
+        }
+        (NonNull::new(back).expect("a strand came back"), *core.outcome.get())
+    };
+    after_turn(shared, me, strand, outcome);
+}
+
+/// Starts a turn of `fibre`'s task on core `me`: takes its next runnable
+/// strand and makes it resident. Returns it, and whether more of the
+/// fibre's strands are runnable; or `None` when there is nothing to run
+/// now, the turn already ended (the fibre unscheduled or requeued).
+#[inline(always)]
+pub(super) fn take_runnable(
+    shared: &Shared,
+    me: usize,
+    fibre: &'static Fibre,
+) -> Option<(NonNull<Header>, bool)> {
     fibre.last_core.store(me, Relaxed);
     // SAFETY: we run the fibre's task, so we hold its schedule.
     let owned = unsafe { fibre.owned() };
@@ -337,7 +390,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     unsafe { owned.runnable.append_reversed(fibre.inbox.take_all()) };
     let Some(task) = owned.runnable.pop_front() else {
         end_turn(shared, me, fibre, owned);
-        return;
+        return None;
     };
     let strand = Header::from_task(task);
     if !make_resident(fibre, owned, strand) {
@@ -346,11 +399,29 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         // SAFETY: the task came out of this queue.
         unsafe { owned.runnable.push_back(task) };
         requeue(shared, me, fibre);
-        return;
+        return None;
     }
-    let core = &shared.strands[me];
-    // SAFETY: the strand is resident and ours to run; our core's slots.
-    let outcome = unsafe {
+    Some((strand, owned.runnable.len() > 0))
+}
+
+/// Names `strand`, resident on `fibre`, as the strand `core` runs next,
+/// and starts its time slice.
+///
+/// # Safety
+///
+/// `core` is the calling core's; the strand is ours to run (from
+/// [`take_runnable`]), `more` as that returned.
+#[inline(always)]
+pub(super) unsafe fn enter(
+    shared: &Shared,
+    core: &StrandCore,
+    fibre: &Fibre,
+    strand: NonNull<Header>,
+    more: bool,
+) {
+    // SAFETY: the strand's own reference keeps its header live; our
+    // core's slots.
+    unsafe {
         let header = strand.as_ref();
         fibre.resident_id.store(header.id.get(), Relaxed);
         fibre.running.store(strand.as_ptr(), Relaxed);
@@ -358,31 +429,35 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         // switch must find the strand (deferring, so it asks again), or it
         // would take the core for idle and ask for no tick at all.
         *core.current.get() = strand.as_ptr();
-        *core.fibre_has_more.get() = owned.runnable.len() > 0;
+        *core.fibre_has_more.get() = more;
         if shared.slice_ticks != 0 {
             core.running_level.store(header.priority.load(Relaxed), Relaxed);
             let end = crate::platform::ticks().saturating_add(shared.slice_ticks);
             core.slice_end.store(end, Relaxed);
             crate::platform::request_tick(Some(end));
         }
-        context::resume(header.context.get(), core.scheduler.get());
-        *core.current.get() = ptr::null_mut();
-        if shared.slice_ticks != 0 {
-            core.running_level.store(NO_STRAND, Relaxed);
-        }
-        *core.outcome.get()
-    };
+    }
+}
+
+/// Ends the turn of `strand`, which left core `me` with `outcome` and is
+/// no longer running: requeues its fibre, or unschedules it.
+#[inline(always)]
+pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, outcome: Outcome) {
     // SAFETY: the header is live (the strand's own reference).
-    let id = unsafe { strand.as_ref() }.id;
-    assert!(fibre.canary_intact(), "strand {id} overflowed the stack of fibre {}", fibre.index());
+    let header = unsafe { strand.as_ref() };
+    let fibre = header.fibre;
+    // SAFETY: the strand's turn is a turn of its fibre's task, which this
+    // core runs, so it holds the fibre's schedule.
+    let owned = unsafe { fibre.owned() };
+    let task = Header::task(strand);
+    assert!(fibre.canary_intact(), "strand {} overflowed the stack of fibre {}", header.id, fibre.index());
     match outcome {
         // SAFETY: the strand is runnable and in no list.
         Outcome::Yielded => unsafe { owned.runnable.push_back(task) },
         Outcome::Preempted => {
             // SAFETY: as above.
             unsafe { owned.runnable.push_back(task) };
-            // SAFETY: the header is live (the strand's own reference).
-            let level = crate::strand::Priority::from_raw(unsafe { strand.as_ref() }.priority.load(Relaxed));
+            let level = crate::strand::Priority::from_raw(header.priority.load(Relaxed));
             shared.requeue_preempted(me, fibre.task(), fibre.pinned.load(Relaxed), level);
             return;
         }

@@ -45,6 +45,11 @@ impl TaskQueue {
         self.len += 1;
     }
 
+    /// The oldest task, left in the queue.
+    pub fn front(&self) -> Option<NonNull<Task>> {
+        NonNull::new(self.head)
+    }
+
     /// Removes the oldest task.
     pub fn pop_front(&mut self) -> Option<NonNull<Task>> {
         let task = NonNull::new(self.head)?;

@@ -1,0 +1,138 @@
+//! Handing a core from one strand straight to the next.
+//!
+//! When a strand yields or blocks, its core's loop would end the strand's
+//! turn (requeue or unschedule its fibre), take the next task from its
+//! queues and, if that is a fibre, start a turn of it: two context
+//! switches, through the core's scheduler context. When the next task is
+//! known to be a fibre's, the strand does that work itself and switches
+//! once, straight to the next strand, which ends the first one's turn
+//! where the core's loop would have.
+//!
+//! # Protocol
+//!
+//! Strand A, running on core C in a turn of its fibre FA, leaves with
+//! outcome `Yielded` or `Blocked`:
+//!
+//! 1. It asks the pool for C's next task, as the loop would pick it
+//!    (`Shared::take_next_fibre`: the newest task C spawned for itself, or
+//!    else the oldest in C's queue; none if C is due to look at its
+//!    mailboxes, timers and flags). Only a fibre's task is taken. Taking
+//!    it is C starting that fibre FB's turn: C now holds FB's schedule,
+//!    as it holds FA's.
+//! 2. It starts the turn as the fibre's task would (`take_runnable`): FB's
+//!    next runnable strand B is made resident on FB's stack, copying
+//!    stacks if need be. FB is not FA (FA's task is held by C, in no
+//!    queue), so nothing touches the stack A runs on. If FB has nothing to
+//!    run, that turn ends there and A leaves through the scheduler.
+//! 3. It names B as C's running strand (`enter`), records itself and its
+//!    outcome in C's `handed_from`, and switches to B with a message
+//!    naming C ([`crate::context::hand_off`]; a plain resume's message is
+//!    0). The switch leaves C's scheduler link as it was: when B leaves
+//!    for the scheduler, it returns from the same `resume` that entered A.
+//! 4. B, on C, sees the message (or, entered for the first time, looks
+//!    anyway) and ends A's turn (`after_turn`: requeue or unschedule FA),
+//!    then lets C offer its surplus as after any task.
+//!
+//! # Why it is safe
+//!
+//! - A is resumable only once FA's turn ends, because until then C holds
+//!   FA's schedule: a waker that makes A runnable only pushes it into
+//!   FA's inbox. FA's turn ends in step 4, after the switch has saved A's
+//!   context; so no core resumes A before its registers are saved.
+//! - The copy-swap invariant holds: step 2 copies only into FB's stack,
+//!   which no strand runs on (C holds FB's schedule, and B is not running
+//!   yet); A's stack is not touched while A runs on it.
+//! - Both strands hold a deferral from before the switch until after step
+//!   4, so no tick preempts them in between; C's strand slots are touched
+//!   only by C.
+//! - The loop's order is kept: the next task is the one the loop would
+//!   have run (the loop requeues A's fibre at the back of the queue, after
+//!   the task chosen in step 1), the loop's count toward looking at its
+//!   mailboxes is advanced, and the turn is counted as a task run.
+
+use super::control::Header;
+use super::fibre::{self, Fibre};
+use super::scheduler::{Outcome, after_turn, enter, take_runnable};
+use crate::context;
+use crate::pool::shared::Shared;
+use core::ptr::NonNull;
+
+/// The message for a strand entered by a hand-off on core `me`: never 0,
+/// which a plain resume brings.
+fn message(me: usize) -> usize {
+    me + 1
+}
+
+/// The core that handed the resumed strand its turn, from the message its
+/// switch returned; `None` after a plain resume.
+pub(super) fn handed_on(message: usize) -> Option<usize> {
+    message.checked_sub(1)
+}
+
+/// The strand core `me`'s running strand `from` may hand the core to, its
+/// turn started (steps 1 and 2 of the module docs); `None` if the core
+/// should go through its scheduler.
+///
+/// # Safety
+///
+/// Called by the running strand `from`, on core `me`, deferring.
+#[inline(always)]
+pub(super) unsafe fn next_strand(shared: &Shared, me: usize, from: *mut Header) -> Option<Next> {
+    // SAFETY: the running strand's header is live.
+    let from_fibre = unsafe { &*from }.fibre;
+    // An overflowed stack is reported by the scheduler, not here.
+    let task = shared.take_next_fibre(me, || from_fibre.canary_intact())?;
+    debug_assert!(fibre::is_fibre_task(task));
+    // SAFETY: a fibre's task, which the core now runs.
+    let fibre = unsafe { Fibre::from_task(task) };
+    let (strand, more) = take_runnable(shared, me, fibre)?;
+    Some(Next { fibre, strand, more })
+}
+
+/// A strand whose turn has started, ready to be handed the core.
+pub(super) struct Next {
+    fibre: &'static Fibre,
+    strand: NonNull<Header>,
+    more: bool,
+}
+
+/// Switches from the running strand `from` to `next` on core `me` (step
+/// 3); returns `from`'s message when it is resumed.
+///
+/// # Safety
+///
+/// Called by the running strand `from` on core `me`, deferring, with
+/// `outcome` true of it, and `next` from [`next_strand`].
+pub(super) unsafe fn switch(
+    shared: &Shared,
+    me: usize,
+    from: *mut Header,
+    next: Next,
+    outcome: Outcome,
+) -> usize {
+    let core = &shared.strands[me];
+    // SAFETY: the caller's contract; our core's slots; both headers are
+    // live (their strands' own references).
+    unsafe {
+        enter(shared, core, next.fibre, next.strand, next.more);
+        *core.handed_from.get() = Some((NonNull::new_unchecked(from), outcome));
+        context::hand_off(
+            (*from).context.get(),
+            next.strand.as_ref().context.get(),
+            core.scheduler.get(),
+            message(me),
+        )
+    }
+}
+
+/// Ends the turn of the strand that handed core `me` of `shared` to the
+/// running one, if one did (step 4).
+pub(super) fn finish_previous(shared: &Shared, me: usize) {
+    // SAFETY: our core's slot; the record was left by the strand that ran
+    // here just before us, which is suspended now.
+    let Some((previous, outcome)) = (unsafe { (*shared.strands[me].handed_from.get()).take() }) else {
+        return;
+    };
+    after_turn(shared, me, previous, outcome);
+    shared.after_task(me);
+}
