@@ -4,6 +4,7 @@
 //! `cargo bench -p roving-bench --target host-tuple --bench strands -- [quick]`
 
 mod copy_swap;
+mod crowds;
 mod harness;
 mod spawn_join;
 mod switch;
@@ -42,6 +43,27 @@ fn main() {
     copy_swap_group::<1024>(samples, switches);
     copy_swap_group::<4096>(samples, switches);
     copy_swap_group::<8192>(samples, switches);
+
+    println!("\ncrowds on two cores: ns per yield (200 strands or tasks yielding 200 times each)");
+    let rows = compare(
+        samples,
+        200 * 200,
+        &[
+            ("roving strands yield_now (64 fibres, copy-swap)", &|| crowds::strand_crowd_yield(200, 200)),
+            ("tokio tasks yield_now", &|| crowds::tokio_crowd_yield(200, 200)),
+        ],
+    );
+    ratios(&rows, &["tokio tasks yield_now"]);
+    println!("\npairs on two cores: ns per pair (1,000 pairs passing one number each)");
+    let rows = compare(
+        samples,
+        1000,
+        &[
+            ("roving strand pairs, bounded(1) channel", &|| crowds::strand_pairs(1000)),
+            ("tokio task pairs, oneshot", &|| crowds::tokio_pairs(1000)),
+        ],
+    );
+    ratios(&rows, &["tokio task pairs, oneshot"]);
 
     println!(
         "\nspawn + join: ns per child, one at a time ({spawns} per sample; std threads: a tenth, scaled)"
