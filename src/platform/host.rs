@@ -34,6 +34,7 @@
 
 #[cfg(all(unix, not(miri)))]
 mod guard;
+mod light_spin;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod preempt;
 
@@ -174,6 +175,9 @@ impl Machine {
         }
         #[cfg(all(unix, not(miri)))]
         guard::install();
+        // Measured before any core runs (once per process), so that no
+        // core's first wait pays for it.
+        light_spin::light_spin();
         let light_spin = thread::available_parallelism().is_ok_and(|threads| cores <= threads.get());
         let cores = (0..cores)
             .map(|_| Core {
@@ -350,15 +354,6 @@ pub(crate) fn with_core_owner<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R)
 
 struct HostPlatform;
 
-/// How long the light tier watches the doorbell before parking. A `WFE`
-/// ends within a few hundred cycles of the `SEV`; a parked thread needs a
-/// futex wake-up and a trip through the OS scheduler (several
-/// microseconds), which would otherwise dominate every message to a core
-/// that had just gone idle. The deep tier parks at once, and so does the
-/// light tier of a machine with more cores than the host has hardware
-/// threads.
-const LIGHT_SPIN: Duration = Duration::from_micros(50);
-
 /// What a searching core does after fruitless round `round`. With more
 /// cores than CPUs, a core that spins while it searches keeps a working
 /// core's thread off a CPU, so every eighth round it yields its thread
@@ -374,10 +369,15 @@ pub(crate) fn between_search_rounds(round: u32) {
 }
 
 /// The light tier's stand-in for `WFE`: watches the doorbell until it is
-/// rung (true), `LIGHT_SPIN` has passed, or `deadline` (false).
+/// rung (true), or for as long as parking and unparking would cost
+/// (`light_spin`), or until `deadline` (false). A `WFE` ends within a few
+/// hundred cycles of the `SEV`; a parked thread needs a futex wake-up and
+/// a trip through the OS scheduler, several microseconds, which spinning
+/// first saves a core that had just gone idle.
 fn rung_while_spinning(doorbell: &Doorbell, deadline: Option<u64>) -> bool {
     let start = HostPlatform::ticks();
-    let until = deadline.unwrap_or(u64::MAX).min(start.saturating_add(LIGHT_SPIN.as_nanos() as u64));
+    let spin = light_spin::light_spin().as_nanos() as u64;
+    let until = deadline.unwrap_or(u64::MAX).min(start.saturating_add(spin));
     loop {
         for _ in 0..64 {
             if doorbell.answer() {
