@@ -499,10 +499,15 @@ fn requeue(shared: &Shared, me: usize, fibre: &'static Fibre) {
 /// stack and restoring the strand's. Returns `false` (changing nothing) if
 /// memory for the save ran out, or if the resident's stack is lent to
 /// scoped children.
+#[inline(always)]
 fn make_resident(fibre: &'static Fibre, owned: &mut Owned, strand: NonNull<Header>) -> bool {
-    if owned.resident == strand.as_ptr() {
-        return true;
-    }
+    owned.resident == strand.as_ptr() || swap_in(fibre, owned, strand)
+}
+
+/// [`make_resident`] when another strand's stack (or none) is in the
+/// fibre: copies it out, and `strand`'s in.
+#[inline(never)]
+fn swap_in(fibre: &'static Fibre, owned: &mut Owned, strand: NonNull<Header>) -> bool {
     let top = fibre.stack_top();
     if let Some(outgoing) = NonNull::new(owned.resident) {
         // SAFETY: the resident strand's header is live.
