@@ -162,6 +162,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
 /// Puts the older half of the stealable queue on the steal list if some
 /// core is idle or asleep and the list is empty; wakes sleepers if no core
 /// is idle to take it.
+#[inline]
 pub(super) fn offer_surplus(shared: &Shared, me: usize) {
     // SAFETY: we are core `me`, between tasks.
     let local = unsafe { shared.local(me) };
