@@ -24,10 +24,10 @@
 //!    stacks if need be. FB is not FA (FA's task is held by C, in no
 //!    queue), so nothing touches the stack A runs on. If FB has nothing to
 //!    run, that turn ends there and A leaves through the scheduler.
-//! 3. It names B as C's running strand (`enter`), records itself and its
-//!    outcome in C's `handed_from`, and switches to B with a message
-//!    naming C ([`crate::context::hand_off`]; a plain resume's message is
-//!    0). The switch leaves C's scheduler link as it was: when B leaves
+//! 3. It names B as C's running strand (`enter`), records itself in C's
+//!    `handed_from` (its outcome is in C's `outcome` already), and
+//!    switches to B with a message naming C ([`crate::context::hand_off`];
+//!    a plain resume's message is 0). The switch leaves C's scheduler link as it was: when B leaves
 //!    for the scheduler, it returns from the same `resume` that entered A.
 //! 4. B, on C, sees the message (or, entered for the first time, looks
 //!    anyway) and ends A's turn (`after_turn`: requeue or unschedule FA),
@@ -52,10 +52,10 @@
 
 use super::control::Header;
 use super::fibre::{self, Fibre};
-use super::scheduler::{Outcome, after_turn, enter, take_runnable};
+use super::scheduler::{after_turn, enter, take_runnable};
 use crate::context;
 use crate::pool::shared::Shared;
-use core::ptr::NonNull;
+use core::ptr::{self, NonNull};
 
 /// The message for a strand entered by a hand-off on core `me`: never 0,
 /// which a plain resume brings.
@@ -101,21 +101,16 @@ pub(super) struct Next {
 ///
 /// # Safety
 ///
-/// Called by the running strand `from` on core `me`, deferring, with
-/// `outcome` true of it, and `next` from [`next_strand`].
-pub(super) unsafe fn switch(
-    shared: &Shared,
-    me: usize,
-    from: *mut Header,
-    next: Next,
-    outcome: Outcome,
-) -> usize {
+/// Called by the running strand `from` on core `me`, deferring, its
+/// outcome recorded in the core's `outcome`, and `next` from
+/// [`next_strand`].
+pub(super) unsafe fn switch(shared: &Shared, me: usize, from: *mut Header, next: Next) -> usize {
     let core = &shared.strands[me];
     // SAFETY: the caller's contract; our core's slots; both headers are
     // live (their strands' own references).
     unsafe {
         enter(shared, core, next.fibre, next.strand, next.more);
-        *core.handed_from.get() = Some((NonNull::new_unchecked(from), outcome));
+        *core.handed_from.get() = from;
         context::hand_off(
             (*from).context.get(),
             next.strand.as_ref().context.get(),
@@ -128,11 +123,13 @@ pub(super) unsafe fn switch(
 /// Ends the turn of the strand that handed core `me` of `shared` to the
 /// running one, if one did (step 4).
 pub(super) fn finish_previous(shared: &Shared, me: usize) {
-    // SAFETY: our core's slot; the record was left by the strand that ran
-    // here just before us, which is suspended now.
-    let Some((previous, outcome)) = (unsafe { (*shared.strands[me].handed_from.get()).take() }) else {
-        return;
-    };
+    let core = &shared.strands[me];
+    // SAFETY: our core's slots; the record was left by the strand that ran
+    // here just before us, which is suspended now, and its outcome is
+    // still the core's (we have not left yet).
+    let (previous, outcome) =
+        unsafe { (NonNull::new(core.handed_from.get().replace(ptr::null_mut())), *core.outcome.get()) };
+    let Some(previous) = previous else { return };
     after_turn(shared, me, previous, outcome);
     shared.after_task(me);
 }

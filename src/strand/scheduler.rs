@@ -44,7 +44,7 @@ pub(crate) enum Outcome {
 pub(crate) struct StrandCore {
     pub(super) scheduler: UnsafeCell<Context>,
     pub(super) current: UnsafeCell<*mut Header>,
-    outcome: UnsafeCell<Outcome>,
+    pub(super) outcome: UnsafeCell<Outcome>,
     /// When the running strand's time slice ends, in ticks (pools with a
     /// slice only; read by the core's timer interrupt, `crate::preempt`).
     pub(crate) slice_end: AtomicU64,
@@ -58,10 +58,10 @@ pub(crate) struct StrandCore {
     /// when it was resumed (fixed while it runs: strands made runnable
     /// meanwhile go to the fibre's inbox).
     fibre_has_more: UnsafeCell<bool>,
-    /// The strand that just handed the core to the running one, and how it
-    /// left, until the running one ends that strand's turn
-    /// (`hand_off::finish_previous`).
-    pub(super) handed_from: UnsafeCell<Option<(NonNull<Header>, Outcome)>>,
+    /// The strand that just handed the core to the running one (its
+    /// outcome still in `outcome`), until the running one ends that
+    /// strand's turn (`hand_off::finish_previous`); null otherwise.
+    pub(super) handed_from: UnsafeCell<*mut Header>,
 }
 
 /// [`StrandCore::running_level`] of a core that runs no strand.
@@ -81,7 +81,7 @@ impl StrandCore {
             running_level: AtomicU8::new(NO_STRAND),
             urgent: AtomicU8::new(0),
             fibre_has_more: UnsafeCell::new(false),
-            handed_from: UnsafeCell::new(None),
+            handed_from: UnsafeCell::new(ptr::null_mut()),
         }
     }
 }
@@ -152,7 +152,7 @@ unsafe fn switch_out(shared: &Shared, me: usize, outcome: Outcome) {
         *core.outcome.get() = outcome;
         let handing = matches!(outcome, Outcome::Yielded | Outcome::Blocked);
         match handing.then(|| super::hand_off::next_strand(shared, me, strand)).flatten() {
-            Some(next) => super::hand_off::switch(shared, me, strand, next, outcome),
+            Some(next) => super::hand_off::switch(shared, me, strand, next),
             None => context::suspend((*strand).context.get(), core.scheduler.get()),
         }
     };
