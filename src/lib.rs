@@ -80,7 +80,11 @@ mod join;
 #[cfg(loom)]
 #[path = "join/frame.rs"]
 mod join_frame;
+// A core's LIFO slot alone, for its loom model.
 pub mod platform;
+#[cfg(loom)]
+#[path = "pool/lifo.rs"]
+mod pool_lifo;
 #[cfg(not(loom))]
 pub mod preempt;
 // Under loom only the lock-free protocols are built: the pool and strands
@@ -119,6 +123,7 @@ pub mod loom_api {
     pub use crate::event_loop_handoff::{Deferred, Drained, Handoff};
     pub use crate::executor_state::{AfterPending, Start as TaskStart, TaskState, Wake as TaskWake};
     pub use crate::join_frame::{DONE as JOB_DONE, Frame as JoinFrame, Ring, Slot as JoinSlot};
+    pub use crate::pool_lifo::LifoSlot;
     pub use crate::signal_word::{
         Register as SignalRegister, SignalWord, StateWord, WAITING as SIGNAL_WAITING,
     };

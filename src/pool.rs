@@ -48,6 +48,7 @@ mod deadlock;
 mod entries;
 mod error;
 mod lifetime;
+pub(crate) mod lifo;
 mod owners;
 mod resize;
 pub(crate) mod shared;

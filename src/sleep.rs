@@ -21,7 +21,10 @@
 //!
 //! # Falling asleep ([`Sleep::no_work_found`])
 //!
-//! 1. Search `rounds_until_sleepy` times (the caller's search between calls).
+//! 0. Search up to [`QUIET_ROUNDS`] times without telling anyone: the core
+//!    still counts as active. Then count it as inactive (idle).
+//! 1. Search until `rounds_until_sleepy` rounds have passed, the quiet
+//!    ones included (the caller's search between calls).
 //! 2. Get sleepy: make the JEC even and remember it. Search once more.
 //! 3. Arm the inbound mailboxes: swap the wake sentinel into each. Anything
 //!    they held is work: back to step 2's search.
@@ -35,6 +38,16 @@
 //!    stopping. Anything there: cancel the sleep (below) and search.
 //! 7. Wait until the state word is `AWAKE` again, re-checking step 6's
 //!    conditions after every return from the wait, spurious or not.
+//!
+//! Most idle spells of a busy pool are short: a core runs out of work and
+//! a message arrives a few hundred nanoseconds later. Step 0 keeps those
+//! spells off the pool's one shared counters word, which every core
+//! writes: counting a spell in and out costs two read-modify-writes of it
+//! per spell, and the line crosses between cores each time. A quiet core
+//! is busy as far as wakers know. That can only cost extra wake-ups (a
+//! waker that sees no idle core wakes a sleeper for work the quiet core
+//! may take first) and work offered a few rounds later (offers go only to
+//! counted idle cores), never a lost one: see the proof below.
 //!
 //! To cancel a sleep, the core compare-exchanges its own state from
 //! `ASLEEP` to `AWAKE` and, only if that succeeds, takes itself off the
@@ -109,6 +122,14 @@
 //!   or `ASLEEP` (the claim succeeds, so C was claimed). Both contradict the
 //!   choice of C's last sleep.
 //!
+//! Quiet rounds (step 0) come before G, so they do not enter the argument:
+//! a quiet core's last sleep is preceded by its count as idle, its G, its
+//! Q and its R like any other, and until it is counted, W's read of the
+//! counts sees it as active. Seeing a core as active only ever makes W
+//! wake more cores, never fewer, except through the idle count; and an
+//! idle core that W counts on is counted already, so the argument above
+//! covers it.
+//!
 //! The JEC is a 32-bit counter; if exactly 2^32 announcements fell between
 //! one core's G and R, its R would succeed wrongly. For injected work the
 //! final check of step 6 still sees the injector (its read comes after the
@@ -175,10 +196,19 @@ pub trait Sleeper {
     }
 }
 
+/// Fruitless search rounds an idle core makes before it counts itself as
+/// idle in the pool's counters (step 0), at most the pool's rounds until
+/// sleepy. A round of the pool's search costs some tens of nanoseconds on a
+/// host with two cores; eight cover the gap in a message ping-pong between
+/// cores, the commonest short idle spell.
+pub const QUIET_ROUNDS: u32 = 8;
+
 /// Where an idle core is in the protocol; owned by that core.
 pub struct IdleState {
     rounds: u32,
     jobs_counter: u32,
+    /// Whether the core is counted as inactive (step 0 is over).
+    counted: bool,
 }
 
 /// How a call to [`Sleep::no_work_found`] ended.
@@ -198,6 +228,7 @@ pub struct Sleep {
     /// count, with work waiting for it, until it sees the nudge.
     nudges: CachePadded<AtomicU32>,
     rounds_until_sleepy: u32,
+    quiet_rounds: u32,
 }
 
 impl Sleep {
@@ -209,6 +240,7 @@ impl Sleep {
             states: (0..cores).map(|_| CachePadded(AtomicU32::new(AWAKE))).collect(),
             nudges: CachePadded(AtomicU32::new(0)),
             rounds_until_sleepy,
+            quiet_rounds: QUIET_ROUNDS.min(rounds_until_sleepy),
         }
     }
 
@@ -225,15 +257,26 @@ impl Sleep {
         self.nudges.load(SeqCst)
     }
 
-    /// The calling core found nothing to do and starts searching.
+    /// The calling core found nothing to do and starts searching. It is
+    /// counted as idle only after [`QUIET_ROUNDS`] fruitless rounds.
     pub fn start_looking(&self) -> IdleState {
-        self.counters.add_inactive();
-        IdleState { rounds: 0, jobs_counter: 0 }
+        let mut idle = IdleState { rounds: 0, jobs_counter: 0, counted: false };
+        if self.quiet_rounds == 0 {
+            self.count_idle(&mut idle);
+        }
+        idle
     }
 
     /// The calling core, idle until now, found work.
-    pub fn work_found(&self) {
-        self.counters.sub_inactive();
+    pub fn work_found(&self, idle: IdleState) {
+        if idle.counted {
+            self.counters.sub_inactive();
+        }
+    }
+
+    fn count_idle(&self, idle: &mut IdleState) {
+        self.counters.add_inactive();
+        idle.counted = true;
     }
 
     /// The calling core searched once more and found nothing: count the
@@ -243,6 +286,9 @@ impl Sleep {
         // loom that yields, and loom never runs a yielding thread while
         // another can run, which would hide every interleaving in which a
         // core falls asleep while others are busy.
+        if !idle.counted && idle.rounds >= self.quiet_rounds {
+            self.count_idle(idle);
+        }
         if idle.rounds < self.rounds_until_sleepy {
             idle.rounds += 1;
             me.between_rounds(idle.rounds);

@@ -80,11 +80,13 @@ impl Doorbells {
 }
 
 impl Pool {
-    fn new() -> Self {
-        // Zero search rounds: sleepy at the first empty search, asleep at
-        // the second, which keeps the state space small.
+    /// With zero search rounds a core counts itself idle and gets sleepy
+    /// at its first empty search and sleeps at the second, which keeps the
+    /// state space small; one round adds a quiet round first (`sleep`'s
+    /// step 0), in which the core searches without being counted.
+    fn new(search_rounds: u32) -> Self {
         Self {
-            sleep: Sleep::new(CORES, 0),
+            sleep: Sleep::new(CORES, search_rounds),
             injector: AtomicList::new(),
             offered: AtomicList::new(),
             ran: AtomicUsize::new(0),
@@ -149,7 +151,7 @@ fn idle_core(pool: &Pool, me: usize, doorbells: &Doorbells) {
     let mut idle: IdleState = pool.sleep.start_looking();
     while !pool.stopped.load(SeqCst) {
         if pool.search(doorbells) {
-            pool.sleep.work_found();
+            pool.sleep.work_found(idle);
             idle = pool.sleep.start_looking();
             continue;
         }
@@ -180,9 +182,9 @@ fn offer(pool: &Pool, doorbells: &Doorbells) {
     pool.sleep.new_jobs(1, false, 1, |core| doorbells.ring(core));
 }
 
-fn model(source: Source) {
+fn model(source: Source, search_rounds: u32) {
     loom::model(move || {
-        let pool = Arc::new(Pool::new());
+        let pool = Arc::new(Pool::new(search_rounds));
         // The main thread is core 0, or the outside thread's stand-in.
         let first = thread::current();
         let second = {
@@ -212,12 +214,24 @@ fn model(source: Source) {
 
 #[test]
 fn an_injected_job_wakes_a_core() {
-    model(Source::Injected);
+    model(Source::Injected, 0);
 }
 
 #[test]
 fn an_offered_job_wakes_a_core() {
-    model(Source::Offered);
+    model(Source::Offered, 0);
+}
+
+/// A core in its quiet round counts as busy, so the announcement may wake
+/// nobody for it; it must still find the job before it sleeps.
+#[test]
+fn an_injected_job_reaches_a_quiet_core() {
+    model(Source::Injected, 1);
+}
+
+#[test]
+fn an_offered_job_reaches_a_quiet_core() {
+    model(Source::Offered, 1);
 }
 
 /// The model must be able to fail: a job that is not announced (no JEC
@@ -225,7 +239,7 @@ fn an_offered_job_wakes_a_core() {
 #[test]
 #[should_panic(expected = "deadlock")]
 fn an_unannounced_job_is_lost() {
-    model(Source::Unannounced);
+    model(Source::Unannounced, 0);
 }
 
 /// A core that never finds work, so it must be counted at most once; the
@@ -264,7 +278,7 @@ impl Sleeper for Restless<'_> {
 #[test]
 fn a_woken_core_is_never_counted_twice() {
     loom::model(|| {
-        let pool = Arc::new(Pool::new());
+        let pool = Arc::new(Pool::new(0));
         let restless = {
             let pool = pool.clone();
             thread::spawn(move || {
@@ -272,7 +286,7 @@ fn a_woken_core_is_never_counted_twice() {
                 while !pool.stopped.load(SeqCst) {
                     if pool.sleep.no_work_found(&mut idle, 1, &mut Restless { pool: &pool }) == Outcome::Slept
                     {
-                        pool.sleep.work_found();
+                        pool.sleep.work_found(idle);
                         idle = pool.sleep.start_looking();
                     }
                 }

@@ -19,6 +19,7 @@ pub struct Config {
     pub(crate) poller: Option<fn() -> bool>,
     pub(crate) on_deadlock: super::OnDeadlock,
     pub(crate) time_slice: Option<Duration>,
+    pub(crate) offer_spawns: bool,
 }
 
 impl Config {
@@ -37,7 +38,7 @@ impl Config {
 
     /// The defaults: every core of the machine, 32 search rounds before a
     /// core gets sleepy, the deep idle tier after 1 ms asleep, stop when
-    /// quiescent, and fail on a deadlock.
+    /// quiescent, fail on a deadlock, and keep spawns on the spawning core.
     pub const fn new() -> Self {
         Self {
             cores: None,
@@ -47,6 +48,7 @@ impl Config {
             poller: None,
             on_deadlock: super::OnDeadlock::Fail,
             time_slice: None,
+            offer_spawns: false,
         }
     }
 
@@ -67,6 +69,21 @@ impl Config {
     /// pool with more fails.
     pub const fn search_rounds(mut self, rounds: u32) -> Self {
         self.search_rounds = rounds;
+        self
+    }
+
+    /// Whether a strand or task spawned (or a strand woken) on a core is
+    /// offered to idle cores at once, waking a sleeping one if no idle core
+    /// is awake to take it. Off by default: it waits in the core's LIFO
+    /// slot and runs there next, which suits a spawner that then waits for
+    /// it (a join, a channel hand-off, a `.then`): no wake-up, and the
+    /// spawner's own wake-up stays on its core. An idle core that is awake
+    /// may still take it once it has sat there through one of its search
+    /// rounds, and a second spawn before the first ran offers the older
+    /// ones as usual. Turn this on for a spawner that goes on computing
+    /// while its children should start elsewhere at once.
+    pub const fn offer_spawns(mut self, offer: bool) -> Self {
+        self.offer_spawns = offer;
         self
     }
 

@@ -8,6 +8,7 @@
 //! | mailbox (to, outside)    | non-pool code ([`post`]) | core `to`           | core `to`       |
 //! | injector                 | non-pool code ([`spawn`])| any core            | any core        |
 //! | steal list of core `c`   | core `c` (surplus)       | any core            | any core        |
+//! | LIFO slot of core `c`    | core `c` (spawns, wakes) | core `c`; any core once it sat a while | any core |
 //! | join slot of core `c`    | a `join` on core `c`     | any core            | any core        |
 //! | fibre mailbox (to, from) | core `from`, or outside  | core `to`           | core `to`, or a thief |
 //!
@@ -66,8 +67,8 @@
 //!   takes X off the count until it arms again (taking T); a core still
 //!   `AWAKE` sees T in its final check and cancels its sleep; and a nudge
 //!   bumps the nudge count before P can sleep, between N0 and N1.
-//! - The injector is pushed only from outside. A steal list is pushed only
-//!   by its owner, which searches it before it sleeps. A join slot is
+//! - The injector is pushed only from outside. A steal list or a LIFO
+//!   slot is filled only by its owner, which searches it before it sleeps. A join slot is
 //!   published by a core running the join, which waits for the job without
 //!   sleeping. So at C those are empty too.
 //!
@@ -80,6 +81,7 @@ use super::current::{self, Worker};
 use super::deadlock::{Deadlock, OnDeadlock};
 use super::entries::Entries;
 use super::error::PostError;
+use super::lifo::LifoSlot;
 use super::stats::{self, Counters as Stats};
 use super::timers::Timers;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
@@ -112,8 +114,10 @@ pub(crate) const WINDING: u32 = 4;
 
 /// What only one core touches: its queues and its block cache.
 pub(crate) struct Local {
-    /// The newest task this core spawned for itself: run next.
-    pub(crate) lifo: Option<NonNull<Task>>,
+    /// What this core saw in each other core's LIFO slot on its last look
+    /// (an address, or 0), so that it steals only a task that sat there
+    /// since (`super::lifo`).
+    pub(crate) lifo_seen: Box<[usize]>,
     /// Tasks any core may run (spawned here, or taken from the injector or
     /// a steal list). The older half is offered to idle cores.
     pub(crate) queue: TaskQueue,
@@ -159,6 +163,9 @@ pub(crate) struct Shared {
     /// outside the pool.
     mailboxes: Box<[CachePadded<AtomicList>]>,
     pub(crate) steal: Box<[CachePadded<AtomicList>]>,
+    /// Each core's LIFO slot: the newest task it spawned or woke for
+    /// itself, run next (`super::lifo`).
+    pub(crate) lifo: Box<[CachePadded<LifoSlot>]>,
     /// Each core's slot for a published fork-join job (`crate::join`).
     pub(crate) join_slots: Box<[CachePadded<Slot>]>,
     /// Join owners waiting for their stolen jobs, taking others' meanwhile
@@ -272,6 +279,7 @@ impl Shared {
             injector: CachePadded(AtomicList::new()),
             mailboxes: lists(2 * cores * (cores + 1)),
             steal: lists(cores),
+            lifo: (0..cores).map(|_| CachePadded(LifoSlot::new())).collect(),
             join_slots: (0..cores).map(|_| CachePadded(Slot::new())).collect(),
             join_helpers: CachePadded(AtomicUsize::new(0)),
             joins: (0..cores).map(|_| CachePadded(UnsafeCell::new(JoinStack::new()))).collect(),
@@ -303,7 +311,7 @@ impl Shared {
         let locals = (0..cores)
             .map(|core| {
                 CachePadded(UnsafeCell::new(Local {
-                    lifo: None,
+                    lifo_seen: alloc::vec![0; cores].into_boxed_slice(),
                     queue: TaskQueue::new(),
                     pinned: TaskQueue::new(),
                     // SAFETY: the return lists live in the same `Shared`,
@@ -390,7 +398,7 @@ impl Shared {
     pub(crate) unsafe fn has_work_for(&self, me: usize) -> bool {
         // SAFETY: per the contract.
         let local = unsafe { self.local(me) };
-        local.lifo.is_some()
+        self.lifo[me].is_occupied()
             || local.queue.len() > 0
             || local.pinned.len() > 0
             || (0..=self.slots).any(|from| self.inbound(me, from).iter().any(|list| list.has_tasks()))
@@ -589,21 +597,31 @@ impl Shared {
         Ok(())
     }
 
-    /// Places a task spawned on core `me`: run it next, or offer it if
-    /// some core is idle.
+    /// Places a task spawned or woken on core `me`: in its LIFO slot, to
+    /// run next, waking nobody (`super::lifo`); the task it displaces joins
+    /// the core's queue, whose surplus idle cores are offered at once.
+    /// With [`Config::offer_spawns`], offered at once instead if some core
+    /// is idle.
+    ///
+    /// [`Config::offer_spawns`]: super::Config::offer_spawns
     fn place_spawned(&self, me: usize, task: NonNull<Task>) {
-        // SAFETY: as in `post_from`.
-        let local = unsafe { self.local(me) };
-        if self.sleep.counters().inactive() > 0 {
-            // Someone is idle or asleep: make the task stealable now.
+        if self.config.offer_spawns && self.sleep.counters().inactive() > 0 {
             // SAFETY: the task is ours to give; steal lists have no sentinel.
             let _ = unsafe { self.steal[me].push(task) };
             stats::add(&self.stats[me].offered, 1);
             let woken = self.sleep.new_jobs(1, false, me + 1, ring);
             stats::add(&self.stats[me].wakeups, woken as u64);
-        } else if let Some(previous) = local.lifo.replace(task) {
+            return;
+        }
+        // SAFETY: we are core `me`, the slot's owner; the task is ours.
+        if let Some(previous) = unsafe { self.lifo[me].put(task) } {
+            // SAFETY: as in `post_from`.
+            let local = unsafe { self.local(me) };
             // SAFETY: the displaced task is ours.
             unsafe { local.queue.push_back(previous) };
+            // A second spawn before the first ran: a fan-out, which idle
+            // cores should share now, not when this task ends.
+            super::worker::offer_surplus(self, me);
         }
     }
 
@@ -640,7 +658,7 @@ impl Shared {
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it.
         let local = unsafe { self.local(me) };
-        let alone = local.queue.len() == 0 && local.lifo.is_none() && local.pinned.len() == 0;
+        let alone = local.queue.len() == 0 && !self.lifo[me].is_occupied() && local.pinned.len() == 0;
         if !alone || local.since_inbound + 1 >= super::worker::FAIRNESS {
             return false;
         }
@@ -662,14 +680,20 @@ impl Shared {
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it.
         let local = unsafe { self.local(me) };
-        let next = local.lifo.or_else(|| local.queue.front())?;
+        let slot = &self.lifo[me];
+        let in_slot = slot.peek();
+        let next = in_slot.or_else(|| local.queue.front())?;
         if !crate::strand::fibre::is_fibre_task(next) || local.since_inbound + 1 >= super::worker::FAIRNESS {
             return None;
         }
         if self.stopped() || self.leaving[me].load(Relaxed) || !ready() {
             return None;
         }
-        if local.lifo.take().is_none() {
+        if in_slot.is_some() {
+            // Only this core puts, so the slot holds `next` or, if an idle
+            // core stole it meanwhile, nothing.
+            slot.take()?;
+        } else {
             local.queue.pop_front();
         }
         local.since_inbound += 1;
@@ -1011,6 +1035,7 @@ impl Shared {
             && !self.has_turns()
             && self.mailboxes.iter().all(|m| !m.has_tasks())
             && self.steal.iter().all(|s| !s.has_tasks())
+            && self.lifo.iter().all(|slot| !slot.is_occupied())
             && !join::any_published(self)
     }
 
@@ -1084,7 +1109,7 @@ impl Shared {
         for core in 0..self.slots {
             // SAFETY: no core runs (contract).
             let local = unsafe { self.local(core) };
-            if let Some(task) = local.lifo.take() {
+            if let Some(task) = self.lifo[core].take() {
                 // SAFETY: taken from the slot, so ours.
                 unsafe { leftovers.push_back(task) };
             }

@@ -87,7 +87,7 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             }
             watched |= sleeper.watched;
         };
-        shared.sleep.work_found();
+        shared.sleep.work_found(idle);
         if let Some(task) = found {
             if watched && shared.timers.armed() {
                 hand_off_watch(shared, me);
@@ -118,7 +118,7 @@ fn leave(shared: &Shared, me: usize) {
     let local = unsafe { shared.local(me) };
     // SAFETY: a taken chain is ours.
     unsafe { local.queue.append_reversed(shared.steal[me].take_all()) };
-    let rest = local.lifo.take().into_iter().chain(core::iter::from_fn(|| local.queue.pop_front()));
+    let rest = shared.lifo[me].take().into_iter().chain(core::iter::from_fn(|| local.queue.pop_front()));
     for task in rest {
         shared.inject(task, Some(me));
     }
@@ -183,8 +183,10 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
         // SAFETY: we are core `me`, between tasks; the reference ends here.
         let local = unsafe { shared.local(me) };
         if local.since_inbound < FAIRNESS
-            && let Some(task) =
-                local.lifo.take().or_else(|| local.queue.pop_front()).or_else(|| local.pinned.pop_front())
+            && let Some(task) = shared.lifo[me]
+                .take()
+                .or_else(|| local.queue.pop_front())
+                .or_else(|| local.pinned.pop_front())
         {
             local.since_inbound += 1;
             return Some(task);
@@ -201,7 +203,7 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     let received = drain_inbound(shared, me, local, false);
     stats::add(&stats.received, received as u64);
     if let Some(task) =
-        local.pinned.pop_front().or_else(|| local.lifo.take()).or_else(|| local.queue.pop_front())
+        local.pinned.pop_front().or_else(|| shared.lifo[me].take()).or_else(|| local.queue.pop_front())
     {
         return Some(task);
     }
@@ -268,6 +270,10 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
     if let Some(task) = steal_woken_fibres(shared, me, start) {
         return Some(task);
     }
+    if let Some(task) = steal_from_lifo_slots(shared, me) {
+        stats::add(&shared.stats[me].stolen, 1);
+        return Some(task);
+    }
     let job = crate::join::take_any(shared, me)?;
     stats::add(&shared.stats[me].stolen, 1);
     Some(crate::join::as_task(job))
@@ -288,6 +294,28 @@ fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNul
             let stolen = unsafe { local.queue.append_reversed(Some(chain)) };
             stats::add(&shared.stats[me].stolen, stolen as u64);
             return local.queue.pop_front();
+        }
+    }
+    None
+}
+
+/// Takes a task from another core's LIFO slot if it has sat there since
+/// this core's previous look (`super::lifo`): long enough for the strand
+/// that spawned or woke it to have blocked, had it been about to.
+fn steal_from_lifo_slots(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
+    // SAFETY: we are core `me`, between tasks; the reference ends here.
+    let seen = &mut unsafe { shared.local(me) }.lifo_seen;
+    let cores = shared.slots;
+    for victim in (1..cores).map(|offset| (me + offset) % cores) {
+        let slot = &shared.lifo[victim];
+        let now = slot.peek();
+        let before = core::mem::replace(&mut seen[victim], now.map_or(0, |task| task.as_ptr() as usize));
+        if let Some(task) = now
+            && task.as_ptr() as usize == before
+            && let Some(task) = slot.steal_if_seen(task)
+        {
+            seen[victim] = 0;
+            return Some(task);
         }
     }
     None
