@@ -1,6 +1,8 @@
 //! `make bench`: roving's `join` against rayon's, in one run: fib with a
 //! join at every level, and the sum of a binary tree with a join at every
-//! node. Reported as ns per join. Results go in BENCHMARKS.md.
+//! node, reported as ns per join; and a quicksort of 2,000,000 `u32`s
+//! with a join at every split, as ns per element. Results go in
+//! BENCHMARKS.md.
 //!
 //! `cargo bench -p roving-bench --target host-tuple --bench fork_join -- [quick]`
 
@@ -48,6 +50,63 @@ macro_rules! tree_sum_with {
 }
 tree_sum_with!(tree_roving, roving::join);
 tree_sum_with!(tree_rayon, rayon::join);
+
+/// Below this many elements a quicksort sorts serially.
+const SORT_CUTOFF: usize = 1000;
+
+/// Lomuto partition around the middle element; returns the pivot's index.
+fn partition(v: &mut [u32]) -> usize {
+    let last = v.len() - 1;
+    v.swap(v.len() / 2, last);
+    let mut store = 0;
+    for i in 0..last {
+        if v[i] < v[last] {
+            v.swap(i, store);
+            store += 1;
+        }
+    }
+    v.swap(store, last);
+    store
+}
+
+macro_rules! quicksort_with {
+    ($name:ident, $join:path) => {
+        fn $name(v: &mut [u32]) {
+            if v.len() <= SORT_CUTOFF {
+                v.sort_unstable();
+                return;
+            }
+            let pivot = partition(v);
+            let (low, high) = v.split_at_mut(pivot);
+            $join(|| $name(low), || $name(&mut high[1..]));
+        }
+    };
+}
+quicksort_with!(quicksort_roving, roving::join);
+quicksort_with!(quicksort_rayon, rayon::join);
+
+/// `n` pseudo-random numbers (xorshift32, fixed seed).
+fn unsorted(n: usize) -> Vec<u32> {
+    let mut x = 0x2545_f491_u32;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+        .collect()
+}
+
+/// Sorts a fresh copy of `input` with `sort`, timing only the sort.
+fn time_sort(input: &[u32], sort: impl FnOnce(&mut [u32])) -> Duration {
+    let mut v = input.to_vec();
+    let start = Instant::now();
+    sort(&mut v);
+    let elapsed = start.elapsed();
+    assert!(v.is_sorted(), "the sort sorted");
+    elapsed
+}
 
 fn rayon_pool(cores: usize) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new().num_threads(cores).build().expect("a rayon pool")
@@ -110,6 +169,23 @@ fn main() {
         );
         ratios(&rows, &["rayon join"]);
     }
+    let input = unsorted(if quick { 200_000 } else { 2_000_000 });
+    let input = &input;
+    let rayon = rayon_pool(2);
+    println!(
+        "\nquicksort of {} u32, join at every split above {SORT_CUTOFF}: ns per element, 2 cores",
+        input.len()
+    );
+    let rows = compare(
+        samples,
+        input.len() as u64,
+        &[
+            ("roving join", &|| on_roving(2, move || time_sort(input, quicksort_roving))),
+            ("rayon join", &|| rayon.install(|| time_sort(input, quicksort_rayon))),
+            ("serial sort_unstable (floor)", &|| time_sort(input, <[u32]>::sort_unstable)),
+        ],
+    );
+    ratios(&rows, &["rayon join"]);
 }
 
 /// The same recursion with no join: what the leaves cost.

@@ -35,14 +35,21 @@ pub(crate) trait Work<T>: Send + 'static {
     fn run(self) -> Result<T, FutureError>;
 }
 
+/// What a `.then` leaves with the future it follows.
+type Continuation = Box<dyn FnOnce(bool) + Send>;
+
 /// Who waits, guarded by the header's lock.
 struct Waiters {
     ready: bool,
     strands: WaitQueue,
     wakers: Vec<Waker>,
-    /// Continuations to start once the result is there; each is told
-    /// whether the future broke.
-    then: Vec<Box<dyn FnOnce(bool) + Send>>,
+    /// The first continuation to start once the result is there, told
+    /// whether the future broke. Kept apart from the rest: a chain of
+    /// `.then`s has one per future, and a vector for it would be one more
+    /// allocation, freed on another core, per hop.
+    first_then: Option<Continuation>,
+    /// Any further continuations, in the order they were added.
+    more_then: Vec<Continuation>,
 }
 
 /// What every handle of one future reads: the result and its waiters.
@@ -68,7 +75,8 @@ impl<T> Header<T> {
                 ready: false,
                 strands: WaitQueue::new(),
                 wakers: Vec::new(),
-                then: Vec::new(),
+                first_then: None,
+                more_then: Vec::new(),
             }),
             result: UnsafeCell::new(None),
         }
@@ -84,15 +92,15 @@ impl<T> Header<T> {
         let broken = result.is_err();
         // SAFETY: only the one task writes, and nobody reads before `ready`.
         unsafe { *self.result.get() = Some(result) };
-        let (wakers, then) = {
+        let (wakers, first, more) = {
             let mut waiters = self.waiters.lock();
             waiters.ready = true;
             self.ready.store(true, Release);
             waiters.strands.wake_all();
-            (mem::take(&mut waiters.wakers), mem::take(&mut waiters.then))
+            (mem::take(&mut waiters.wakers), waiters.first_then.take(), mem::take(&mut waiters.more_then))
         };
         wakers.into_iter().for_each(Waker::wake);
-        then.into_iter().for_each(|start| start(broken));
+        first.into_iter().chain(more).for_each(|start| start(broken));
     }
 
     /// Registers `waker` to be woken when ready; `false` if it is ready.
@@ -109,13 +117,15 @@ impl<T> Header<T> {
 
     /// Runs `start` once the result is there: now, or from the task that
     /// completes it. It is told whether the future broke.
-    pub(crate) fn on_ready(&self, start: Box<dyn FnOnce(bool) + Send>) {
+    pub(crate) fn on_ready(&self, start: Continuation) {
         let mut waiters = self.waiters.lock();
         if waiters.ready {
             drop(waiters);
             start(matches!(self.get(), Some(Err(_))));
+        } else if waiters.first_then.is_none() {
+            waiters.first_then = Some(start);
         } else {
-            waiters.then.push(start);
+            waiters.more_then.push(start);
         }
     }
 
