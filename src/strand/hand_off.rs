@@ -14,9 +14,10 @@
 //! outcome `Yielded` or `Blocked`:
 //!
 //! 1. It asks the pool for C's next task, as the loop would pick it
-//!    (`Shared::take_next_fibre`: the newest task C spawned for itself, or
-//!    else the oldest in C's queue; none if C is due to look at its
-//!    mailboxes, timers and flags). Only a fibre's task is taken. Taking
+//!    (`Shared::take_next_fibre`: the newest task C spawned for itself, in
+//!    C's LIFO slot unless an idle core took it meanwhile, or else the
+//!    oldest in C's queue; none if C is due to look at its mailboxes,
+//!    timers and flags). Only a fibre's task is taken. Taking
 //!    it is C starting that fibre FB's turn: C now holds FB's schedule,
 //!    as it holds FA's.
 //! 2. It starts the turn as the fibre's task would (`take_runnable`): FB's
