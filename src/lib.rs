@@ -7,7 +7,7 @@
 //! [`set_platform!`]. Three implementations exist:
 //!
 //! - `roving-kernel` (in this repository) for bare metal: QEMU `virt`
-//!   (aarch64) today;
+//!   and the Raspberry Pi 3B and 4B (aarch64), and x86_64 PCs;
 //! - [`platform::host`] behind feature `std`, where OS threads stand in for
 //!   cores, so the portable core is tested and benchmarked as ordinary Rust;
 //! - yours: a hobby-OS kernel implements [`Platform`](platform::Platform) and

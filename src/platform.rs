@@ -6,14 +6,19 @@
 //! no generic parameter on the public API and no dynamic dispatch: this is
 //! the pattern of the `critical-section` crate.
 //!
-//! | need                          | bare metal (aarch64)        | host (`std`)            |
-//! |-------------------------------|-----------------------------|-------------------------|
-//! | which core am I, how many     | `TPIDR_EL1`, device tree    | thread-local, [`host::Machine`] |
-//! | wait for an event             | `WFE` / `WFI`               | `thread::park`          |
-//! | wake one core, or all         | `SEV` / SGI                 | `Thread::unpark`        |
-//! | tick counter and frequency    | `CNTVCT_EL0`, `CNTFRQ_EL0`  | `std::time::Instant`    |
-//! | start a core at an entry      | PSCI `CPU_ON`               | `std::thread::spawn`    |
-//! | save and restore interrupts   | `DAIF`                      | nothing to do           |
+//! How the implementations in this repository meet each need
+//! (`roving-kernel` for bare metal, [`host`] behind feature `std`):
+//!
+//! | need | aarch64 (QEMU `virt`, Raspberry Pi 3B and 4B) | x86_64 PC | host (`std`) |
+//! |---|---|---|---|
+//! | which core am I, how many | `TPIDR_EL1`; the device tree | the GS base; the ACPI MADT | a thread-local; [`host::Machine`] |
+//! | wait for an event, light tier | `WFE` | `MONITOR`/`MWAIT` | watch the doorbell, then `thread::park` |
+//! | wait, deep tier | `WFI` | `HLT` | `thread::park` |
+//! | wake one core | `SEV`, or an SGI for the deep tier (a BCM2836 mailbox on the Pi 3) | a store to the doorbell, or an IPI | `Thread::unpark` |
+//! | tick counter and frequency | `CNTVCT_EL0`, `CNTFRQ_EL0` | the TSC | `std::time::Instant` |
+//! | start a core at an entry | PSCI `CPU_ON` (the firmware's spin table on the Pis) | INIT-SIPI-SIPI | `std::thread::spawn` |
+//! | mask and restore interrupts | `DAIF` | `RFLAGS.IF` | nothing to do |
+//! | a tick to preempt a strand | the generic timer | the local APIC's one-shot timer | a ticker thread and `SIGURG` (x86_64 Linux) |
 //!
 //! # Supplying your own platform
 //!

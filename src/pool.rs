@@ -104,10 +104,12 @@ impl Pool {
     /// [`PoolError::NoCores`] for a pool of zero cores;
     /// [`PoolError::TooManyCores`] for more cores than the machine has (or,
     /// on bare metal, than roving supports); [`PoolError::TooManySearchRounds`]
-    /// and [`PoolError::DeepIdleTooLate`] for settings past their limits.
+    /// and [`PoolError::DeepIdleTooLate`] for settings past their limits;
+    /// on the host, [`PoolError::NotOnAMachine`] on a thread that is not a
+    /// core of a [`Machine`](crate::platform::host::Machine).
     pub fn with_config(config: Config) -> Result<Self, PoolError> {
         config.check()?;
-        let available = current::limit(platform::core_count()).min(crate::sleep::counters::MAX_CORES);
+        let available = available_cores()?;
         let cores = config.cores.unwrap_or(available);
         if cores == 0 {
             return Err(PoolError::NoCores);
@@ -136,7 +138,7 @@ impl Pool {
 
     /// [`Pool::with_cores`], for `domain`.
     pub(crate) fn in_domain(cores: &[usize], config: Config, domain: DomainId) -> Result<Self, PoolError> {
-        let available = current::limit(platform::core_count()).min(crate::sleep::counters::MAX_CORES);
+        let available = available_cores()?;
         if cores.is_empty() {
             return Err(PoolError::NoCores);
         }
@@ -286,9 +288,15 @@ impl Pool {
     /// `main` is a strand pinned to this core, on a fibre of its own, so it
     /// may block (join strands, wait on [`sync`](crate::sync) primitives,
     /// sleep). Call `run` on a core of the pool (core 0 for a pool of all
-    /// cores). On the host, a panic in `main`, in a task, or in a strand
-    /// nobody joins stops the pool and is raised again here once every
-    /// core has left.
+    /// cores).
+    ///
+    /// Failures come back in two ways. `main` and every strand are
+    /// strands: a panic in `main`, or in a strand whose failure reaches the
+    /// top of its tree (nobody joined it, or its parent passed it up),
+    /// stops the pool and comes back as `Err(`[`RunError::Failed`]`)`,
+    /// with the message and place. A panic in a plain task (a closure from
+    /// [`post`] or [`spawn`]), which has no strand to fail, stops the pool
+    /// and is raised again here, on the host, once every core has left.
     ///
     /// # Errors
     ///
@@ -296,7 +304,12 @@ impl Pool {
     /// [`RunError::StartCore`] if a core could not be started, or
     /// [`RunError::NoFibre`] if no fibre was free for `main` (the pool is
     /// then stopped and `main` not run); [`RunError::MainDidNotFinish`] if
-    /// the pool was shut down while `main` was blocked.
+    /// the pool was shut down while `main` was blocked;
+    /// [`RunError::Failed`] if `main` or an unjoined strand failed.
+    ///
+    /// # Panics
+    ///
+    /// On the host, with the panic of a plain task, as above.
     pub fn run<R>(&self, main: impl FnOnce() -> R) -> Result<R, RunError> {
         let shared = &*self.shared;
         let me = match platform::current_core() {
@@ -453,6 +466,16 @@ impl<F: FnOnce()> PinnedHere<F> {
 }
 
 /// The entry of every core `run` starts.
+/// Core indices a pool may use here: the machine's cores, up to roving's
+/// limits. On the host, only a core of a `Machine` has any.
+fn available_cores() -> Result<usize, PoolError> {
+    #[cfg(feature = "std")]
+    if !crate::platform::host::on_a_machine() {
+        return Err(PoolError::NotOnAMachine);
+    }
+    Ok(current::limit(platform::core_count()).min(crate::sleep::counters::MAX_CORES))
+}
+
 fn core_entry(arg: usize) {
     // SAFETY: `Pool::start` passes a reference made by `Arc::into_raw`.
     let shared = unsafe { Arc::from_raw(arg as *const Shared) };

@@ -45,12 +45,23 @@
 //!   plain tasks or from outside the pool have no parent.
 //! - [`JoinHandle::cancel`] cancels a strand and its subtree: their
 //!   blocking calls return [`WaitError::Interrupted`]; a [`Shield`] holds
-//!   that off for cleanup.
+//!   that off for cleanup. A cancel reaches a strand only where it would
+//!   wait: at a call that blocks, and at [`checkpoint`]. A call that can
+//!   finish at once still does in a cancelled strand (a buffered value is
+//!   received, a banked permit taken, a finished strand joined), so a
+//!   join or a receive that races a cancel may succeed; a strand that
+//!   must stop looks at [`cancelled`]. A strand that only computes is
+//!   stopped only in a pool with a time slice
+//!   ([`Config::time_slice`](crate::Config::time_slice)).
 //! - A panic fails its strand, never its core. [`JoinHandle::join`] gives
 //!   the [`Failure`] (message, place, strand); [`raise`] passes it on
 //!   unchanged. A failure nobody joins goes up the tree, cancelling as it
 //!   goes, and a root's failure stops its pool: [`Pool::run`](crate::Pool::run)
-//!   returns it.
+//!   returns it. On the host the process's panic hook still runs first,
+//!   as it does for a panic in a tokio task or a rayon job: by default it
+//!   prints the message (and a backtrace, with `RUST_BACKTRACE`) even when
+//!   a join later handles the failure. A program that expects strands to
+//!   fail and handles them replaces the hook (`std::panic::set_hook`).
 //! - A strand that overflows its stack hits the guard gap below it: a
 //!   fault on bare metal with the MMU on (the report names the strand), a
 //!   panic naming the strand when it next switches out otherwise.

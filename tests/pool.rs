@@ -244,6 +244,11 @@ fn bad_input_gets_typed_errors() {
         let outsider = std::thread::spawn(move || pool.run(|| ()).unwrap_err()).join().unwrap();
         assert_eq!(outsider, RunError::NotAPoolCore { core: None, cores: 2 });
     });
+    // A newcomer's first mistake: a pool built before any machine runs.
+    let error = Pool::new().err();
+    assert_eq!(error, Some(PoolError::NotOnAMachine));
+    assert!(error.unwrap().to_string().contains("inside Machine::run"));
+    assert_eq!(Pool::with_cores(&[0], Config::new()).err(), Some(PoolError::NotOnAMachine));
 }
 
 #[test]
@@ -317,6 +322,18 @@ fn a_panicking_task_stops_the_pool_and_is_raised_by_run() {
     });
     let payload = result.unwrap_err();
     assert_eq!(payload.downcast_ref::<&str>(), Some(&"task failed on purpose"));
+}
+
+/// A strand's panic, `main`'s included, comes back from `run` as a
+/// failure; only a plain task's is raised again (the test above).
+#[test]
+fn a_panicking_main_comes_back_as_a_failure() {
+    let error = on_machine(2, || {
+        let pool = Pool::new().unwrap();
+        pool.run::<()>(|| panic!("main failed on purpose")).unwrap_err()
+    });
+    let RunError::Failed(failure) = error else { panic!("not a failure: {error:?}") };
+    assert_eq!(failure.message(), "main failed on purpose");
 }
 
 #[test]

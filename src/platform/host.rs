@@ -159,6 +159,12 @@ fn with_membership<R>(what: &str, f: impl FnOnce(&Arc<Inner>, Option<usize>) -> 
     })
 }
 
+/// Whether the calling thread is a core of a [`Machine`] (or has entered
+/// one), so that the platform's calls work on it.
+pub(crate) fn on_a_machine() -> bool {
+    MEMBERSHIP.with_borrow(Option::is_some)
+}
+
 impl Machine {
     /// A machine with `cores` simulated cores, none of them running.
     ///

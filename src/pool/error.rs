@@ -164,6 +164,10 @@ pub enum PoolError {
     /// but this platform's timer cannot preempt strands
     /// ([`Platform::can_preempt`](crate::platform::Platform::can_preempt)).
     CannotPreempt,
+    /// Host only: the calling thread is not a core of a
+    /// [`Machine`](crate::platform::host::Machine). Build pools inside
+    /// `Machine::run` (or a core it started, or `Machine::enter`).
+    NotOnAMachine,
 }
 
 impl fmt::Display for PoolError {
@@ -196,6 +200,9 @@ impl fmt::Display for PoolError {
                 super::Config::MIN_TIME_SLICE,
                 super::Config::MAX_TIME_SLICE
             ),
+            Self::NotOnAMachine => {
+                write!(f, "a pool built on a thread outside any host Machine; build it inside Machine::run")
+            }
             Self::CannotPreempt => {
                 write!(f, "a time slice asked for, but this platform's timer cannot preempt strands")
             }

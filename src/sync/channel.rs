@@ -226,7 +226,11 @@ impl<T: Send> Sender<T> {
     ///
     /// # Errors
     ///
-    /// [`SendError::Disconnected`] or [`SendError::NotAStrand`], with the value.
+    /// [`SendError::Disconnected`] or [`SendError::NotAStrand`], with the
+    /// value; [`SendError::Interrupted`], with the value, if the strand is
+    /// cancelled while it waits for room. A cancel reaches only a send that
+    /// blocks: one that finds room succeeds in a cancelled strand, and one
+    /// whose receivers are gone reports `Disconnected` even then.
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
         self.send_until(value, None)
     }
@@ -292,7 +296,11 @@ impl<T: Send> Receiver<T> {
     /// # Errors
     ///
     /// [`RecvError::Disconnected`] once every sender is gone and the buffer
-    /// is drained; [`RecvError::NotAStrand`].
+    /// is drained; [`RecvError::NotAStrand`]; [`RecvError::Interrupted`]
+    /// if the strand is cancelled while it waits for a value. A cancel
+    /// reaches only a receive that blocks: a value already buffered is
+    /// returned in a cancelled strand, and a cancelled strand whose senders
+    /// all ended first sees `Disconnected`, not `Interrupted`.
     pub fn recv(&self) -> Result<T, RecvError> {
         self.recv_until(None)
     }

@@ -46,7 +46,10 @@ impl Event {
     ///
     /// # Errors
     ///
-    /// [`WaitError::NotAStrand`] if it is not set and the caller cannot block.
+    /// [`WaitError::NotAStrand`] if it is not set and the caller cannot
+    /// block; [`WaitError::Interrupted`] if the strand is cancelled while it
+    /// waits (an event already set is seen even by a cancelled strand: a
+    /// cancel reaches only a wait that blocks).
     pub fn wait(&self) -> Result<(), WaitError> {
         self.wait_until(None)
     }

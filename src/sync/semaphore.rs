@@ -43,7 +43,10 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// [`WaitError::NotAStrand`] if none is banked and the caller cannot block.
+    /// [`WaitError::NotAStrand`] if none is banked and the caller cannot
+    /// block; [`WaitError::Interrupted`] if the strand is cancelled while it
+    /// waits (a banked permit is taken even by a cancelled strand: a cancel
+    /// reaches only a wait that blocks).
     pub fn acquire(&self) -> Result<(), WaitError> {
         self.acquire_until(None)
     }
