@@ -78,6 +78,24 @@ use current::Worker;
 use shared::{READY, RUNNING, Shared};
 
 /// A pool of cores. Cloning the handle shares the pool.
+///
+/// Build one on a core of the machine (on the host, inside a
+/// [`Machine`](crate::platform::host::Machine)), then [`run`](Pool::run)
+/// its root strand; the pool stops once nothing is left to do.
+///
+/// ```
+/// use roving::{Config, Pool, platform::host::Machine};
+///
+/// Machine::new(2).unwrap().run(|| {
+///     let pool = Pool::with_config(Config::new().cores(2)).unwrap();
+///     let sum = pool.run(|| {
+///         // The root strand: it may spawn strands and block on them.
+///         let half = roving::strand::spawn(|| (1..=50u64).sum::<u64>()).unwrap();
+///         (51..=100u64).sum::<u64>() + half.join().unwrap()
+///     });
+///     assert_eq!(sum.unwrap(), 5050);
+/// }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct Pool {
     shared: Arc<Shared>,
@@ -495,6 +513,17 @@ fn unclosure<F>(error: PostError<Closure<F>>) -> PostError<F> {
 
 /// Posts `f` to run on core `core` of the pool the calling core works for.
 ///
+/// ```
+/// use roving::{Pool, platform::{self, host::Machine}};
+///
+/// Machine::new(2).unwrap().run(|| {
+///     let pool = Pool::new().unwrap();
+///     pool.run(|| {
+///         roving::post(1, || assert_eq!(platform::current_core(), Some(1))).unwrap();
+///     }).unwrap();
+/// }).unwrap();
+/// ```
+///
 /// # Errors
 ///
 /// [`PostError::NotInPool`] if the caller is not a core of a running pool;
@@ -508,7 +537,29 @@ pub fn post<F: FnOnce() + Send + 'static>(core: usize, f: F) -> Result<(), PostE
     .map_err(unclosure)
 }
 
-/// Spawns `f` on any core of the pool the calling core works for.
+/// Spawns `f` on any core of the pool the calling core works for. It
+/// waits in the calling core's LIFO slot and runs there next, unless an
+/// idle core takes it first ([`Config::offer_spawns`] changes that).
+///
+/// ```
+/// use roving::{Pool, platform::host::Machine};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
+/// Machine::new(2).unwrap().run(|| {
+///     let pool = Pool::new().unwrap();
+///     let ran = Arc::new(AtomicUsize::new(0));
+///     let counted = ran.clone();
+///     pool.run(move || {
+///         for _ in 0..10 {
+///             let counted = counted.clone();
+///             roving::spawn(move || _ = counted.fetch_add(1, Ordering::Relaxed)).unwrap();
+///         }
+///     }).unwrap();
+///     // `run` returns once the pool is quiescent: every task has run.
+///     assert_eq!(ran.load(Ordering::Relaxed), 10);
+/// }).unwrap();
+/// ```
 ///
 /// # Errors
 ///

@@ -131,7 +131,21 @@ impl fmt::Display for StrandId {
     }
 }
 
-/// Spawns `f` as a strand of the pool the calling core works for.
+/// Spawns `f` as a strand of the pool the calling core works for. Spawned
+/// by a strand, it is that strand's child (see the module docs on the
+/// tree); [`JoinHandle::join`] waits for its value.
+///
+/// ```
+/// use roving::{Pool, platform::host::Machine, strand};
+///
+/// Machine::new(2).unwrap().run(|| {
+///     let answer = Pool::new().unwrap().run(|| {
+///         let children: Vec<_> = (0..4u64).map(|i| strand::spawn(move || i * 10).unwrap()).collect();
+///         children.into_iter().map(|child| child.join().unwrap()).sum::<u64>()
+///     });
+///     assert_eq!(answer.unwrap(), 60);
+/// }).unwrap();
+/// ```
 ///
 /// # Errors
 ///
@@ -294,6 +308,30 @@ pub fn current() -> Option<StrandId> {
 /// tasks. Other cores' work is not waited for: a strand that yields in a
 /// loop to wait for something should block on it instead.
 ///
+/// ```
+/// use roving::{Config, Pool, platform::host::Machine, strand};
+/// use std::sync::{Arc, Mutex};
+///
+/// Machine::new(1).unwrap().run(|| {
+///     let order = Arc::new(Mutex::new(Vec::new()));
+///     let seen = order.clone();
+///     Pool::with_config(Config::new().cores(1)).unwrap().run(move || {
+///         let strands: Vec<_> = ["a", "b"].into_iter().map(|name| {
+///             let seen = seen.clone();
+///             strand::spawn(move || for _ in 0..2 {
+///                 seen.lock().unwrap().push(name);
+///                 strand::yield_now().unwrap();
+///             }).unwrap()
+///         }).collect();
+///         strands.into_iter().for_each(|s| s.join().unwrap());
+///     }).unwrap();
+///     // On one core, the two strands take turns (the newer one first).
+///     let order = order.lock().unwrap();
+///     assert_eq!(order.len(), 4);
+///     assert!(order.windows(2).all(|pair| pair[0] != pair[1]), "{order:?}");
+/// }).unwrap();
+/// ```
+///
 /// # Errors
 ///
 /// [`WaitError::NotAStrand`] outside strands.
@@ -304,6 +342,19 @@ pub fn yield_now() -> Result<(), WaitError> {
 
 /// Blocks the calling strand for at least `duration`; its core runs other
 /// work, or sleeps, meanwhile.
+///
+/// ```
+/// use roving::{Pool, platform::host::Machine, strand, time::Instant};
+/// use core::time::Duration;
+///
+/// Machine::new(1).unwrap().run(|| {
+///     Pool::new().unwrap().run(|| {
+///         let start = Instant::now();
+///         strand::sleep(Duration::from_millis(5)).unwrap();
+///         assert!(start.elapsed() >= Duration::from_millis(5));
+///     }).unwrap();
+/// }).unwrap();
+/// ```
 ///
 /// # Errors
 ///

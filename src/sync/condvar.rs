@@ -10,6 +10,31 @@ use core::time::Duration;
 /// blocks the strand in one step (no notification in between is missed);
 /// the mutex is locked again before `wait` returns. Wake-ups may be
 /// spurious: check the condition in a loop.
+///
+/// ```
+/// use roving::{Pool, platform::host::Machine, strand, sync::{Condvar, Mutex}};
+/// use std::sync::Arc;
+///
+/// Machine::new(2).unwrap().run(|| {
+///     Pool::new().unwrap().run(|| {
+///         let shared = Arc::new((Mutex::new(None), Condvar::new()));
+///         let consumer = {
+///             let shared = shared.clone();
+///             strand::spawn(move || {
+///                 let (slot, changed) = &*shared;
+///                 let mut value = slot.lock().unwrap();
+///                 while value.is_none() {
+///                     value = changed.wait(value).unwrap();
+///                 }
+///                 value.take().unwrap()
+///             }).unwrap()
+///         };
+///         *shared.0.lock().unwrap() = Some(7);
+///         shared.1.notify_one();
+///         assert_eq!(consumer.join().unwrap(), 7);
+///     }).unwrap();
+/// }).unwrap();
+/// ```
 pub struct Condvar {
     waiters: SpinLock<WaitQueue>,
 }

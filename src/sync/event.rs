@@ -14,6 +14,24 @@ use core::time::Duration;
 /// raises it and wakes every waiter; it stays raised (later waits return
 /// at once) until [`reset`](Event::reset). A strand waits with
 /// [`wait`](Event::wait), a task awaits [`wait_async`](Event::wait_async).
+///
+/// ```
+/// use roving::{Pool, platform::host::Machine, strand, sync::Event};
+/// use std::sync::Arc;
+///
+/// Machine::new(2).unwrap().run(|| {
+///     Pool::new().unwrap().run(|| {
+///         let ready = Arc::new(Event::new());
+///         let waiters: Vec<_> = (0..3).map(|_| {
+///             let ready = ready.clone();
+///             strand::spawn(move || ready.wait().unwrap()).unwrap()
+///         }).collect();
+///         ready.set();
+///         waiters.into_iter().for_each(|w| w.join().unwrap());
+///         assert!(ready.is_set());
+///     }).unwrap();
+/// }).unwrap();
+/// ```
 pub struct Event {
     state: SpinLock<(bool, WaitQueue)>,
 }

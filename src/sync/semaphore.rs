@@ -15,6 +15,31 @@ use core::time::Duration;
 /// [`acquire_async`](Semaphore::acquire_async);
 /// [`release`](Semaphore::release) hands permits to waiters first, strands
 /// and tasks alike, in the order they came, and banks the rest.
+///
+/// ```
+/// use roving::{Pool, platform::host::Machine, strand, sync::Semaphore};
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// Machine::new(2).unwrap().run(|| {
+///     Pool::new().unwrap().run(|| {
+///         // At most two strands inside at once.
+///         let (gate, inside) = (Arc::new(Semaphore::new(2)), Arc::new(AtomicUsize::new(0)));
+///         let strands: Vec<_> = (0..6).map(|_| {
+///             let (gate, inside) = (gate.clone(), inside.clone());
+///             strand::spawn(move || {
+///                 gate.acquire().unwrap();
+///                 assert!(inside.fetch_add(1, Ordering::SeqCst) < 2);
+///                 strand::yield_now().unwrap();
+///                 inside.fetch_sub(1, Ordering::SeqCst);
+///                 gate.release(1).unwrap();
+///             }).unwrap()
+///         }).collect();
+///         strands.into_iter().for_each(|s| s.join().unwrap());
+///         assert_eq!(gate.available(), 2);
+///     }).unwrap();
+/// }).unwrap();
+/// ```
 pub struct Semaphore {
     state: SpinLock<(usize, WaitQueue)>,
 }
