@@ -1,5 +1,5 @@
-//! The cost of an event-loop operation against the lock TensorPipe's seed
-//! weighs it against: one `std::sync::Mutex` per object. Each operation
+//! The cost of an event-loop operation against the usual alternative, a
+//! lock per object: one `std::sync::Mutex`. Each operation
 //! adds to a counter in the object's state.
 
 use roving::event_loop::Loop;

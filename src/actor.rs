@@ -42,8 +42,7 @@
 //! holds no task, so once no message, task, strand or timer is pending
 //! and every core is idle, [`Pool::run`](crate::Pool::run) returns.
 //!
-//! A closure with no actor behind it (the seed's *naked procedure*) is a
-//! plain task: [`Pool::spawn`](crate::Pool::spawn) or
+//! A closure with no actor behind it is a plain task: [`Pool::spawn`](crate::Pool::spawn) or
 //! [`Pool::post`](crate::Pool::post).
 //!
 //! A panic in [`Actor::handle`] is a panic in a task: on the host it stops

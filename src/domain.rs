@@ -1,5 +1,5 @@
-//! Domains: parts of one program that fail separately (the seed's
-//! sub-processes).
+//! Domains: parts of one program that fail separately, like processes
+//! that share one address space.
 //!
 //! A domain has its own root strand, its own pools and its own strand
 //! tree. Everything that is not started in a domain belongs to the *main*

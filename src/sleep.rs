@@ -1,6 +1,7 @@
-//! When a core may sleep, and who wakes it: Rayon's sleep protocol, with
-//! the mailboxes' wake sentinels for work that is
-//! addressed to one core.
+//! When a core may sleep, and who wakes it: idle cores count themselves,
+//! get sleepy and sleep under a jobs event counter that no announced job
+//! gets past, and the mailboxes' wake sentinels cover work addressed to
+//! one core.
 //!
 //! # States
 //!
@@ -93,9 +94,9 @@
 //! it runs nothing in between, so the count is at most the number of cores
 //! that run nothing.
 //!
-//! Rayon closes the window between counting a sleeper and blocking with a
-//! per-thread mutex that the sleeper holds across both; `REGISTERING` is
-//! the lock-free equivalent. Without it, a waker can count a core that
+//! A lock per core, held by the sleeper from its count to its wait, would
+//! close the window between counting a sleeper and blocking; `REGISTERING`
+//! closes it without a lock. Without it, a waker can count a core that
 //! has not yet stored `ASLEEP`, fail to claim it and give up, and for work
 //! on a steal list nothing in the final check would notice. The loom model
 //! of offered work (`tests/loom_sleep.rs`) found exactly that.

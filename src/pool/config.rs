@@ -64,7 +64,7 @@ impl Config {
     }
 
     /// How many fruitless rounds of searching a core makes before it gets
-    /// sleepy (Rayon's default is 32). More rounds trade idle CPU for
+    /// sleepy (default 32). More rounds trade idle CPU for
     /// wake-up latency. At most [`Config::MAX_SEARCH_ROUNDS`]: building a
     /// pool with more fails.
     pub const fn search_rounds(mut self, rounds: u32) -> Self {

@@ -2,7 +2,7 @@
 //! and the QEMU kernel `event_loops`. Only `core`, `alloc` and roving: it
 //! builds for bare metal. Run from a strand of a pool of `cores` cores.
 //!
-//! The object is an echo service in the seed's shape: a request hands the
+//! The object is an echo service of the usual shape: a request hands the
 //! object a reply callback (the caller's "buffer"), the object passes the
 //! work to a lower level, and the lower level's completion comes back
 //! through a [`Loop::callback`] that keeps the object alive until it fires.
