@@ -72,6 +72,22 @@ impl fmt::Display for DomainId {
 }
 
 /// A running domain, and the right to its outcome.
+///
+/// ```
+/// use roving::domain::{Domain, DomainError};
+/// use roving::platform::host::Machine;
+///
+/// Machine::new(3).unwrap().run(|| {
+///     let fails = Domain::start(&[1], || -> u32 { panic!("this part fails") }).unwrap();
+///     let works = Domain::start(&[2], || (1..=10u32).product::<u32>()).unwrap();
+///     match fails.join() {
+///         Err(DomainError::Failed(failure)) => assert_eq!(failure.message(), "this part fails"),
+///         other => panic!("{other:?}"),
+///     }
+///     // The other domain ran on regardless.
+///     assert_eq!(works.join().unwrap(), 3_628_800);
+/// }).unwrap();
+/// ```
 #[must_use = "a domain's failure is only seen through its handle"]
 pub struct Domain<T> {
     id: DomainId,

@@ -164,6 +164,39 @@ impl InterruptState {
 /// - `start_core` runs `entry(arg)` on the given core, on a stack of its
 ///   own, at most once per successful call;
 /// - `restore_interrupts` accepts every state `disable_interrupts` returned.
+///
+/// The smallest implementation that keeps these: one core, no interrupt
+/// controller, and a counter for a clock. Its idle core spins, since a
+/// wait may always return at once. A kernel registers it once with
+/// [`set_platform!`](crate::set_platform) (here the host's platform is
+/// already registered, so this only compiles it); `docs/embedding.md` lists
+/// what a real kernel must also provide.
+///
+/// ```
+/// use core::sync::atomic::{AtomicU64, Ordering};
+/// use roving::platform::{CoreEntry, Depth, InterruptState, Platform, StartCoreError};
+///
+/// struct OneCore;
+/// static NOW: AtomicU64 = AtomicU64::new(0);
+///
+/// // SAFETY: one core, always core 0 and always running; waits return at
+/// // once, which the contract allows; the clock only grows; no interrupts.
+/// unsafe impl Platform for OneCore {
+///     fn current_core() -> Option<usize> { Some(0) }
+///     fn core_count() -> usize { 1 }
+///     fn wait_for_event(_: Depth, _: Option<u64>) { core::hint::spin_loop() }
+///     fn wake(_: usize) {}
+///     fn wake_all() {}
+///     fn ticks() -> u64 { NOW.fetch_add(1, Ordering::Relaxed) }
+///     fn tick_hz() -> u64 { 1_000_000 }
+///     fn start_core(core: usize, _: CoreEntry, _: usize) -> Result<(), StartCoreError> {
+///         Err(StartCoreError::AlreadyRunning { core })
+///     }
+///     fn disable_interrupts() -> InterruptState { InterruptState::from_raw(0) }
+///     unsafe fn restore_interrupts(_: InterruptState) {}
+/// }
+/// # assert_eq!(OneCore::core_count(), 1);
+/// ```
 pub unsafe trait Platform {
     /// The index of the calling core, or `None` on a thread that is not a
     /// core (an OS thread on the host that no [`host::Machine`] started).
