@@ -149,6 +149,32 @@ impl<T> Drop for Inner<T> {
 /// An event loop and its state: a counted reference to its shared
 /// implementation. Clones name the same loop; operations capture one to
 /// keep the loop alive while they are in flight.
+///
+/// A loop with a core of its own runs every operation there, one at a
+/// time, whichever core deferred it:
+///
+/// ```
+/// use roving::event_loop::Loop;
+/// use roving::{Pool, platform::{self, host::Machine}};
+///
+/// Machine::new(2).unwrap().run(|| {
+///     let pool = Pool::new().unwrap();
+///     let counter = Loop::on_core(&pool, 1, 0u64).unwrap();
+///     let total = pool.run(move || {
+///         let (tx, rx) = roving::sync::channel::bounded(1).unwrap();
+///         for n in 1..=10 {
+///             counter.defer(move |total: &mut u64, _: &Loop<u64>| {
+///                 assert_eq!(platform::current_core(), Some(1));
+///                 *total += n;
+///             }).unwrap();
+///         }
+///         // Deferred after the ten above, so it sees their sum.
+///         counter.defer(move |total: &mut u64, _: &Loop<u64>| tx.try_send(*total).unwrap()).unwrap();
+///         rx.recv().unwrap()
+///     });
+///     assert_eq!(total.unwrap(), 55);
+/// }).unwrap();
+/// ```
 pub struct Loop<T> {
     inner: Arc<Inner<T>>,
 }

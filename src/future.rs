@@ -198,6 +198,24 @@ impl<T: Send + 'static> Future<T> {
     /// Runs `g` on `core` with the result, once it is there; returns the
     /// future of what `g` returns. If this future breaks, `g` is dropped
     /// unrun and the new future breaks too.
+    ///
+    /// ```
+    /// use roving::{Pool, platform::{self, host::Machine}};
+    ///
+    /// Machine::new(2).unwrap().run(|| {
+    ///     let pool = Pool::new().unwrap();
+    ///     let text = pool.run(|| {
+    ///         let pool = Pool::current().unwrap();
+    ///         pool.send(1, || 21)
+    ///             .unwrap()
+    ///             .then(0, |n| n * 2) // on core 0, once core 1's result is there
+    ///             .then(1, |n| format!("{n} on core {:?}", platform::current_core()))
+    ///             .wait()
+    ///             .unwrap()
+    ///     });
+    ///     assert_eq!(text.unwrap(), "42 on core Some(1)");
+    /// }).unwrap();
+    /// ```
     pub fn then<U, G>(self, core: usize, g: G) -> Future<U>
     where
         U: Send + 'static,

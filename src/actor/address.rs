@@ -44,6 +44,49 @@ impl<A: Actor> Drop for Cell<A> {
 
 /// The address of an actor: send it messages, or stop it. Clone it freely
 /// and send it to any core; every clone names the same actor.
+///
+/// An actor can hold another's address and send to it from its handler:
+///
+/// ```
+/// use roving::actor::{Actor, Addr, Context};
+/// use roving::{Pool, platform::host::Machine};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+///
+/// struct Doubler { next: Addr<Summer> }
+/// impl Actor for Doubler {
+///     type Message = u64;
+///     fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+///         self.next.send(2 * n).unwrap();
+///     }
+///     fn stopped(&mut self) {
+///         self.next.stop(); // the pipeline ends in order
+///     }
+/// }
+///
+/// struct Summer { sum: u64, out: Arc<AtomicU64> }
+/// impl Actor for Summer {
+///     type Message = u64;
+///     fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+///         self.sum += n;
+///     }
+///     fn stopped(&mut self) {
+///         self.out.store(self.sum, Ordering::Relaxed);
+///     }
+/// }
+///
+/// Machine::new(2).unwrap().run(|| {
+///     let pool = Pool::new().unwrap();
+///     let out = Arc::new(AtomicU64::new(0));
+///     let summer = pool.spawn_actor(Summer { sum: 0, out: out.clone() });
+///     let doubler = pool.spawn_actor(Doubler { next: summer });
+///     pool.run(move || {
+///         (1..=10).for_each(|n| doubler.send(n).unwrap());
+///         doubler.stop();
+///     }).unwrap();
+///     assert_eq!(out.load(Ordering::Relaxed), 110);
+/// }).unwrap();
+/// ```
 pub struct Addr<A: Actor> {
     // Declared before `pool`, so a cell's last messages are dropped while
     // their pool (which may hold their storage) is still alive.
