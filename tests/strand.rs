@@ -157,6 +157,26 @@ fn blocking_outside_a_strand_is_a_typed_error() {
     assert_eq!(result.recv().unwrap(), Err(WaitError::NotAStrand), "a plain task cannot block");
 }
 
+/// A free mutex is refused outside strands just as a held one is, so the
+/// mistake shows without contention; `try_lock` is the way there.
+#[test]
+fn a_mutex_outside_strands_is_refused_whether_or_not_it_is_held() {
+    let mutex = roving::sync::Mutex::new(0u32);
+    assert_eq!(mutex.lock().err(), Some(WaitError::NotAStrand));
+    *mutex.try_lock().unwrap() += 1;
+    let outcome = on_pool(2, move || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        roving::post(1, move || {
+            let free = mutex.lock().err();
+            let taken = mutex.try_lock().map(|guard| *guard).ok();
+            tx.send((free, taken)).unwrap();
+        })
+        .unwrap();
+        rx
+    });
+    assert_eq!(outcome.recv().unwrap(), (Some(WaitError::NotAStrand), Some(1)), "a plain task");
+}
+
 #[test]
 fn a_closure_too_large_for_a_control_block_comes_back() {
     let outcome = on_pool(1, || {

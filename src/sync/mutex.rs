@@ -125,7 +125,9 @@ impl<T: ?Sized> Mutex<T> {
     ///
     /// # Errors
     ///
-    /// [`WaitError::NotAStrand`] if it is held and the caller cannot block;
+    /// [`WaitError::NotAStrand`] outside strands, whether or not it is held
+    /// (code that is not a strand takes it with [`Mutex::try_lock`], or a
+    /// task awaits [`Mutex::lock_async`]);
     /// [`WaitError::Interrupted`] if the strand was cancelled while it
     /// waited; [`WaitError::Poisoned`] if a holder failed (the lock is not
     /// held then); [`WaitError::OutOfMemory`] if the first lock found no
@@ -186,6 +188,11 @@ impl<T: ?Sized> Mutex<T> {
             "Mutex::lock",
             "a strand's mutex is for strands; a handler hands data over with Sender::try_send or wakes a strand with Signal::signal",
         );
+        if crate::strand::scheduler::current().is_none() {
+            // Free or not: a lock outside strands is refused every time,
+            // so the mistake shows in the first test, not under load.
+            return Err(WaitError::NotAStrand);
+        }
         let core = self.core().ok_or(WaitError::OutOfMemory)?;
         core.acquire(deadline)?;
         self.guard(core)
