@@ -41,6 +41,14 @@
 //!   them idle, with one-shot callbacks; [`future`]: closures sent to a
 //!   core, with continuations on chosen cores, that strands and async code
 //!   can wait for.
+//!
+//! # Features
+//!
+//! | feature | what it adds |
+//! |---|---|
+//! | `std` | [`platform::host`]: OS threads stand in for cores, so programs, tests and benchmarks run on a desktop. Without it the crate is `no_std` and registers no platform: a kernel registers its own. |
+//! | `defmt` | every public error type is `defmt::Format`, for kernels that log with `defmt`. |
+//! | `chaos` | tests only (implies `std`): random delays at the steps of roving's concurrent protocols, so stress tests meet rare interleavings. |
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;
