@@ -53,6 +53,11 @@
 
 extern crate alloc;
 
+// The README's quick start, compiled and run with the doctests.
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeQuickStart;
+
 #[cfg(not(loom))]
 pub mod actor;
 // The actor schedule word alone, for its loom model.
