@@ -160,7 +160,8 @@ impl<T: ?Sized> Mutex<T> {
         if !core.try_acquire() {
             return Err(TryLockError::WouldBlock);
         }
-        self.guard(core).map_err(|_| TryLockError::Poisoned)
+        let holder = core.hold(crate::strand::scheduler::current()).map_err(|_| TryLockError::Poisoned)?;
+        Ok(MutexGuard { mutex: self, core, holder, _not_send: PhantomData })
     }
 
     /// Whether a holder failed with it locked (see poisoning on [`Mutex`]).
@@ -188,19 +189,8 @@ impl<T: ?Sized> Mutex<T> {
             "Mutex::lock",
             "a strand's mutex is for strands; a handler hands data over with Sender::try_send or wakes a strand with Signal::signal",
         );
-        if crate::strand::scheduler::current().is_none() {
-            // Free or not: a lock outside strands is refused every time,
-            // so the mistake shows in the first test, not under load.
-            return Err(WaitError::NotAStrand);
-        }
         let core = self.core().ok_or(WaitError::OutOfMemory)?;
-        core.acquire(deadline)?;
-        self.guard(core)
-    }
-
-    /// The guard for a lock just taken, unless it is poisoned.
-    fn guard<'a>(&'a self, core: &'a Core) -> Result<MutexGuard<'a, T>, WaitError> {
-        let holder = core.hold()?;
+        let holder = core.lock(deadline)?;
         Ok(MutexGuard { mutex: self, core, holder, _not_send: PhantomData })
     }
 

@@ -128,13 +128,21 @@ impl Core {
 
     /// Takes the lock, blocking the strand until `deadline`. On success
     /// the lock is held but not yet listed (see [`Core::hold`]).
-    pub(crate) fn acquire(&self, deadline: Option<Instant>) -> Result<(), WaitError> {
+    /// Locks it for the calling strand, blocking while another holds it,
+    /// and lists it as held (see [`Core::hold`]). Outside strands it is
+    /// refused whether or not it is held, so the mistake shows in the
+    /// first test, not only under load.
+    pub(crate) fn lock(&self, deadline: Option<Instant>) -> Result<Holder, WaitError> {
+        let me = scheduler::current().ok_or(WaitError::NotAStrand)?;
+        self.acquire(me, deadline)?;
+        self.hold(Some(me))
+    }
+
+    fn acquire(&self, me: NonNull<Header>, deadline: Option<Instant>) -> Result<(), WaitError> {
         if self.try_acquire() {
             return Ok(());
         }
-        if let Some(me) = scheduler::current()
-            && self.holder.load(Acquire) == me.as_ptr()
-        {
+        if self.holder.load(Acquire) == me.as_ptr() {
             // Waiting for ourselves would never end.
             return Err(WaitError::WouldDeadlock);
         }
@@ -160,15 +168,14 @@ impl Core {
         }
     }
 
-    /// Completes an acquisition: a poisoned lock is passed straight on
-    /// (`Poisoned`); otherwise it is listed as held by the calling strand,
-    /// which is returned.
-    pub(crate) fn hold(&self) -> Result<Holder, WaitError> {
+    /// Completes an acquisition by `holder`, the calling strand if it is
+    /// one: a poisoned lock is passed straight on (`Poisoned`); otherwise
+    /// it is listed as held by that strand, which is returned.
+    pub(crate) fn hold(&self, holder: Holder) -> Result<Holder, WaitError> {
         if self.is_poisoned() {
             self.unlock();
             return Err(WaitError::Poisoned);
         }
-        let holder = scheduler::current();
         if let Some(me) = holder {
             self.holder.store(me.as_ptr(), Release);
             // SAFETY: the running strand's own list (module docs).
