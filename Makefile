@@ -35,7 +35,7 @@ MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
 STRESS_SECS ?= 30
 SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform qemu-test idle-check bench bench-metal clean
+.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed qemu-test idle-check bench bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -49,8 +49,9 @@ image: check-board setup
 
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
 ## test, ThreadSanitizer, no_std builds, the custom-platform check, the
-## QEMU suite at 1/2/4/8 cores, and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress tsan no-std custom-platform qemu-test idle-check
+## from-scratch embedding kernel, the QEMU suite at 1/2/4/8 cores, and the
+## idle-CPU check
+test: setup lint setup-check host-test loom miri stress tsan no-std custom-platform embed qemu-test idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -138,6 +139,14 @@ no-std:
 ## custom-platform: an embedder's own Platform links and works
 custom-platform:
 	cargo run --quiet -p roving-custom-platform $(HOST)
+
+## embed: examples/embed, a kernel written from scratch on the Platform
+## trait alone (docs/embedding.md), passes its checks on QEMU virt at 4
+## cores, entered at EL1 and at EL2
+embed:
+	cargo build --quiet -p roving-embed-example
+	ROVING_CORES=4 ROVING_TIMEOUT=120 tools/qemu-run target/aarch64-unknown-none/debug/embed
+	ROVING_CORES=4 ROVING_TIMEOUT=120 ROVING_MACHINE=virtualization=on tools/qemu-run target/aarch64-unknown-none/debug/embed
 
 qemu-test:
 	tools/setup --defmt

@@ -33,8 +33,10 @@
 //!
 //! Registering none is a link error naming the missing `_roving_platform_*`
 //! symbol; registering two is a duplicate-symbol link error. With feature
-//! `std`, roving registers [`host`]'s platform itself. `tests/custom-platform`
-//! in the repository is a complete, tested example.
+//! `std`, roving registers [`host`]'s platform itself. In the repository,
+//! `docs/embedding.md` is the checklist for a kernel, `examples/embed` a
+//! small aarch64 kernel written on it that `make test` boots, and
+//! `tests/custom-platform` the trait on the host.
 
 pub mod doorbell;
 #[cfg(feature = "std")]
