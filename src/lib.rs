@@ -1,17 +1,58 @@
 //! roving: a `no_std` multicore scheduler for machines with no operating system.
 //!
-//! Every hardware core is a worker of a thread pool. This crate is the
-//! portable part: it never names a register, an address or a board. What it
-//! needs from the machine it gets through one narrow seam, the
-//! [`Platform`](platform::Platform) trait, bound at link time with
-//! [`set_platform!`]. Three implementations exist:
+//! Every hardware core is a worker of a [`Pool`]. Your code runs on every
+//! core as strands (threads on static fibre stacks that block without
+//! blocking their core), tasks, fork-join, actors, event loops, futures and
+//! async tasks, all sharing one set of [`sync`] primitives.
+//!
+//! # Quick start
+//!
+//! On a desktop, with feature `std`, a [`Machine`](platform::host::Machine)
+//! of OS threads stands in for the cores. The same code runs on a board,
+//! where the kernel has already started the cores and `Machine` is not
+//! needed:
+//!
+//! ```
+//! use roving::{Pool, join, platform::host::Machine, strand, sync::channel};
+//!
+//! Machine::new(4).unwrap().run(|| {
+//!     let pool = Pool::new().unwrap();
+//!     let total = pool.run(|| {
+//!         let (tx, rx) = channel::bounded(2).unwrap();
+//!         // A strand may block; its core runs other work meanwhile.
+//!         let worker = strand::spawn(move || {
+//!             // Fork-join: the halves may run on two cores.
+//!             let (a, b) = join(|| (0..500u64).sum::<u64>(), || (500..1000u64).sum::<u64>());
+//!             tx.send(a + b).unwrap();
+//!         })
+//!         .unwrap();
+//!         let sum = rx.recv().unwrap();
+//!         worker.join().unwrap();
+//!         sum
+//!     });
+//!     assert_eq!(total.unwrap(), 499_500);
+//! })
+//! .unwrap();
+//! ```
+//!
+//! Every call that can fail returns a typed error, and a closure or value
+//! that was refused comes back inside it.
+//!
+//! # Where it runs
+//!
+//! This crate is the portable part: it never names a register, an address
+//! or a board. What it needs from the machine it gets through one narrow
+//! seam, the [`Platform`](platform::Platform) trait, bound at link time
+//! with [`set_platform!`]. Three implementations exist:
 //!
 //! - `roving-kernel` (in this repository) for bare metal: QEMU `virt`
 //!   and the Raspberry Pi 3B and 4B (aarch64), and x86_64 PCs;
 //! - [`platform::host`] behind feature `std`, where OS threads stand in for
 //!   cores, so the portable core is tested and benchmarked as ordinary Rust;
 //! - yours: a hobby-OS kernel implements [`Platform`](platform::Platform) and
-//!   calls [`set_platform!`] once, without forking roving.
+//!   calls [`set_platform!`] once, without forking roving. The repository's
+//!   `docs/embedding.md` is the checklist, and `examples/embed` a small
+//!   kernel written on it.
 //!
 //! roving needs a global allocator (`alloc`): pools, and task storage
 //! beyond the per-core caches, come from it.
@@ -34,7 +75,6 @@
 //!   own root strand, pools and tree; a domain whose root fails is torn
 //!   down while the others run on.
 //! - The seam ([`platform`]) and time ([`time::Instant`]).
-//!
 //! - [`actor`]: actors with one-word dormant state, scheduled as tasks on a
 //!   pool; [`event_loop`]: objects whose operations are deferred closures
 //!   run one at a time, on a core of their own or on the caller that finds
@@ -49,6 +89,12 @@
 //! | `std` | [`platform::host`]: OS threads stand in for cores, so programs, tests and benchmarks run on a desktop. Without it the crate is `no_std` and registers no platform: a kernel registers its own. |
 //! | `defmt` | every public error type is `defmt::Format`, for kernels that log with `defmt`. |
 //! | `chaos` | tests only (implies `std`): random delays at the steps of roving's concurrent protocols, so stress tests meet rare interleavings. |
+//!
+//! # Design notes
+//!
+//! How each part works, with its invariants, is written up in the
+//! repository's `docs/` (`docs/design.md` is the map); each lock-free
+//! protocol also states its protocol and proof sketch next to its code.
 #![cfg_attr(not(feature = "std"), no_std)]
 
 extern crate alloc;

@@ -1,4 +1,4 @@
-//! What a core of a pool does: the loop of DESIGN.md ("What a core does").
+//! What a core of a pool does (docs/design.md, "The threading model").
 //!
 //! 1. its LIFO slot, its local queue, then the tasks from its mailboxes;
 //! 2. drain every inbound mailbox (one swap each), reversing each batch so

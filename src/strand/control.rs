@@ -1,7 +1,7 @@
 //! The strand control block: everything about a strand that is not on its
 //! stack. Waiter links, timer slots and join state all live here, never on
 //! a stack, because a non-resident strand's stack is not where its
-//! addresses say (the copy-swap invariant, DESIGN.md).
+//! addresses say (the copy-swap invariant, docs/design.md).
 //!
 //! A control block is one allocation: the [`Header`] every layer uses, then
 //! the closure, which becomes the result. Its size is checked against
@@ -69,7 +69,7 @@ pub(crate) mod flags {
     pub(crate) const CUT_SHORT: u32 = 1 << 7;
 }
 
-/// Why a strand is blocked (DESIGN.md: blocked strands record why).
+/// Why a strand is blocked: every blocked strand records it, for reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 #[non_exhaustive]

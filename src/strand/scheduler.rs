@@ -9,7 +9,7 @@
 //! keeps the fibre scheduled (more runnable strands) or unschedules it
 //! (the inbox protocol of `crate::task::inbox`).
 //!
-//! The copy-swap invariant (DESIGN.md) holds because the only stack
+//! The copy-swap invariant (docs/design.md) holds because the only stack
 //! addresses kept anywhere are the saved stack pointers in control blocks,
 //! and those are used only when their strand is made resident again.
 
@@ -513,7 +513,7 @@ fn swap_in(fibre: &'static Fibre, owned: &mut Owned, strand: NonNull<Header>) ->
         // SAFETY: the resident strand's header is live.
         if unsafe { outgoing.as_ref() }.lent.load(SeqCst) > 0 {
             // Its scoped children borrow its stack: it stays where it is
-            // until they finish (DESIGN.md, the copy-swap invariant).
+            // until they finish (docs/design.md, the copy-swap invariant).
             return false;
         }
         // SAFETY: the resident strand is suspended (we hold the fibre), so
