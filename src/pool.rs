@@ -269,6 +269,19 @@ impl Pool {
     /// that core (and is offered to idle ones); from outside, on whichever
     /// core picks it up.
     ///
+    /// ```
+    /// use roving::{Pool, platform::host::Machine};
+    ///
+    /// Machine::new(2).unwrap().run(|| {
+    ///     let pool = Pool::new().unwrap();
+    ///     // From outside any strand, before `run`: it waits for a core.
+    ///     let answer = pool.spawn_strand(|| 6 * 7).unwrap();
+    ///     let value = pool.run(move || answer.join().unwrap()).unwrap();
+    ///     assert_eq!(value, 42);
+    /// })
+    /// .unwrap();
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`SpawnError`] says why, with `f`: the pool stopped, the closure

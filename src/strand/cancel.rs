@@ -30,6 +30,34 @@ pub fn cancelled() -> bool {
 /// cancelled and holds no [`Shield`]: a place for long computations to
 /// stop.
 ///
+/// ```
+/// use core::time::Duration;
+/// use roving::{Pool, platform::host::Machine, strand};
+///
+/// Machine::new(2).unwrap().run(|| {
+///     Pool::new().unwrap().run(|| {
+///         let worker = strand::spawn(|| {
+///             let mut rounds = 0u64;
+///             // Computes until cancelled, asking once a round. It also
+///             // yields: without a time slice, a strand that never does
+///             // keeps its core from the strands waiting for it.
+///             while strand::checkpoint().is_ok() {
+///                 rounds += 1;
+///                 let _ = strand::yield_now();
+///             }
+///             rounds
+///         })
+///         .unwrap();
+///         strand::sleep(Duration::from_millis(5)).unwrap();
+///         worker.cancel().unwrap();
+///         // It stopped at a checkpoint and returned normally.
+///         assert!(worker.join().is_ok());
+///     })
+///     .unwrap();
+/// })
+/// .unwrap();
+/// ```
+///
 /// # Errors
 ///
 /// [`WaitError::Interrupted`], as above.
