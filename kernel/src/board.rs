@@ -28,6 +28,7 @@ impl Region {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConsoleDevice {
     /// An Arm PL011 UART at this physical address.
+    #[cfg(target_arch = "aarch64")]
     Pl011 {
         /// Base of its registers.
         base: usize,
@@ -36,6 +37,7 @@ pub enum ConsoleDevice {
         clock_hz: Option<u32>,
     },
     /// A 16550-compatible UART at this x86 I/O port (COM1 is 0x3F8).
+    #[cfg(target_arch = "x86_64")]
     Uart16550 {
         /// Its first I/O port.
         port: u16,
@@ -51,6 +53,7 @@ pub enum Line {
     Number(u32),
     /// x86: an ISA IRQ, which the ACPI MADT's interrupt source overrides
     /// map to an I/O APIC line (QEMU's q35 puts IRQ 0 on line 2).
+    #[cfg(target_arch = "x86_64")]
     Isa(u8),
 }
 
@@ -68,10 +71,12 @@ pub struct DeviceLine {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoreStart {
     /// PSCI `CPU_ON`, over the conduit the device tree's `/psci` node names.
+    #[cfg(target_arch = "aarch64")]
     Psci,
     /// A firmware spin table: the core whose MPIDR Aff0 is `n` waits in
     /// `WFE` until the 8-byte slot at `release + 8 * n` holds an address,
     /// then jumps there (the Raspberry Pi firmware's `armstub8`).
+    #[cfg(target_arch = "aarch64")]
     SpinTable {
         /// Address of core 0's slot.
         release: usize,
@@ -79,6 +84,7 @@ pub enum CoreStart {
     /// x86: INIT, then two STARTUP inter-processor interrupts through the
     /// local APIC, into a real-mode trampoline; the cores are those the
     /// ACPI MADT lists.
+    #[cfg(target_arch = "x86_64")]
     StartupIpi,
 }
 
@@ -87,9 +93,11 @@ pub enum CoreStart {
 #[derive(Clone, Copy)]
 pub enum InterruptController {
     /// The GIC the device tree describes (GICv2 or GICv3).
+    #[cfg(target_arch = "aarch64")]
     FromDeviceTree,
     /// A GICv2 (such as the GIC-400) at fixed addresses; the device tree,
     /// if any, is not consulted.
+    #[cfg(target_arch = "aarch64")]
     GicV2 {
         /// The distributor (GICD).
         distributor: usize,
@@ -97,19 +105,25 @@ pub enum InterruptController {
         cpu_interface: usize,
     },
     /// The board's own driver.
+    #[cfg(target_arch = "aarch64")]
     Board(&'static dyn InterruptChip),
     /// x86: each core's local APIC (wake-up IPIs and its one-shot timer).
+    #[cfg(target_arch = "x86_64")]
     LocalApic,
 }
 
 impl core::fmt::Debug for InterruptController {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
+            #[cfg(target_arch = "aarch64")]
             Self::FromDeviceTree => f.write_str("FromDeviceTree"),
+            #[cfg(target_arch = "aarch64")]
             Self::GicV2 { distributor, cpu_interface } => {
                 write!(f, "GicV2 {{ distributor: {distributor:#x}, cpu_interface: {cpu_interface:#x} }}")
             }
+            #[cfg(target_arch = "aarch64")]
             Self::Board(chip) => write!(f, "Board({})", chip.name()),
+            #[cfg(target_arch = "x86_64")]
             Self::LocalApic => f.write_str("LocalApic"),
         }
     }

@@ -446,6 +446,7 @@ pub fn line_of(device: &str) -> Option<u32> {
 pub(crate) fn resolve(line: Line) -> Option<u32> {
     match line {
         Line::Number(number) => Some(number),
+        #[cfg(target_arch = "x86_64")]
         Line::Isa(irq) => arch::isa_line(irq),
     }
 }

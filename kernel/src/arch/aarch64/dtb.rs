@@ -104,7 +104,7 @@ pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
         InterruptController::GicV2 { distributor, cpu_interface } => {
             Some(GicInfo { version: GicVersion::V2, distributor, cpu_or_redistributor: cpu_interface })
         }
-        InterruptController::Board(_) | InterruptController::LocalApic => None,
+        InterruptController::Board(_) => None,
     };
 }
 

@@ -13,9 +13,7 @@ use core::ops::Range;
 fn chip() -> Option<&'static dyn InterruptChip> {
     match board().interrupts {
         InterruptController::Board(chip) => Some(chip),
-        InterruptController::FromDeviceTree
-        | InterruptController::GicV2 { .. }
-        | InterruptController::LocalApic => None,
+        InterruptController::FromDeviceTree | InterruptController::GicV2 { .. } => None,
     }
 }
 
@@ -160,9 +158,4 @@ pub(crate) fn pend_line(line: u32, _core: usize) -> Result<(), BindError> {
             Ok(())
         }
     }
-}
-
-/// ARM boards have no ISA bus.
-pub(crate) fn isa_line(_irq: u8) -> Option<u32> {
-    None
 }

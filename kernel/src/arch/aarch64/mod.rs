@@ -54,7 +54,7 @@ pub fn hw_id() -> u64 {
 /// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
 pub(crate) use gic::CoreGic as CoreArch;
 pub(crate) use irq::{
-    device_lines, disable_line, enable_line, is_kernel_line, isa_line, pend_line, route_line, shared_route,
+    device_lines, disable_line, enable_line, is_kernel_line, pend_line, route_line, shared_route,
 };
 
 /// Interrupt controller set-up on the boot core, once the MMU is on.
@@ -73,7 +73,6 @@ pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
     match crate::board::board().core_start {
         CoreStart::Psci => psci::cpu_on(hw_id, boot::secondary_entry_address(), index),
         CoreStart::SpinTable { release } => spin_table::release(release, index, hw_id),
-        CoreStart::StartupIpi => Err(psci::NOT_SUPPORTED),
     }
 }
 
@@ -85,7 +84,6 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
         (CoreStart::SpinTable { release }, _) => write!(out, ", spin table at {release:#x}")?,
         (CoreStart::Psci, Some(conduit)) => write!(out, ", PSCI over {}", conduit.name())?,
         (CoreStart::Psci, None) => write!(out, ", no PSCI")?,
-        (CoreStart::StartupIpi, _) => write!(out, ", no way to start cores (an x86 board?)")?,
     }
     out.write_str(", ")?;
     irq::name(out)

@@ -143,8 +143,6 @@ pub(crate) fn init_interrupts_secondary() {
 pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
     match crate::board::board().core_start {
         crate::board::CoreStart::StartupIpi => smp::start(index, hw_id),
-        // The only other ways are ARM's; an x86 board never names them.
-        _ => Err(-1),
     }
 }
 
