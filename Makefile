@@ -113,7 +113,7 @@ soak: setup
 
 ## tsan: every host test under ThreadSanitizer (nightly, std rebuilt with
 ## it), the stress test for $(STRESS_SECS) s. With --cfg roving_tsan every
-## context switch tells TSan which fibre runs next (src/context/sanitizer.rs);
+## context switch tells TSan which fibre runs next (src/raw/context/sanitizer.rs);
 ## a control block is then a word bigger, so ROVING_STRAND_BYTES grows by
 ## one to keep the room for closures. handle_segv=0: tests/overflow.rs checks
 ## that a stray fault ends the process by SIGSEGV, which TSan would catch.

@@ -85,7 +85,7 @@ fn roving(period: Duration, jobs: u64) -> Duration {
         let before = process_cpu_time();
         for job in 0..jobs {
             roving::strand::sleep(period).expect("a strand may sleep");
-            roving::pool::spawn(move || {
+            roving::pool::spawn_task(move || {
                 black_box(job);
             })
             .unwrap_or_else(|_| panic!("the pool takes the job"));

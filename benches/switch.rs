@@ -1,7 +1,7 @@
 //! Switching between two execution contexts on one thread: roving's
 //! strands, roving's bare context switch, and corosensei's coroutines.
 
-use roving::context::{self, Context};
+use roving::raw::context::{self, Context};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -11,7 +11,7 @@ pub fn roving_then(hops: u64) -> Duration {
     let (elapsed, value) = on_roving(2, move || {
         let pool = Pool::current().expect("the root strand runs on the pool");
         let start = Instant::now();
-        let mut future = pool.send(1, || 0u64).expect("core 1 is in the pool");
+        let mut future = pool.future_on(1, || 0u64).expect("core 1 is in the pool");
         for hop in 0..hops {
             future = future.then((hop % 2) as usize, |n| n + 1);
         }

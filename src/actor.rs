@@ -30,7 +30,7 @@
 //!   driven from the core that took its interrupts. If the core leaves the
 //!   pool, the pin lapses until it comes back, as for pinned strands.
 //! - **Nothing is dropped silently.** A message to a stopped actor comes
-//!   back in [`SendError`]. Messages accepted before [`Addr::stop`] are
+//!   back in [`DeliveryError`]. Messages accepted before [`Addr::stop`] are
 //!   handled before the actor's [`Actor::stopped`] hook runs. If the pool
 //!   shuts down with turns pending, their messages are dropped unhandled
 //!   and counted in [`CoreStats::discarded`](crate::CoreStats::discarded).
@@ -38,18 +38,20 @@
 //! # Shutting down
 //!
 //! Two ways, as for all work on roving: an explicit [`Addr::stop`] (or
-//! [`Context::stop`] from the actor itself), or quiescence: a dormant actor
+//! [`ActorContext::stop`] from the actor itself), after which
+//! [`Addr::wait_ended`] blocks a strand until the actor's `stopped` hook
+//! has run ([`Addr::has_ended`] says so without blocking); or quiescence: a dormant actor
 //! holds no task, so once no message, task, strand or timer is pending
 //! and every core is idle, [`Pool::run`](crate::Pool::run) returns.
 //!
-//! A closure with no actor behind it is a plain task: [`Pool::spawn`](crate::Pool::spawn) or
+//! A closure with no actor behind it is a plain task: [`Pool::spawn_task`](crate::Pool::spawn_task) or
 //! [`Pool::post`](crate::Pool::post).
 //!
 //! A panic in [`Actor::handle`] is a panic in a task: on the host it stops
 //! the pool and is raised again from `run`.
 //!
 //! ```
-//! use roving::actor::{Actor, Context};
+//! use roving::actor::{Actor, ActorContext};
 //! use roving::{Pool, platform::host::Machine};
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //! use std::sync::Arc;
@@ -58,7 +60,7 @@
 //!
 //! impl Actor for Adder {
 //!     type Message = u64;
-//!     fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+//!     fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
 //!         self.total += n;
 //!     }
 //!     fn stopped(&mut self) {
@@ -81,13 +83,43 @@
 //! ```
 
 mod address;
+pub(crate) mod end;
 mod interrupt;
 pub(crate) mod schedule;
 mod turn;
 
-pub use crate::pool::{PinError, SendError};
+pub use crate::pool::{DeliveryError, PinError};
 pub use address::Addr;
 pub use interrupt::{InterruptSendError, InterruptSender, InterruptSenderError};
+
+/// Why [`Addr::wait_ended`] returned before the actor ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndWaitError {
+    /// Waiting blocks, and the caller is not a strand: poll
+    /// [`Addr::has_ended`] there, or use the actor's
+    /// [`stopped`](Actor::stopped) hook.
+    NotAStrand,
+    /// The waiting strand was cancelled.
+    Interrupted,
+    /// The actor's pool stopped while the actor was dormant: it will never
+    /// run again, and its `stopped` hook did not run.
+    PoolStopped,
+}
+
+impl core::fmt::Display for EndWaitError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::NotAStrand => "waiting for an actor's end blocks, and the caller is not a strand",
+            Self::Interrupted => "the strand was cancelled while it waited for an actor's end",
+            Self::PoolStopped => {
+                "the actor's pool stopped while the actor was dormant; its stopped hook did not run"
+            }
+        })
+    }
+}
+
+impl core::error::Error for EndWaitError {}
 
 use crate::pool::Pool;
 use crate::pool::shared::Shared;
@@ -105,7 +137,7 @@ pub trait Actor: Send + Sized + 'static {
     const MESSAGES_PER_TURN: usize = 64;
 
     /// Handles one message. `context` can stop the actor or name it.
-    fn handle(&mut self, message: Self::Message, context: &mut Context<'_, Self>);
+    fn handle(&mut self, message: Self::Message, context: &mut ActorContext<'_, Self>);
 
     /// Runs once, after the actor was stopped and every message accepted
     /// before that was handled.
@@ -113,7 +145,7 @@ pub trait Actor: Send + Sized + 'static {
 }
 
 /// What an actor can do about itself while it handles a message.
-pub struct Context<'a, A: Actor> {
+pub struct ActorContext<'a, A: Actor> {
     cell: &'a Arc<Cell<A>>,
     /// The pool of the core running the turn (a worker's pointer).
     shared: *const Shared,
@@ -121,7 +153,7 @@ pub struct Context<'a, A: Actor> {
     stop: bool,
 }
 
-impl<A: Actor> Context<'_, A> {
+impl<A: Actor> ActorContext<'_, A> {
     /// Stops the actor once this message is handled: later sends are
     /// refused, messages already queued are still handled, then
     /// [`Actor::stopped`] runs.

@@ -21,17 +21,18 @@ macro_rules! format_as_display {
     };
 }
 
-use crate::actor::{InterruptSendError, InterruptSenderError};
+use crate::actor::{EndWaitError, InterruptSendError, InterruptSenderError};
 use crate::domain::DomainError;
 use crate::executor::TaskError;
 use crate::future::FutureError;
 use crate::platform::{StartCoreError, UnknownCore};
-use crate::pool::{PinError, PoolError, PostError, ResizeError, RunError, SendError};
+use crate::pool::{DeliveryError, PinError, PoolError, PostError, ResizeError, RunError};
 use crate::strand::{CancelError, Failure, JoinError, ScopeError, SpawnError};
 use crate::sync::channel::SendError as ChannelSendError;
 
 format_as_display!(
     InterruptSendError<M>,
+    EndWaitError,
     InterruptSenderError,
     DomainError<F>,
     TaskError,
@@ -43,7 +44,7 @@ format_as_display!(
     PostError<F>,
     ResizeError,
     RunError,
-    SendError<M>,
+    DeliveryError<M>,
     CancelError,
     Failure,
     JoinError<H>,

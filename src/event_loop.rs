@@ -7,14 +7,14 @@
 //!
 //! # Where operations run
 //!
-//! - **A borrowed-caller loop** ([`Loop::new`], [`Context::object`]) has
+//! - **A borrowed-caller loop** ([`Loop::new`], [`LoopGroup::object`]) has
 //!   no core of its own. The caller that defers onto an idle loop becomes
 //!   its *drainer*: it runs operations on its own stack (a strand's, a
 //!   task's, or a thread's) until the queue is empty, then returns. A
 //!   caller that defers while a drainer exists only queues its operation
 //!   and returns at once; the drainer runs it.
 //! - **A loop with a core of its own** ([`Loop::on_core`],
-//!   [`Context::object_on`]) drains on that core: a defer onto the idle
+//!   [`LoopGroup::object_on`]) drains on that core: a defer onto the idle
 //!   loop posts its drain there as a task, which runs at most
 //!   [`OPS_PER_DRAIN`] operations before going to the back of the core's
 //!   queue. If the core leaves the pool, the drain runs on another core
@@ -42,9 +42,9 @@
 //!   `Loop`). Dropping the last handle closes the object ([`Object::close`]
 //!   runs on the loop), but pending [`Loop::callback`]s keep the
 //!   implementation alive until each has fired exactly once.
-//!   [`Context::join`] waits for every object of its context to get there.
+//!   [`LoopGroup::join`] waits for every object of its group to get there.
 //! - **Nothing accepted is lost silently.** A refused defer returns the
-//!   operation in [`SendError`]. An operation that panics stops its loop:
+//!   operation in [`DeliveryError`]. An operation that panics stops its loop:
 //!   later defers are refused, and what was queued is dropped (its
 //!   callbacks released unfired); for a loop with a core, the dropped
 //!   operations are counted in [`CoreStats::discarded`](crate::CoreStats).
@@ -54,15 +54,15 @@
 //! loop until the strand resumes).
 //!
 //! ```
-//! use roving::event_loop::{Callback, Context, Loop, Object};
+//! use roving::event_loop::{Callback, LoopGroup, Loop, Object};
 //! use std::sync::mpsc;
 //!
 //! #[derive(Default)]
 //! struct Counter { total: u64 }
 //! impl Object for Counter {}
 //!
-//! let context = Context::new();
-//! let counter = context.object(Counter::default());
+//! let group = LoopGroup::new();
+//! let counter = group.object(Counter::default());
 //! let (tx, rx) = mpsc::channel();
 //! let done = Callback::new(move |total: u64| tx.send(total).unwrap());
 //! // No drainer exists, so this caller runs both operations itself.
@@ -75,7 +75,7 @@
 //!     .unwrap();
 //! assert_eq!(rx.recv().unwrap(), 42);
 //! drop(counter);
-//! assert_eq!(context.unfinished(), 0);
+//! assert_eq!(group.unfinished(), 0);
 //! ```
 
 mod callback;
@@ -83,10 +83,10 @@ pub(crate) mod handoff;
 mod object;
 mod op;
 
-pub use crate::pool::{PinError, SendError};
+pub use crate::pool::{DeliveryError, PinError};
 pub use callback::{Callback, Fired};
 
-pub use object::{Context, Handle, Object};
+pub use object::{Handle, LoopGroup, Object};
 
 use crate::actor::schedule::Link;
 use crate::domain::DomainId;
@@ -126,7 +126,7 @@ struct Inner<T> {
     life: Lifecycle<T>,
     /// The strand draining the loop on its own stack (its id; 0: none, or
     /// a drain task). Written only by the drainer; read to refuse a
-    /// [`Context::join`] that would wait for this very drain.
+    /// [`LoopGroup::join`] that would wait for this very drain.
     drainer: AtomicU64,
 }
 
@@ -185,12 +185,12 @@ pub struct WeakLoop<T> {
 }
 
 impl<T: Send + 'static> Loop<T> {
-    /// A borrowed-caller loop over `state`, with no context.
+    /// A borrowed-caller loop over `state`, in no group.
     pub fn new(state: T) -> Self {
         Self::build(state, None, Lifecycle::standalone())
     }
 
-    /// A loop over `state` that drains on `core` of `pool`, with no context.
+    /// A loop over `state` that drains on `core` of `pool`, in no group.
     ///
     /// # Errors
     ///
@@ -242,22 +242,22 @@ impl<T: Send + 'static> Loop<T> {
     ///
     /// # Errors
     ///
-    /// [`SendError`], carrying `op` back: the loop is stopped, its pool
+    /// [`DeliveryError`], carrying `op` back: the loop is stopped, its pool
     /// has stopped, it has a core and is deferred onto from another domain,
     /// or memory ran out.
-    pub fn defer<F>(&self, op: F) -> Result<(), SendError<F>>
+    pub fn defer<F>(&self, op: F) -> Result<(), DeliveryError<F>>
     where
         F: FnOnce(&mut T, &Loop<T>) + Send + 'static,
     {
         self.defer_op(op)
     }
 
-    fn defer_op<O: Operation<T>>(&self, op: O) -> Result<(), SendError<O>> {
+    fn defer_op<O: Operation<T>>(&self, op: O) -> Result<(), DeliveryError<O>> {
         match &self.inner.home {
             Some(home) => {
                 let shared = home.pool.shared();
                 if shared.worker_core().is_none() && DomainId::current() != shared.domain {
-                    return Err(SendError::OtherDomain(op));
+                    return Err(DeliveryError::OtherDomain(op));
                 }
             }
             None if self.inner.handoff.claim() => {
@@ -275,7 +275,7 @@ impl<T: Send + 'static> Loop<T> {
             }
             None => {}
         }
-        let node = op::new::<T, O>(op).map_err(SendError::OutOfMemory)?;
+        let node = op::new::<T, O>(op).map_err(DeliveryError::OutOfMemory)?;
         // SAFETY: the node is new, ours, and in no chain.
         match unsafe { self.inner.handoff.defer(node) } {
             Deferred::Queued => Ok(()),
@@ -287,7 +287,7 @@ impl<T: Send + 'static> Loop<T> {
                 Some(home) => self.start_drain(home, node),
             },
             // SAFETY: refused, so still ours; made above as an `O`.
-            Deferred::Refused => Err(SendError::Stopped(unsafe { op::take_back::<T, O>(node) })),
+            Deferred::Refused => Err(DeliveryError::Stopped(unsafe { op::take_back::<T, O>(node) })),
         }
     }
 
@@ -332,7 +332,7 @@ impl<T: Send + 'static> Loop<T> {
     /// Posts the drain to the loop's core, for a defer that won it. If the
     /// pool refuses, the loop stops and `own` (that defer's operation)
     /// comes back.
-    fn start_drain<O: Operation<T>>(&self, home: &Home, own: NonNull<Link>) -> Result<(), SendError<O>> {
+    fn start_drain<O: Operation<T>>(&self, home: &Home, own: NonNull<Link>) -> Result<(), DeliveryError<O>> {
         let task = DrainTask { of: self.clone(), over: false };
         let Err(error) = home.pool.shared().post_pinned(home.core, task) else {
             return Ok(());

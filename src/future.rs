@@ -1,7 +1,7 @@
 //! Futures with continuations: run a closure on a chosen core, and chain
 //! what happens to its result.
 //!
-//! [`Pool::send`] (or [`send`] from a core of the pool) posts a closure to
+//! [`Pool::future_on`] (or [`future_on`] from a core of the pool) posts a closure to
 //! a core and returns a [`Future`] of its result. The closure, its result
 //! and the future's waiters share one allocation, which is itself the
 //! message posted to the core: the result is left in the message's own
@@ -28,7 +28,7 @@
 //!     let pool = Pool::new().unwrap();
 //!     let answer = pool.run(|| {
 //!         let pool = Pool::current().unwrap();
-//!         let six = pool.send(1, || 6).unwrap();
+//!         let six = pool.future_on(1, || 6).unwrap();
 //!         let answer = six.then(0, |six| six * 7);
 //!         answer.wait().unwrap()
 //!     });
@@ -86,7 +86,7 @@ pub struct SharedFuture<T> {
     pool: Pool,
 }
 
-/// A closure sent with [`Pool::send`].
+/// A closure sent with [`Pool::future_on`].
 struct Sent<F>(F);
 
 impl<T: Send + 'static, F: FnOnce() -> T + Send + 'static> Work<T> for Sent<F> {
@@ -132,7 +132,7 @@ impl Pool {
     /// # Errors
     ///
     /// As for [`Pool::post`], with `f` back.
-    pub fn send<T, F>(&self, core: usize, f: F) -> Result<Future<T>, PostError<F>>
+    pub fn future_on<T, F>(&self, core: usize, f: F) -> Result<Future<T>, PostError<F>>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -141,7 +141,7 @@ impl Pool {
     }
 }
 
-/// [`Pool::send`], keeping `pool` in the future.
+/// [`Pool::future_on`], keeping `pool` in the future.
 fn send_on<T, F>(pool: Pool, core: usize, f: F) -> Result<Future<T>, PostError<F>>
 where
     T: Send + 'static,
@@ -155,13 +155,13 @@ where
     }
 }
 
-/// [`Pool::send`] on the pool the calling core works for.
+/// [`Pool::future_on`] on the pool the calling core works for.
 ///
 /// # Errors
 ///
 /// [`PostError::NotInPool`] outside a pool's core; otherwise as for
-/// [`Pool::send`].
-pub fn send<T, F>(core: usize, f: F) -> Result<Future<T>, PostError<F>>
+/// [`Pool::future_on`].
+pub fn future_on<T, F>(core: usize, f: F) -> Result<Future<T>, PostError<F>>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -206,7 +206,7 @@ impl<T: Send + 'static> Future<T> {
     ///     let pool = Pool::new().unwrap();
     ///     let text = pool.run(|| {
     ///         let pool = Pool::current().unwrap();
-    ///         pool.send(1, || 21)
+    ///         pool.future_on(1, || 21)
     ///             .unwrap()
     ///             .then(0, |n| n * 2) // on core 0, once core 1's result is there
     ///             .then(1, |n| format!("{n} on core {:?}", platform::current_core()))

@@ -61,7 +61,7 @@
 //!
 //! - [`Pool`]: cores that share work, with [`post`] (run a closure on a
 //!   given core, through a lock-free mailbox per ordered pair of cores) and
-//!   [`spawn`] (run it on any core); idle cores steal, then sleep under a
+//!   [`spawn_task`] (run it on any core); idle cores steal, then sleep under a
 //!   no-lost-wake-up protocol and wake on the platform's doorbell. A
 //!   running pool can be resized ([`Pool::resize`]) from the machine's
 //!   [`free_cores`].
@@ -112,7 +112,15 @@ pub mod actor;
 mod actor_schedule;
 mod atomics;
 mod chaos;
-pub mod context;
+pub mod raw {
+    //! Unstable building blocks, for kernels that build their own
+    //! scheduling on roving's parts. Nothing here is covered by semver:
+    //! it may change in any release. Strands ([`crate::strand`]) are the
+    //! stable, safe interface to the same machinery.
+
+    pub mod context;
+}
+pub(crate) use raw::context;
 #[cfg(all(feature = "defmt", not(loom)))]
 mod defmt_format;
 #[cfg_attr(loom, allow(unused))]
@@ -170,7 +178,7 @@ pub use join::join;
 #[cfg(not(loom))]
 pub use pool::{
     Config, CoreStats, Deadlock, DestroyError, OnDeadlock, PinError, Pool, PoolError, PostError, ResizeError,
-    RunError, free_cores, post, spawn,
+    RunError, free_cores, post, spawn_task,
 };
 
 /// Internals, exposed only to the loom models in `tests/loom_*.rs` so they

@@ -15,7 +15,7 @@
 //!
 //! - [`Pool::post`] / [`post`]: run a closure *on a given
 //!   core*. It travels through the mailbox for that ordered pair of cores.
-//! - [`Pool::spawn`] / [`spawn`]: run a closure *on any
+//! - [`Pool::spawn_task`] / [`spawn_task`]: run a closure *on any
 //!   core*. From a core of the pool it stays local (and is offered to idle
 //!   cores); from outside it goes to the pool's injector.
 //!
@@ -60,7 +60,7 @@ mod worker;
 pub use census::StrandInfo;
 pub use config::Config;
 pub use deadlock::{Deadlock, OnDeadlock, Waiter};
-pub use error::{DestroyError, PinError, PoolError, PostError, ResizeError, RunError, SendError};
+pub use error::{DeliveryError, DestroyError, PinError, PoolError, PostError, ResizeError, RunError};
 pub use resize::free_cores;
 pub use stats::CoreStats;
 pub(crate) use timers::TimerNode;
@@ -237,7 +237,7 @@ impl Pool {
     ///
     /// [`PostError::Stopped`], [`PostError::OutOfMemory`] or
     /// [`PostError::OtherDomain`], carrying `f`.
-    pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
+    pub fn spawn_task<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), PostError<F>> {
         self.shared.spawn(Closure(f)).map_err(unclosure)
     }
 
@@ -326,7 +326,7 @@ impl Pool {
     /// top of its tree (nobody joined it, or its parent passed it up),
     /// stops the pool and comes back as `Err(`[`RunError::Failed`]`)`,
     /// with the message and place. A panic in a plain task (a closure from
-    /// [`post`] or [`spawn`]), which has no strand to fail, stops the pool
+    /// [`post`] or [`spawn_task`]), which has no strand to fail, stops the pool
     /// and is raised again here, on the host, once every core has left.
     ///
     /// # Errors
@@ -566,7 +566,7 @@ pub fn post<F: FnOnce() + Send + 'static>(core: usize, f: F) -> Result<(), PostE
 ///     pool.run(move || {
 ///         for _ in 0..10 {
 ///             let counted = counted.clone();
-///             roving::spawn(move || _ = counted.fetch_add(1, Ordering::Relaxed)).unwrap();
+///             roving::spawn_task(move || _ = counted.fetch_add(1, Ordering::Relaxed)).unwrap();
 ///         }
 ///     }).unwrap();
 ///     // `run` returns once the pool is quiescent: every task has run.
@@ -577,8 +577,8 @@ pub fn post<F: FnOnce() + Send + 'static>(core: usize, f: F) -> Result<(), PostE
 /// # Errors
 ///
 /// [`PostError::NotInPool`] if the caller is not a core of a running pool;
-/// otherwise as for [`Pool::spawn`].
-pub fn spawn<F: FnOnce() + Send + 'static>(f: F) -> Result<(), PostError<F>> {
+/// otherwise as for [`Pool::spawn_task`].
+pub fn spawn_task<F: FnOnce() + Send + 'static>(f: F) -> Result<(), PostError<F>> {
     current::with(|worker| match worker {
         // SAFETY: a worker's pool outlives its time as the current worker.
         Some(worker) => unsafe { &*worker.shared }.spawn(Closure(f)),

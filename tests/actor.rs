@@ -5,7 +5,7 @@
 
 mod support;
 
-use roving::actor::{Actor, Addr, Context, PinError, SendError};
+use roving::actor::{Actor, ActorContext, Addr, DeliveryError, EndWaitError, PinError};
 use roving::sync::Event;
 use roving::{Config, Pool};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
@@ -25,7 +25,7 @@ struct Checker {
 impl Actor for Checker {
     type Message = (usize, u64);
     const MESSAGES_PER_TURN: usize = 16;
-    fn handle(&mut self, (sender, seq): (usize, u64), _: &mut Context<'_, Self>) {
+    fn handle(&mut self, (sender, seq): (usize, u64), _: &mut ActorContext<'_, Self>) {
         assert!(!self.inside.swap(true, SeqCst), "the actor ran on two cores at once");
         if let Some(last) = self.last[sender] {
             assert!(seq > last, "sender {sender}: {seq} after {last}");
@@ -80,7 +80,7 @@ struct Recorder {
 impl Actor for Recorder {
     type Message = ();
     const MESSAGES_PER_TURN: usize = 4;
-    fn handle(&mut self, (): (), context: &mut Context<'_, Self>) {
+    fn handle(&mut self, (): (), context: &mut ActorContext<'_, Self>) {
         self.cores.lock().unwrap().push(context.core());
     }
 }
@@ -97,7 +97,7 @@ fn a_turn_yields_its_core_after_its_quota() {
         let seen = Arc::new(AtomicUsize::new(usize::MAX));
         let (probe, at) = (cores.clone(), seen.clone());
         // Queued behind the actor's first turn on the only core.
-        pool.spawn(move || at.store(probe.lock().unwrap().len(), SeqCst)).unwrap();
+        pool.spawn_task(move || at.store(probe.lock().unwrap().len(), SeqCst)).unwrap();
         while cores.lock().unwrap().len() < 100 {
             roving::strand::yield_now().unwrap();
         }
@@ -155,7 +155,7 @@ struct Summer {
 
 impl Actor for Summer {
     type Message = u64;
-    fn handle(&mut self, n: u64, context: &mut Context<'_, Self>) {
+    fn handle(&mut self, n: u64, context: &mut ActorContext<'_, Self>) {
         self.sum += n;
         if Some(n) == self.stop_at {
             context.stop();
@@ -182,7 +182,7 @@ fn a_stopped_actor_handles_what_it_accepted_then_refuses() {
         assert!(actor.stop());
         assert!(!actor.stop(), "a second stop reports it was already stopped");
         match actor.send(1_000) {
-            Err(SendError::Stopped(1_000)) => {}
+            Err(DeliveryError::Stopped(1_000)) => {}
             other => panic!("expected the message back, got {other:?}"),
         }
         log
@@ -213,7 +213,7 @@ fn an_actor_can_stop_itself() {
         while !actor.is_stopped() {
             roving::strand::yield_now().unwrap();
         }
-        (log, actor.send(11).map_err(SendError::into_inner))
+        (log, actor.send(11).map_err(DeliveryError::into_inner))
     });
     assert_eq!(*log.lock().unwrap(), ["stopped at 55"]);
     assert_eq!(refused, Err(11));
@@ -246,11 +246,11 @@ fn a_send_after_the_pool_stopped_comes_back() {
             let (actor, log) = summer(&pool, None);
             pool.run(|| {}).unwrap();
             match actor.send(7) {
-                Err(SendError::PoolStopped(7)) => {}
+                Err(DeliveryError::PoolStopped(7)) => {}
                 other => panic!("expected PoolStopped with the message, got {other:?}"),
             }
             match actor.send(8) {
-                Err(SendError::Stopped(8)) => {}
+                Err(DeliveryError::Stopped(8)) => {}
                 other => panic!("expected Stopped with the message, got {other:?}"),
             }
             assert!(log.lock().unwrap().is_empty(), "no turn ran in a stopped pool");
@@ -274,7 +274,7 @@ impl Drop for Counted {
 impl Actor for Slow {
     type Message = Counted;
     const MESSAGES_PER_TURN: usize = 1;
-    fn handle(&mut self, message: Counted, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, message: Counted, _: &mut ActorContext<'_, Self>) {
         self.handled.fetch_add(1, SeqCst);
         drop(message);
     }
@@ -306,7 +306,7 @@ struct Bomb;
 
 impl Actor for Bomb {
     type Message = ();
-    fn handle(&mut self, (): (), _: &mut Context<'_, Self>) {
+    fn handle(&mut self, (): (), _: &mut ActorContext<'_, Self>) {
         panic!("an actor failed on purpose");
     }
 }
@@ -354,4 +354,76 @@ fn after_an_actor_panics_other_actors_accepted_messages_are_handled_or_counted()
             "round {round}: {handled} handled and {discarded} discarded of {accepted} accepted"
         );
     }
+}
+
+#[test]
+fn a_strand_waits_for_a_stopped_actor_to_end() {
+    let (log, seen_by_waiter, outside) = on_pool(2, || {
+        let pool = Pool::current().unwrap();
+        let (actor, log) = summer(&pool, None);
+        assert!(!actor.has_ended());
+        // Not a strand, and not ended: refused rather than blocking.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let from_task = actor.clone();
+        pool.spawn_task(move || tx.send(from_task.wait_ended()).unwrap()).unwrap();
+        for n in 1..=1_000 {
+            actor.send(n).unwrap();
+        }
+        // A second strand waits too, blocked before the stop.
+        let waiter = {
+            let (actor, log) = (actor.clone(), log.clone());
+            roving::strand::spawn(move || {
+                actor.wait_ended().unwrap();
+                log.lock().unwrap().len()
+            })
+            .unwrap()
+        };
+        roving::strand::sleep(std::time::Duration::from_millis(2)).unwrap();
+        actor.stop();
+        actor.wait_ended().unwrap();
+        assert!(actor.has_ended() && !actor.is_dormant());
+        let seen_by_waiter = waiter.join().unwrap();
+        let outside = rx.recv().unwrap();
+        assert_eq!(actor.wait_ended(), Ok(()), "an ended actor's wait returns at once");
+        (log.lock().unwrap().clone(), seen_by_waiter, outside)
+    });
+    assert_eq!(log, ["stopped at 500500"]);
+    assert_eq!(seen_by_waiter, 1, "the waiter returned after the stopped hook ran");
+    assert_eq!(outside, Err(EndWaitError::NotAStrand));
+}
+
+#[test]
+fn waiting_for_a_dormant_actor_ends_when_its_pool_stops() {
+    let result = support::with_watchdog(std::time::Duration::from_secs(60), "an actor end test", || {
+        roving::platform::host::Machine::new(3)
+            .unwrap()
+            .run(|| {
+                let home = Pool::with_config(Config::new().cores(2)).unwrap();
+                home.run(|| {
+                    let extra = Pool::with_cores(&[2], Config::new()).unwrap();
+                    extra.start().unwrap();
+                    let (actor, log) = summer(&extra, None);
+                    let waiter = roving::strand::spawn(move || actor.wait_ended()).unwrap();
+                    roving::strand::sleep(std::time::Duration::from_millis(5)).unwrap();
+                    extra.destroy().unwrap();
+                    (waiter.join().unwrap(), log.lock().unwrap().len())
+                })
+                .unwrap()
+            })
+            .unwrap()
+    });
+    assert_eq!(result, (Err(EndWaitError::PoolStopped), 0), "dormant at the stop: no hook ran");
+}
+
+#[test]
+fn a_turn_discarded_at_a_shutdown_ends_its_actor() {
+    let ended = on_pool(2, || {
+        let pool = Pool::current().unwrap();
+        let (actor, _log) = summer(&pool, None);
+        pool.shutdown();
+        // Its pool stopped: the stop's turn is discarded, and it ends.
+        actor.stop();
+        actor.has_ended()
+    });
+    assert!(ended);
 }

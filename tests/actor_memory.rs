@@ -8,7 +8,7 @@
 mod counting_alloc;
 mod support;
 
-use roving::actor::{Actor, Addr, Context};
+use roving::actor::{Actor, ActorContext, Addr};
 use roving::sync::Event;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
@@ -26,7 +26,7 @@ struct Tiny(u32);
 
 impl Actor for Tiny {
     type Message = ();
-    fn handle(&mut self, (): (), _: &mut Context<'_, Self>) {
+    fn handle(&mut self, (): (), _: &mut ActorContext<'_, Self>) {
         SEEN.get().unwrap()[self.0 as usize].fetch_add(1, SeqCst);
         if HANDLED.fetch_add(1, SeqCst) + 1 == ACTORS {
             ALL_HANDLED.set();

@@ -78,7 +78,7 @@ fn a_plain_tasks_delay_spins_for_the_time_asked() {
     let took = on_pool(2, || {
         let pool = Pool::current().unwrap();
         let future = pool
-            .send(1, || {
+            .future_on(1, || {
                 let started = Instant::now();
                 Delay.delay_us(2_000);
                 started.elapsed()

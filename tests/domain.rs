@@ -89,7 +89,7 @@ fn handles_do_not_work_across_domains_and_owned_data_crosses_by_channel() {
             };
             assert!(matches!(strand.try_join(), Err(JoinError::OtherDomain(_))));
             assert!(matches!(pool.spawn_strand(|| ()), Err(SpawnError::OtherDomain(_))));
-            assert!(matches!(pool.spawn(|| ()), Err(PostError::OtherDomain(_))));
+            assert!(matches!(pool.spawn_task(|| ()), Err(PostError::OtherDomain(_))));
             assert!(matches!(pool.post(3, || ()), Err(PostError::OtherDomain(_))));
             to_domain.send(21).unwrap();
             assert_eq!(domain.join().unwrap(), 42);

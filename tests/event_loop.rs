@@ -1,6 +1,6 @@
 //! Event loops on the host: the borrowed-caller loop, loops with a core of
 //! their own, one-shot callbacks, objects outliving their handles, and
-//! the context's join.
+//! the group's join.
 #![cfg(feature = "std")]
 
 #[path = "common/event_loop_cases.rs"]
@@ -8,7 +8,7 @@ mod event_loop_cases;
 mod support;
 
 use event_loop_cases::{PARK_EVERY, expected_sum, many_callers, reentrant_request};
-use roving::event_loop::{Callback, Context, Fired, Loop, Object, SendError};
+use roving::event_loop::{Callback, DeliveryError, Fired, Loop, LoopGroup, Object};
 use roving::{Config, Pool, platform};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, mpsc};
@@ -130,7 +130,7 @@ fn a_loop_with_a_core_runs_only_there() {
         let futures: Vec<_> = (0..4)
             .map(|core| {
                 let lp = lp.clone();
-                pool.send(core, move || {
+                pool.future_on(core, move || {
                     for _ in 0..1_000 {
                         lp.defer(|ran: &mut Vec<usize>, _: &Loop<_>| {
                             ran.push(platform::current_core().unwrap())
@@ -205,7 +205,7 @@ impl Object for Pipe {
 #[test]
 fn join_closes_every_object_once_and_waits() {
     on_pool(2, || {
-        let context = Context::new();
+        let context = LoopGroup::new();
         let closes = Arc::new(AtomicUsize::new(0));
         let results = Arc::new(Mutex::new(Vec::new()));
         let pipes: Vec<_> =
@@ -231,7 +231,7 @@ fn join_closes_every_object_once_and_waits() {
 
 #[test]
 fn join_outside_a_strand_with_objects_pending_says_so() {
-    let context = Context::new();
+    let context = LoopGroup::new();
     let pipe = context.object(Pipe { pending: Vec::new(), closes: Arc::new(AtomicUsize::new(0)) });
     let held = pipe.callback(|_: &mut Pipe, _: &Loop<Pipe>, ()| {});
     assert!(matches!(context.join(), Err(roving::sync::WaitError::NotAStrand)));
@@ -245,7 +245,7 @@ fn join_outside_a_strand_with_objects_pending_says_so() {
 /// later operations come back, and queued callbacks are released.
 #[test]
 fn a_panicking_operation_stops_the_loop() {
-    let context = Context::new();
+    let context = LoopGroup::new();
     let pipe = context.object(Pipe { pending: Vec::new(), closes: Arc::new(AtomicUsize::new(0)) });
     let held = Arc::new(Mutex::new(Some(pipe.callback(|_: &mut Pipe, _: &Loop<Pipe>, ()| {}))));
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -260,7 +260,7 @@ fn a_panicking_operation_stops_the_loop() {
     assert!(panicked.is_err(), "the panic reached the drainer");
     assert!(pipe.is_stopped());
     match pipe.defer(|_: &mut Pipe, _: &Loop<Pipe>| {}) {
-        Err(SendError::Stopped(_)) => {}
+        Err(DeliveryError::Stopped(_)) => {}
         other => panic!("expected Stopped, got {other:?}"),
     }
     drop(pipe);
@@ -276,12 +276,12 @@ fn a_defer_after_the_loops_pool_stopped_comes_back() {
             let lp = Loop::on_core(&pool, 1, 0u64).unwrap();
             pool.run(|| {}).unwrap();
             match lp.defer(|n: &mut u64, _: &Loop<u64>| *n += 7) {
-                Err(SendError::PoolStopped(_)) => {}
+                Err(DeliveryError::PoolStopped(_)) => {}
                 other => panic!("expected PoolStopped, got {other:?}"),
             }
             assert!(lp.is_stopped());
             match lp.defer(|n: &mut u64, _: &Loop<u64>| *n += 8) {
-                Err(SendError::Stopped(op)) => {
+                Err(DeliveryError::Stopped(op)) => {
                     let mut n = 0;
                     op(&mut n, &Loop::new(0));
                     assert_eq!(n, 8, "the refused operation came back whole");
@@ -297,7 +297,7 @@ fn joining_a_context_from_a_drain_of_its_own_loop_is_refused() {
     struct Unit;
     impl Object for Unit {}
     let (inside, after) = on_pool(2, || {
-        let context = Arc::new(Context::new());
+        let context = Arc::new(LoopGroup::new());
         let unit = context.object(Unit);
         let (tx, rx) = mpsc::channel();
         let joiner = context.clone();

@@ -37,7 +37,7 @@ fn a_shared_result_reaches_strands_and_continuations() {
 #[test]
 fn a_shared_future_is_seen_by_every_clone_and_continuation() {
     let seen = on_pool(4, || {
-        let shared = future::send(2, || String::from("one result")).unwrap().shared();
+        let shared = future::future_on(2, || String::from("one result")).unwrap().shared();
         let waiters: Vec<_> = (0..8)
             .map(|_| {
                 let shared = shared.clone();
@@ -78,14 +78,14 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 #[test]
 fn async_code_outside_the_pool_awaits_a_chain() {
     let got = on_pool(2, || {
-        let future = future::send(1, || {
+        let future = future::future_on(1, || {
             // Let the outside thread poll first and register its waker.
             std::thread::sleep(std::time::Duration::from_millis(20));
             20
         })
         .unwrap()
         .then(0, |n| n + 1);
-        let shared = future::send(0, || 2).unwrap().shared();
+        let shared = future::future_on(0, || 2).unwrap().shared();
         let other = shared.clone();
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
@@ -108,13 +108,13 @@ fn work_that_cannot_run_breaks_its_future_and_the_chain() {
     let ran = Arc::new(AtomicUsize::new(0));
     let counted = ran.clone();
     let downstream = on_pool(2, move || {
-        let start = future::send(0, || 1).unwrap();
+        let start = future::future_on(0, || 1).unwrap();
         // Core 5 does not exist in a 2-core machine: the continuation is
         // refused when the result arrives, and its future breaks.
         let bad = start.then(5, |n| n + 1);
         let after = {
             let counted = counted.clone();
-            future::send(1, || ()).unwrap().then(0, move |()| counted.fetch_add(1, SeqCst))
+            future::future_on(1, || ()).unwrap().then(0, move |()| counted.fetch_add(1, SeqCst))
         };
         after.wait().unwrap();
         let pool = roving::Pool::current().unwrap();
@@ -139,11 +139,11 @@ fn sending_to_a_stopped_pool_gives_the_closure_back() {
         .run(|| {
             let pool = Pool::new().unwrap();
             pool.run(|| {}).unwrap();
-            match pool.send(0, || 7) {
+            match pool.future_on(0, || 7) {
                 Err(PostError::Stopped(f)) => assert_eq!(f(), 7),
                 other => panic!("expected Stopped with the closure, got {other:?}"),
             }
-            assert!(matches!(future::send(0, || 7), Err(PostError::NotInPool(_))));
+            assert!(matches!(future::future_on(0, || 7), Err(PostError::NotInPool(_))));
         })
         .unwrap();
 }
@@ -153,7 +153,7 @@ fn waiting_outside_a_strand_or_cancelled_is_an_error() {
     let (outside, cancelled) = on_pool(2, || {
         let pool = Pool::current().unwrap();
         let slow = pool
-            .send(1, || {
+            .future_on(1, || {
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 1
             })
@@ -161,7 +161,7 @@ fn waiting_outside_a_strand_or_cancelled_is_an_error() {
         // From a plain task, which cannot block.
         let result = Arc::new(std::sync::Mutex::new(None));
         let out = result.clone();
-        let probe = pool.send(1, || 2).unwrap();
+        let probe = pool.future_on(1, || 2).unwrap();
         pool.post(0, move || *out.lock().unwrap() = Some(probe.wait())).unwrap();
         // A strand blocked on `slow`, cancelled.
         let waiter = strand::spawn(move || slow.wait()).unwrap();

@@ -1,7 +1,7 @@
 //! The platform seam on the host: OS threads as cores.
 #![cfg(feature = "std")]
 
-use roving::platform::host::{Machine, MachineError, RunError};
+use roving::platform::host::{Machine, MachineError, MachineRunError};
 use roving::platform::{self, Depth, StartCoreError, UnknownCore};
 use roving::time::Instant;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
@@ -229,7 +229,7 @@ fn a_panicking_core_fails_the_run_after_the_others_finish() {
 fn run_is_not_reentrant_on_one_machine() {
     let machine = Machine::new(1).unwrap();
     let inner = machine.clone();
-    machine.run(move || assert_eq!(inner.run(|| ()).unwrap_err(), RunError::CoreZeroBusy)).unwrap();
+    machine.run(move || assert_eq!(inner.run(|| ()).unwrap_err(), MachineRunError::CoreZeroBusy)).unwrap();
 }
 
 #[test]

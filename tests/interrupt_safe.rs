@@ -8,7 +8,7 @@
 mod support;
 
 use roving::Pool;
-use roving::actor::{Actor, Context, InterruptSendError, InterruptSenderError};
+use roving::actor::{Actor, ActorContext, InterruptSendError, InterruptSenderError};
 use roving::platform::{self, host::Machine};
 use roving::strand::{self, WaitError};
 use roving::sync::{Event, Mutex, Semaphore, Signal, channel};
@@ -125,7 +125,7 @@ struct Summer {
 
 impl Actor for Summer {
     type Message = u64;
-    fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
         assert_eq!(n, self.next, "messages from one sender arrive in order");
         self.next += 1;
         self.out.fetch_add(n, SeqCst);
@@ -260,7 +260,7 @@ fn in_debug_builds_what_a_handler_may_not_call_refuses_and_names_the_alternative
                     "posting work",
                     "InterruptSender",
                     Box::new(move || {
-                        let _ = pool_for_handler.spawn(|| {});
+                        let _ = pool_for_handler.spawn_task(|| {});
                     }),
                 ),
                 ("making a pool", "Signal::signal", Box::new(|| drop(Pool::new()))),

@@ -41,7 +41,7 @@ fn join_works_from_plain_tasks_as_well_as_strands() {
         let (tx, rx) = roving::sync::channel::bounded(4).unwrap();
         for part in 0..4u64 {
             let tx = tx.clone();
-            roving::spawn(move || {
+            roving::spawn_task(move || {
                 tx.try_send(parallel_sum(part * 1_000_000, (part + 1) * 1_000_000, 1000)).unwrap()
             })
             .unwrap();

@@ -75,7 +75,7 @@ fn an_awake_idle_core_takes_a_child_its_spawner_left_waiting() {
         pool.run(|| {
             let ran_on = Arc::new(AtomicUsize::new(usize::MAX));
             let seen = ran_on.clone();
-            roving::spawn(move || seen.store(platform::current_core().unwrap(), SeqCst)).unwrap();
+            roving::spawn_task(move || seen.store(platform::current_core().unwrap(), SeqCst)).unwrap();
             let start = Instant::now();
             let mut poked = Instant::now() - PATIENCE;
             while ran_on.load(SeqCst) == usize::MAX {
@@ -103,7 +103,7 @@ fn offered_spawns_start_on_another_core_at_once() {
             wait_until_asleep(pool_ref, 1, 1);
             let started = Arc::new(AtomicBool::new(false));
             let flag = started.clone();
-            roving::spawn(move || {
+            roving::spawn_task(move || {
                 assert_eq!(platform::current_core(), Some(1));
                 flag.store(true, SeqCst);
             })

@@ -75,7 +75,7 @@ fn spawned_work_spreads_by_stealing() {
         if depth > 0 {
             for _ in 0..2 {
                 let count = count.clone();
-                roving::spawn(move || {
+                roving::spawn_task(move || {
                     // A little work per task, so the tree outlives one core's patience.
                     std::hint::black_box((0..2000).sum::<u64>());
                     fan_out(depth - 1, count)
@@ -114,7 +114,7 @@ fn work_queued_before_run_waits_for_the_cores() {
         }
         for _ in 0..10 {
             let r = r.clone();
-            pool.spawn(move || {
+            pool.spawn_task(move || {
                 r.fetch_add(1, SeqCst);
             })
             .unwrap();
@@ -143,7 +143,7 @@ fn outside_threads_inject_work_while_the_pool_runs() {
                         let r = r.clone();
                         let task = move || _ = r.fetch_add(1, SeqCst);
                         if i % 2 == 0 {
-                            pool.spawn(task).unwrap()
+                            pool.spawn_task(task).unwrap()
                         } else {
                             pool.post(i % 4, task).unwrap()
                         }
@@ -212,7 +212,7 @@ fn a_stopped_pool_hands_the_closure_back() {
         assert!(pool.is_stopped());
         let back = Arc::new(AtomicUsize::new(0));
         let b = back.clone();
-        let error = pool.spawn(move || _ = b.fetch_add(7, SeqCst)).unwrap_err();
+        let error = pool.spawn_task(move || _ = b.fetch_add(7, SeqCst)).unwrap_err();
         assert!(matches!(error, PostError::Stopped(_)), "{error:?}");
         error.into_inner()();
         assert_eq!(back.load(SeqCst), 7, "the closure came back intact");
@@ -237,7 +237,7 @@ fn bad_input_gets_typed_errors() {
         assert_eq!(error.to_string(), "no core 5: core indices run 0..2");
         error.into_inner()();
         assert_eq!(back.load(SeqCst), 1, "the closure came back intact");
-        let error = roving::spawn(|| ()).unwrap_err();
+        let error = roving::spawn_task(|| ()).unwrap_err();
         assert!(matches!(error, PostError::NotInPool(_)), "core 0 outside `run` is not a worker");
         let error = roving::post(0, || ()).unwrap_err();
         assert!(matches!(error, PostError::NotInPool(_)));
@@ -295,7 +295,7 @@ fn a_smaller_pool_runs_on_its_cores_only() {
         pool.run(|| {
             for _ in 0..1000 {
                 let o = o.clone();
-                roving::spawn(move || {
+                roving::spawn_task(move || {
                     if platform::current_core().unwrap() >= 2 {
                         o.fetch_add(1, SeqCst);
                     }

@@ -114,7 +114,7 @@ proptest! {
                 let record = move || log.lock().unwrap().push((id, platform::current_core()));
                 match target {
                     Some(core) => roving::post(core % cores, record).unwrap(),
-                    None => roving::spawn(record).unwrap(),
+                    None => roving::spawn_task(record).unwrap(),
                 }
             }
         });

@@ -98,12 +98,12 @@ fn a_broken_future_is_seen_only_once_the_pool_has_stopped() {
     with_turn(|| {
         for round in 0..40 {
             let payload = run_catching(move |pool| {
-                let start = pool.send(1, || 1).unwrap();
+                let start = pool.future_on(1, || 1).unwrap();
                 let doomed = start.then(1, |_: i32| -> i32 { panic!("continuation failed on purpose") });
                 match doomed.wait() {
                     Err(FutureError::Broken) => {
                         assert!(pool.is_stopped(), "round {round}: broken while the pool ran");
-                        assert!(pool.send(0, || ()).is_err(), "round {round}: a send was accepted");
+                        assert!(pool.future_on(0, || ()).is_err(), "round {round}: a send was accepted");
                     }
                     // Cancelled by the stop before the result was read.
                     Err(FutureError::Wait(WaitError::Interrupted)) => assert!(pool.is_stopped()),

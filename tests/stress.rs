@@ -46,7 +46,7 @@ mod support;
 mod sync_async_cases;
 
 use roving::Pool;
-use roving::actor::{Actor, Context, InterruptSendError};
+use roving::actor::{Actor, ActorContext, InterruptSendError};
 use roving::strand::{self, JoinHandle, Unparker};
 use roving::sync::{Semaphore, channel};
 use std::future::Future;
@@ -189,7 +189,7 @@ struct Tally(Arc<AtomicU64>);
 
 impl Actor for Tally {
     type Message = u64;
-    fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
         self.0.fetch_add(n, SeqCst);
     }
 }

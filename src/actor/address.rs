@@ -1,11 +1,12 @@
 //! An actor's cell (its state and schedule word) and its address.
 
-use super::Actor;
 use super::schedule::{Closing, Link, Pushed, Schedule};
 use super::turn::{self, Turn};
+use super::{Actor, EndWaitError};
 use crate::domain::DomainId;
+use crate::pool::DeliveryError;
 use crate::pool::Pool;
-use crate::pool::SendError;
+use crate::sync::Event;
 use crate::task::boxed::{self, Boxed};
 use alloc::sync::Arc;
 use core::cell::UnsafeCell;
@@ -48,7 +49,7 @@ impl<A: Actor> Drop for Cell<A> {
 /// An actor can hold another's address and send to it from its handler:
 ///
 /// ```
-/// use roving::actor::{Actor, Addr, Context};
+/// use roving::actor::{Actor, Addr, ActorContext};
 /// use roving::{Pool, platform::host::Machine};
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
@@ -56,7 +57,7 @@ impl<A: Actor> Drop for Cell<A> {
 /// struct Doubler { next: Addr<Summer> }
 /// impl Actor for Doubler {
 ///     type Message = u64;
-///     fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+///     fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
 ///         self.next.send(2 * n).unwrap();
 ///     }
 ///     fn stopped(&mut self) {
@@ -67,7 +68,7 @@ impl<A: Actor> Drop for Cell<A> {
 /// struct Summer { sum: u64, out: Arc<AtomicU64> }
 /// impl Actor for Summer {
 ///     type Message = u64;
-///     fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+///     fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
 ///         self.sum += n;
 ///     }
 ///     fn stopped(&mut self) {
@@ -103,33 +104,33 @@ impl<A: Actor> Addr<A> {
     ///
     /// From a core of the actor's pool this costs a storage block from the
     /// core's cache and one compare-exchange; waking a dormant actor costs
-    /// a task, made the same way, queued like a [spawn](Pool::spawn) (or a
+    /// a task, made the same way, queued like a [spawn](Pool::spawn_task) (or a
     /// [post](Pool::post) to the core of a pinned actor).
     ///
     /// # Errors
     ///
-    /// [`SendError::Stopped`] if the actor was stopped;
-    /// [`SendError::PoolStopped`] if its pool has stopped;
-    /// [`SendError::OtherDomain`] from another domain;
-    /// [`SendError::OutOfMemory`]. Each carries `message` back.
-    pub fn send(&self, message: A::Message) -> Result<(), SendError<A::Message>> {
+    /// [`DeliveryError::Stopped`] if the actor was stopped;
+    /// [`DeliveryError::PoolStopped`] if its pool has stopped;
+    /// [`DeliveryError::OtherDomain`] from another domain;
+    /// [`DeliveryError::OutOfMemory`]. Each carries `message` back.
+    pub fn send(&self, message: A::Message) -> Result<(), DeliveryError<A::Message>> {
         let shared = &**self.pool.shared();
         // The core found below must stay ours while we use it.
         let _deferral = crate::preempt::defer();
         let me = shared.worker_core();
         if me.is_none() && DomainId::current() != shared.domain {
-            return Err(SendError::OtherDomain(message));
+            return Err(DeliveryError::OtherDomain(message));
         }
         // SAFETY: `me` is what `worker_core` said, just now, on this core.
         let envelope = unsafe { shared.with_cache_at(me, |cache| boxed::new(Link::new(), message, cache)) }
-            .map_err(SendError::OutOfMemory)?;
+            .map_err(DeliveryError::OutOfMemory)?;
         // SAFETY: the envelope is new, ours, and in no chain.
         match unsafe { self.cell.schedule.push(envelope.cast()) } {
             Pushed::Queued => Ok(()),
             Pushed::Woke(pin) => self.schedule(pin, Some(envelope)),
             // SAFETY: refused, so still ours; made with this pool's cache
             // where the calling core has one.
-            Pushed::Closed => Err(SendError::Stopped(unsafe { self.take_back(envelope) })),
+            Pushed::Closed => Err(DeliveryError::Stopped(unsafe { self.take_back(envelope) })),
         }
     }
 
@@ -155,9 +156,80 @@ impl<A: Actor> Addr<A> {
         self.cell.schedule.is_closed()
     }
 
-    /// Whether the actor is dormant: no message pending, no turn.
+    /// Whether the actor is dormant: no message pending, no turn. A
+    /// stopped actor is never dormant: see [`Addr::has_ended`].
     pub fn is_dormant(&self) -> bool {
         self.cell.schedule.is_dormant()
+    }
+
+    /// Whether the actor has ended: it was stopped and its
+    /// [`stopped`](Actor::stopped) hook has run, or its pool discarded
+    /// its pending turn at a shutdown. No turn of it will run again.
+    pub fn has_ended(&self) -> bool {
+        self.cell.schedule.has_ended()
+    }
+
+    /// Blocks the calling strand until the actor has ended
+    /// ([`Addr::has_ended`]): stop an actor, then wait here for its
+    /// `stopped` hook to have run. Returns at once if it has ended.
+    ///
+    /// ```
+    /// use roving::actor::{Actor, ActorContext};
+    /// use roving::{Pool, platform::host::Machine};
+    ///
+    /// struct Total(u64);
+    /// impl Actor for Total {
+    ///     type Message = u64;
+    ///     fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
+    ///         self.0 += n;
+    ///     }
+    /// }
+    ///
+    /// Machine::new(2).unwrap().run(|| {
+    ///     let pool = Pool::new().unwrap();
+    ///     let total = pool.spawn_actor(Total(0));
+    ///     pool.run(move || {
+    ///         (1..=100).for_each(|n| total.send(n).unwrap());
+    ///         total.stop();
+    ///         // Every message sent before the stop has been handled.
+    ///         total.wait_ended().unwrap();
+    ///         assert!(total.has_ended());
+    ///     })
+    ///     .unwrap();
+    /// })
+    /// .unwrap();
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`EndWaitError::NotAStrand`] if the caller is not a strand and the
+    /// actor has not ended; [`EndWaitError::Interrupted`] if the strand is
+    /// cancelled; [`EndWaitError::PoolStopped`] if the actor's pool stopped
+    /// while the actor was dormant, so that it will never run again.
+    pub fn wait_ended(&self) -> Result<(), EndWaitError> {
+        if self.has_ended() {
+            return Ok(());
+        }
+        if crate::strand::current().is_none() {
+            return Err(EndWaitError::NotAStrand);
+        }
+        // The protocol is in `super::end`.
+        let waiters = &self.pool.shared().actor_ends;
+        let event = Arc::new(Event::new());
+        waiters.register(Arc::as_ptr(&self.cell).addr(), event.clone());
+        let outcome = loop {
+            if self.has_ended() {
+                break Ok(());
+            }
+            if self.pool.is_stopped() {
+                break Err(EndWaitError::PoolStopped);
+            }
+            if event.wait().is_err() {
+                break Err(EndWaitError::Interrupted);
+            }
+        };
+        waiters.deregister(&event);
+        outcome
     }
 
     /// The pool the actor runs on.
@@ -173,7 +245,7 @@ impl<A: Actor> Addr<A> {
         &self,
         pin: Option<usize>,
         own: Option<NonNull<Envelope<A::Message>>>,
-    ) -> Result<(), SendError<A::Message>> {
+    ) -> Result<(), DeliveryError<A::Message>> {
         let shared = &**self.pool.shared();
         let turn = Turn::new(self.cell.clone(), shared, pin);
         let refused = match pin {

@@ -235,7 +235,9 @@ impl Schedule {
         }
     }
 
-    /// Ends the last turn of a stopped actor, after its `stopped` hook.
+    /// Ends the last turn of a stopped actor, after its `stopped` hook (or
+    /// after [`abandon`](Self::abandon), for a turn being discarded): the
+    /// word is then exactly `CLOSED`, for good.
     pub fn end(&self) {
         // Only this turn writes the word now: it is closed (no push
         // succeeds) and holds no messages (`finish` said `Stopping`).
@@ -279,5 +281,11 @@ impl Schedule {
     /// Whether the actor is dormant: no turn, no message.
     pub fn is_dormant(&self) -> bool {
         self.word.load(Acquire) & (SCHEDULED | CLOSED) == 0
+    }
+
+    /// Whether the actor has ended: stopped, and its last turn over, so no
+    /// turn will ever run again.
+    pub fn has_ended(&self) -> bool {
+        self.word.load(Acquire) == CLOSED
     }
 }

@@ -4,7 +4,7 @@
 
 use super::address::{Cell, Envelope};
 use super::schedule::{self, Finished, Link};
-use super::{Actor, Context};
+use super::{Actor, ActorContext};
 use crate::pool::shared::Shared;
 use crate::task::boxed;
 use crate::task::closure::RunOnce;
@@ -57,6 +57,9 @@ impl<A: Actor> Turn<A> {
             unsafe { drain_chain::<A::Message>(queued, cache.map(NonNull::from), own) }
         });
         shared.count_discarded(dropped as u64);
+        // This was the actor's one turn, and the word is closed: it ends.
+        self.cell.schedule.end();
+        self.announce_end();
         mine
     }
 }
@@ -73,9 +76,19 @@ impl<A: Actor> Turn<A> {
                 // SAFETY: the one turn of the actor has its state.
                 unsafe { &mut *self.cell.actor.get() }.stopped();
                 self.cell.schedule.end();
+                self.announce_end();
                 true
             }
         }
+    }
+}
+
+impl<A: Actor> Turn<A> {
+    /// Wakes the strands waiting for this actor's end (`super::end`).
+    fn announce_end(&self) {
+        // SAFETY: the pool outlives the turn (field contract).
+        let shared = unsafe { &*self.shared };
+        shared.actor_ends.ended(Arc::as_ptr(&self.cell).addr());
     }
 }
 
@@ -124,7 +137,7 @@ impl<A: Actor> RunOnce for Turn<A> {
                 self.batch = Link::next(envelope.cast());
                 pool.with_cache_at(Some(me), |cache| boxed::take(envelope, cache.map(NonNull::from)))
             };
-            let mut context = Context { cell: &self.cell, shared, core: me, stop: false };
+            let mut context = ActorContext { cell: &self.cell, shared, core: me, stop: false };
             // SAFETY: the one turn of the actor has its state.
             unsafe { &mut *self.cell.actor.get() }.handle(message, &mut context);
             if context.stop {
@@ -158,6 +171,9 @@ impl<A: Actor> Drop for Turn<A> {
             }
         });
         shared.count_discarded(dropped as u64);
+        // This was the actor's one turn, and the word is closed: it ends.
+        self.cell.schedule.end();
+        self.announce_end();
     }
 }
 

@@ -1,7 +1,7 @@
 //! One-shot callbacks, and the two ways a callback can hold its object.
 
 use super::op::Operation;
-use super::{Loop, SendError, WeakLoop};
+use super::{DeliveryError, Loop, WeakLoop};
 use alloc::boxed::Box;
 
 /// What firing a callback did.
@@ -16,7 +16,7 @@ pub enum Fired {
     Skipped,
 }
 
-type Erased<A> = dyn FnOnce(Option<A>) -> Result<Fired, SendError<A>> + Send;
+type Erased<A> = dyn FnOnce(Option<A>) -> Result<Fired, DeliveryError<A>> + Send;
 
 /// A function to call exactly once with an `A`: the completion of an
 /// operation, typically.
@@ -53,15 +53,15 @@ impl<A: Send + 'static> Callback<A> {
     ///
     /// # Errors
     ///
-    /// A loop's callback whose loop refuses it ([`SendError`]) gives
+    /// A loop's callback whose loop refuses it ([`DeliveryError`]) gives
     /// `arg` back; the callback is spent either way.
-    pub fn fire(mut self, arg: A) -> Result<Fired, SendError<A>> {
+    pub fn fire(mut self, arg: A) -> Result<Fired, DeliveryError<A>> {
         let f = self.f.take().expect("a callback is whole until fired");
         f(Some(arg))
     }
 
     /// `f` is given the argument when fired, or `None` when dropped unfired.
-    fn erase(f: impl FnOnce(Option<A>) -> Result<Fired, SendError<A>> + Send + 'static) -> Self {
+    fn erase(f: impl FnOnce(Option<A>) -> Result<Fired, DeliveryError<A>> + Send + 'static) -> Self {
         Self { f: Some(Box::new(f)) }
     }
 }
@@ -134,7 +134,7 @@ where
 impl<T: Send + 'static> Loop<T> {
     /// A callback that runs `f` on this loop with its state, and keeps the
     /// loop's object alive and unfinished (see
-    /// [`Context::join`](super::Context::join)) until it has fired or been
+    /// [`LoopGroup::join`](super::LoopGroup::join)) until it has fired or been
     /// dropped.
     pub fn callback<A, F>(&self, f: F) -> Callback<A>
     where

@@ -1,5 +1,5 @@
 //! Objects on event loops: public handles over a shared implementation, its
-//! close, and the context that waits for every object's cleanup.
+//! close, and the group that waits for every object's cleanup.
 
 use super::callback::Pending;
 use super::{Inner, Loop, PinError};
@@ -19,7 +19,7 @@ use core::sync::atomic::{
 /// State on an event loop, behind public [`Handle`]s.
 pub trait Object: Send + Sized + 'static {
     /// Runs once, on the loop, when the object is closed: its last
-    /// [`Handle`] was dropped, or its [`Context`] was closed. Abort what is
+    /// [`Handle`] was dropped, or its [`LoopGroup`] was closed. Abort what is
     /// in flight and fire the callbacks of pending operations (with an
     /// error of the object's choosing); a callback that must wait for work
     /// still running elsewhere keeps the object alive by being a
@@ -30,7 +30,7 @@ pub trait Object: Send + Sized + 'static {
 }
 
 /// What an object's implementation knows of its own life: its public
-/// handles, and the work it must finish before its context counts it done.
+/// handles, and the work it must finish before its group counts it done.
 pub(super) struct Lifecycle<T> {
     handles: AtomicUsize,
     /// One for the close hook until it has run, plus one per
@@ -39,11 +39,11 @@ pub(super) struct Lifecycle<T> {
     close_asked: AtomicBool,
     finished: AtomicBool,
     close: Option<fn(&mut T, &Loop<T>)>,
-    context: Option<Context>,
+    context: Option<LoopGroup>,
 }
 
 impl<T: Send + 'static> Lifecycle<T> {
-    /// A loop with no handles and no context: it is never closed.
+    /// A loop with no handles and no group: it is never closed.
     pub(super) fn standalone() -> Self {
         Self {
             handles: AtomicUsize::new(0),
@@ -55,7 +55,7 @@ impl<T: Send + 'static> Lifecycle<T> {
         }
     }
 
-    fn object(context: &Context) -> Self
+    fn object(context: &LoopGroup) -> Self
     where
         T: Object,
     {
@@ -111,7 +111,7 @@ impl<T: Send + 'static> Loop<T> {
 /// A public handle to an [`Object`]: the user's side of it. Clones name the
 /// same object. When the last handle is dropped, the object closes, but
 /// its implementation (the [`Loop`]) lives on until every pending
-/// [`Loop::callback`] has fired; [`Context::join`] waits for that.
+/// [`Loop::callback`] has fired; [`LoopGroup::join`] waits for that.
 pub struct Handle<T: Object> {
     object: Loop<T>,
 }
@@ -145,7 +145,7 @@ impl<T: Object> core::fmt::Debug for Handle<T> {
     }
 }
 
-/// An object's implementation as its context sees it.
+/// An object's implementation as its group sees it.
 trait Closable: Send + Sync {
     fn close(self: Arc<Self>);
     /// Whether strand `id` is draining the object's loop on its stack.
@@ -162,7 +162,7 @@ impl<T: Send + 'static> Closable for Inner<T> {
     }
 }
 
-/// The objects made in a context, and the strands waiting for them all to
+/// The objects made in a group, and the strands waiting for them all to
 /// finish.
 struct Registry {
     /// Objects not finished yet.
@@ -181,12 +181,12 @@ struct Registry {
 /// An object is *finished* once it was closed and every [`Loop::callback`]
 /// made for it has fired (or been dropped).
 #[derive(Clone)]
-pub struct Context {
+pub struct LoopGroup {
     registry: Arc<SpinLock<Registry>>,
 }
 
-impl Context {
-    /// A context with no objects.
+impl LoopGroup {
+    /// A group with no objects.
     pub fn new() -> Self {
         Self {
             registry: Arc::new(SpinLock::new(Registry {
@@ -243,14 +243,14 @@ impl Context {
         }
     }
 
-    /// Closes every object of the context, now and from now on (an object
+    /// Closes every object of the group, now and from now on (an object
     /// made later is closed at once). Each close hook runs on its object's
     /// loop.
     pub fn close(&self) {
         drop(self.close_objects());
     }
 
-    /// [`Context::close`], returning the objects it closed. They are
+    /// [`LoopGroup::close`], returning the objects it closed. They are
     /// collected under the lock and used (and dropped: dropping one may
     /// run user code) outside it.
     fn close_objects(&self) -> Vec<Arc<dyn Closable>> {
@@ -265,7 +265,7 @@ impl Context {
         objects
     }
 
-    /// Closes every object (as [`Context::close`]) and blocks the calling
+    /// Closes every object (as [`LoopGroup::close`]) and blocks the calling
     /// strand until each has finished: its close hook has run and every
     /// [`Loop::callback`] holding it has fired.
     ///
@@ -274,16 +274,16 @@ impl Context {
     /// refuse (its code sees that it was closed). A callback made for an
     /// object that had already finished is not waited for.
     ///
-    /// A strand that is draining one of the context's loops (it runs the
-    /// operations on its own stack) cannot join the context: it would wait
+    /// A strand that is draining one of the group's loops (it runs the
+    /// operations on its own stack) cannot join the group: it would wait
     /// for itself.
     ///
     /// # Errors
     ///
     /// [`WaitError::NotAStrand`] if objects are unfinished and the caller
-    /// cannot block (use [`Context::unfinished`] there);
+    /// cannot block (use [`LoopGroup::unfinished`] there);
     /// [`WaitError::WouldDeadlock`] if the calling strand drains one of the
-    /// context's loops; [`WaitError::Interrupted`] in a cancelled strand.
+    /// group's loops; [`WaitError::Interrupted`] in a cancelled strand.
     pub fn join(&self) -> Result<(), WaitError> {
         let objects = self.close_objects();
         if self.unfinished() == 0 {
@@ -297,20 +297,20 @@ impl Context {
         wait::wait_in(&self.registry, BlockReason::ContextJoin, None, |r| &mut r.joiners, |r| r.live == 0)
     }
 
-    /// How many of the context's objects have not finished.
+    /// How many of the group's objects have not finished.
     pub fn unfinished(&self) -> usize {
         self.registry.lock().live
     }
 }
 
-impl Default for Context {
+impl Default for LoopGroup {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl core::fmt::Debug for Context {
+impl core::fmt::Debug for LoopGroup {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Context").field("unfinished", &self.unfinished()).finish()
+        f.debug_struct("LoopGroup").field("unfinished", &self.unfinished()).finish()
     }
 }

@@ -78,12 +78,12 @@ impl std::error::Error for MachineError {}
 
 /// Why [`Machine::run`] did not run its closure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunError {
+pub enum MachineRunError {
     /// Core 0 of this machine is already running (another `run` is active).
     CoreZeroBusy,
 }
 
-impl fmt::Display for RunError {
+impl fmt::Display for MachineRunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::CoreZeroBusy => write!(f, "core 0 of this machine is already running another `run`"),
@@ -91,7 +91,7 @@ impl fmt::Display for RunError {
     }
 }
 
-impl std::error::Error for RunError {}
+impl std::error::Error for MachineRunError {}
 
 /// A simulated multicore machine whose cores are OS threads.
 #[derive(Clone)]
@@ -219,11 +219,11 @@ impl Machine {
     ///
     /// # Errors
     ///
-    /// [`RunError::CoreZeroBusy`] if another `run` of this machine is active.
-    pub fn run<R>(&self, main: impl FnOnce() -> R) -> Result<R, RunError> {
+    /// [`MachineRunError::CoreZeroBusy`] if another `run` of this machine is active.
+    pub fn run<R>(&self, main: impl FnOnce() -> R) -> Result<R, MachineRunError> {
         let core0 = &self.inner.cores[0];
         if core0.running.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
-            return Err(RunError::CoreZeroBusy);
+            return Err(MachineRunError::CoreZeroBusy);
         }
         *lock(&core0.thread) = Some(thread::current());
         #[cfg(all(unix, not(miri)))]

@@ -1,5 +1,5 @@
 //! Which pool the calling core is working for, so the free functions
-//! [`spawn`](crate::spawn) and [`post`](crate::post) need no handle.
+//! [`spawn_task`](crate::spawn_task) and [`post`](crate::post) need no handle.
 //!
 //! On the host a thread-local holds it (several host machines may run at
 //! once, with overlapping core indices). On bare metal a slot per core

@@ -30,7 +30,7 @@ pub enum PostError<F> {
     },
     /// Memory for the task could not be allocated.
     OutOfMemory(F),
-    /// A free function ([`spawn`](crate::spawn), [`post`](crate::post)) was
+    /// A free function ([`spawn_task`](crate::spawn_task), [`post`](crate::post)) was
     /// called outside any running pool's cores; use a [`Pool`](super::Pool)
     /// handle there instead.
     NotInPool(F),
@@ -52,10 +52,10 @@ impl<F> PostError<F> {
     /// The work that was not accepted, and what refusing it means for the
     /// actor or event loop it would have run: out of memory, or its pool
     /// gone.
-    pub(crate) fn into_refusal(self) -> (F, SendError<()>) {
+    pub(crate) fn into_refusal(self) -> (F, DeliveryError<()>) {
         let refusal = match self {
-            Self::OutOfMemory(_) => SendError::OutOfMemory(()),
-            _ => SendError::PoolStopped(()),
+            Self::OutOfMemory(_) => DeliveryError::OutOfMemory(()),
+            _ => DeliveryError::PoolStopped(()),
         };
         (self.into_inner(), refusal)
     }
@@ -446,9 +446,9 @@ impl<T> core::error::Error for PinError<T> {}
 
 /// Why a message to an [actor](crate::actor) or an operation onto an
 /// [event loop](crate::event_loop) was not queued. Each variant carries it
-/// back: [`SendError::into_inner`].
+/// back: [`DeliveryError::into_inner`].
 #[non_exhaustive]
-pub enum SendError<M> {
+pub enum DeliveryError<M> {
     /// The receiver is stopped: an actor that was stopped (or stopped
     /// itself), or an event loop whose operation panicked or whose pool
     /// stopped with its drain pending.
@@ -463,7 +463,7 @@ pub enum SendError<M> {
     OutOfMemory(M),
 }
 
-impl<M> SendError<M> {
+impl<M> DeliveryError<M> {
     /// What was not queued.
     pub fn into_inner(self) -> M {
         match self {
@@ -472,17 +472,17 @@ impl<M> SendError<M> {
     }
 
     /// The same error about something else.
-    pub fn map<N>(self, f: impl FnOnce(M) -> N) -> SendError<N> {
+    pub fn map<N>(self, f: impl FnOnce(M) -> N) -> DeliveryError<N> {
         match self {
-            Self::Stopped(m) => SendError::Stopped(f(m)),
-            Self::PoolStopped(m) => SendError::PoolStopped(f(m)),
-            Self::OtherDomain(m) => SendError::OtherDomain(f(m)),
-            Self::OutOfMemory(m) => SendError::OutOfMemory(f(m)),
+            Self::Stopped(m) => DeliveryError::Stopped(f(m)),
+            Self::PoolStopped(m) => DeliveryError::PoolStopped(f(m)),
+            Self::OtherDomain(m) => DeliveryError::OtherDomain(f(m)),
+            Self::OutOfMemory(m) => DeliveryError::OutOfMemory(f(m)),
         }
     }
 }
 
-impl<M> fmt::Debug for SendError<M> {
+impl<M> fmt::Debug for DeliveryError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Stopped(_) => "Stopped(..)",
@@ -493,7 +493,7 @@ impl<M> fmt::Debug for SendError<M> {
     }
 }
 
-impl<M> fmt::Display for SendError<M> {
+impl<M> fmt::Display for DeliveryError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Stopped(_) => "the receiver is stopped; what was sent comes back",
@@ -506,4 +506,4 @@ impl<M> fmt::Display for SendError<M> {
     }
 }
 
-impl<M> core::error::Error for SendError<M> {}
+impl<M> core::error::Error for DeliveryError<M> {}

@@ -213,6 +213,8 @@ pub(crate) struct Shared {
     pub(crate) panic: std::sync::Mutex<Option<Box<dyn core::any::Any + Send>>>,
     /// The last deadlock found (`super::deadlock`).
     pub(crate) deadlock: SpinLock<Option<Deadlock>>,
+    /// Strands waiting for an actor of this pool to end.
+    pub(crate) actor_ends: crate::actor::end::EndWaiters,
     /// A deadlock check is posted or its report stands: no new one.
     deadlock_pending: AtomicBool,
     /// Strands waiting for what code outside the pool raises (a
@@ -303,6 +305,7 @@ impl Shared {
             #[cfg(feature = "std")]
             panic: std::sync::Mutex::new(None),
             deadlock: SpinLock::new(None),
+            actor_ends: crate::actor::end::EndWaiters::new(),
             deadlock_pending: AtomicBool::new(false),
             outside_waits: AtomicUsize::new(0),
             deadlocks_failed: AtomicU32::new(0),
@@ -924,6 +927,7 @@ impl Shared {
                     self.entries.cancel_all();
                 }
                 self.sleep.wake_all(ring);
+                self.actor_ends.stopped();
                 return true;
             }
         }
@@ -982,6 +986,7 @@ impl Shared {
         if stop {
             self.state.store(STOPPED, SeqCst);
             self.sleep.wake_all(ring);
+            self.actor_ends.stopped();
         } else {
             self.state.store(from, SeqCst);
         }

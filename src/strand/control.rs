@@ -96,7 +96,7 @@ pub enum BlockReason {
     Scope,
     /// Waiting for a [`Future`](crate::future::Future)'s result.
     Future,
-    /// In [`Context::join`](crate::event_loop::Context::join), waiting for
+    /// In [`LoopGroup::join`](crate::event_loop::LoopGroup::join), waiting for
     /// event-loop objects to finish.
     ContextJoin,
     /// Waiting for a [`Signal`](crate::sync::Signal).

@@ -119,7 +119,7 @@ pub enum WaitError {
     /// Waiting would never end, because the calling strand itself holds
     /// what it would wait for: a [`Mutex`](crate::sync::Mutex) it has
     /// locked, or an event loop of the
-    /// [`Context`](crate::event_loop::Context) it joins that it is draining.
+    /// [`LoopGroup`](crate::event_loop::LoopGroup) it joins that it is draining.
     WouldDeadlock,
     /// Only from [`Signal`](crate::sync::Signal): another strand already
     /// waits for it, and a signal has one waiter at a time.

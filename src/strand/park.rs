@@ -37,7 +37,7 @@ use core::time::Duration;
 ///         let ready = Arc::new(AtomicBool::new(false));
 ///         let me = strand::unparker().unwrap();
 ///         let flag = ready.clone();
-///         roving::spawn(move || {
+///         roving::spawn_task(move || {
 ///             flag.store(true, Ordering::SeqCst);
 ///             me.unpark();
 ///         })

@@ -191,7 +191,7 @@ pub fn block_on_in_a_strand() -> u64 {
 /// `block_on` refuses a caller that is not a strand (a plain task).
 pub fn block_on_outside_a_strand() -> Result<u32, roving::strand::WaitError> {
     let pool = Pool::current().expect("in a pool");
-    let future = pool.send(0, || roving::block_on(async { 1 })).expect("sent");
+    let future = pool.future_on(0, || roving::block_on(async { 1 })).expect("sent");
     future.wait().expect("the task ran")
 }
 

@@ -17,7 +17,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::SeqCst};
 use roving::Pool;
-use roving::event_loop::{Callback, Context, Handle, Loop, Object};
+use roving::event_loop::{Callback, Handle, Loop, LoopGroup, Object};
 use roving::sync::Event;
 
 /// A request refused because the echo was closed.
@@ -107,7 +107,7 @@ pub fn request(echo: &Handle<Echo>, value: u64, reply: Reply) {
                 .expect("the device runs");
         } else {
             echo.pool
-                .spawn(move || {
+                .spawn_task(move || {
                     done.fire(value * 2).expect("the echo runs");
                 })
                 .expect("the pool runs");
@@ -154,7 +154,7 @@ struct Replies {
 /// fired twice or never.
 pub fn many_callers(cores: usize, total: u64) -> Report {
     let pool = Pool::current().expect("run from the pool");
-    let context = Context::new();
+    let context = LoopGroup::new();
     let device: Device = Loop::new(Parking::default());
     let replies = Arc::new(Replies {
         fired: (0..total).map(|_| AtomicU8::new(0)).collect(),
@@ -166,7 +166,7 @@ pub fn many_callers(cores: usize, total: u64) -> Report {
     let issuers: Vec<_> = (0..cores)
         .map(|core| {
             let (echo, replies) = (echo.clone(), replies.clone());
-            pool.send(core, move || {
+            pool.future_on(core, move || {
                 for value in (core as u64..total).step_by(cores) {
                     let replies = replies.clone();
                     request(
@@ -236,7 +236,7 @@ pub struct Reentry {
 /// once and the operation run after the callback (a run inside it would
 /// trip the detector; a lock would deadlock).
 pub fn reentrant_request(pool: &Pool) -> Reentry {
-    let context = Context::new();
+    let context = LoopGroup::new();
     let echo = context.object(Echo::new(pool.clone(), Loop::new(Parking::default())));
     let clock = Arc::new(AtomicU64::new(1));
     let stamps: Arc<[AtomicU64; 5]> = Arc::new(core::array::from_fn(|_| AtomicU64::new(0)));

@@ -17,7 +17,7 @@ fn here() -> usize {
 /// recording where it ran. Returns the value and the cores visited.
 pub fn chain_visits_every_core(cores: usize) -> (u64, Vec<usize>) {
     let pool = Pool::current().expect("run from the pool");
-    let mut future = pool.send(1 % cores, || (1u64, vec![here()])).expect("core 1 is in the pool");
+    let mut future = pool.future_on(1 % cores, || (1u64, vec![here()])).expect("core 1 is in the pool");
     for step in 2..=cores {
         future = future.then(step % cores, |(n, mut visited)| {
             visited.push(here());
@@ -34,7 +34,7 @@ pub fn many_chains(cores: usize, chains: u64) -> u64 {
     let futures: Vec<_> = (0..chains)
         .map(|i| {
             let core = (i % cores as u64) as usize;
-            pool.send(core, move || i).expect("a core of the pool").then((core + 1) % cores, |i| i * 2)
+            pool.future_on(core, move || i).expect("a core of the pool").then((core + 1) % cores, |i| i * 2)
         })
         .collect();
     futures.into_iter().map(|f| f.wait().expect("main is a strand")).sum()
@@ -44,7 +44,7 @@ pub fn many_chains(cores: usize, chains: u64) -> u64 {
 /// core; returns the sum of what they all saw (each sees 21).
 pub fn shared_by_many(cores: usize, strands: usize) -> u64 {
     let pool = Pool::current().expect("run from the pool");
-    let shared = pool.send(cores - 1, || 21u64).expect("the last core is in the pool").shared();
+    let shared = pool.future_on(cores - 1, || 21u64).expect("the last core is in the pool").shared();
     let waiters: Vec<_> = (0..strands)
         .map(|_| {
             let shared = shared.clone();

@@ -72,12 +72,12 @@ fn task(pool: Pool, id: usize) {
             Ok(()) => {}
             Err(error @ (PostError::NotAMember { .. } | PostError::NoSuchCore { .. })) => {
                 counts.refused.fetch_add(1, SeqCst);
-                roving::spawn(error.into_inner()).expect("the pool is running");
+                roving::spawn_task(error.into_inner()).expect("the pool is running");
             }
             Err(error) => panic!("post failed: {error}"),
         }
     } else {
-        roving::spawn(step).expect("the pool is running");
+        roving::spawn_task(step).expect("the pool is running");
     }
 }
 
@@ -108,7 +108,7 @@ pub fn resize_under_load(pool: &Pool) -> Outcome {
     let mut sizes = [pool.core_count(), 0, 0];
     for chain in 0..CHAINS {
         let pool2 = pool.clone();
-        roving::spawn(move || task(pool2, chain)).expect("the pool is running");
+        roving::spawn_task(move || task(pool2, chain)).expect("the pool is running");
     }
     let mut strands = spawn_strands(0..STRANDS / 2);
     wait_for_tasks(TASKS / 5);

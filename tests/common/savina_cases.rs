@@ -10,7 +10,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use roving::Pool;
-use roving::actor::{Actor, Addr, Context};
+use roving::actor::{Actor, ActorContext, Addr};
 use roving::sync::Event;
 
 /// Counts reports down to zero, summing their values; wakes the waiter at
@@ -62,7 +62,7 @@ pub struct Pong {
 
 impl Actor for Ping {
     type Message = u64;
-    fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
         self.sum += n;
         if self.left == 0 {
             self.latch.report(self.sum);
@@ -75,7 +75,7 @@ impl Actor for Ping {
 
 impl Actor for Pong {
     type Message = PongMessage;
-    fn handle(&mut self, message: PongMessage, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, message: PongMessage, _: &mut ActorContext<'_, Self>) {
         match message {
             PongMessage::Hello(ping) => self.ping = Some(ping),
             PongMessage::Ball(n) => {
@@ -132,7 +132,7 @@ pub struct RingNode {
 
 impl Actor for RingNode {
     type Message = RingMessage;
-    fn handle(&mut self, message: RingMessage, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, message: RingMessage, _: &mut ActorContext<'_, Self>) {
         match message {
             RingMessage::Next(next) => self.next = Some(next),
             RingMessage::Token(0) => self.latch.report(self.id),
@@ -174,7 +174,7 @@ pub struct Counter {
 
 impl Actor for Counter {
     type Message = CounterMessage;
-    fn handle(&mut self, message: CounterMessage, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, message: CounterMessage, _: &mut ActorContext<'_, Self>) {
         match message {
             CounterMessage::Add(n) => self.total += n,
             CounterMessage::Report => self.latch.report(self.total),
@@ -197,7 +197,7 @@ const PRODUCER_BATCH: u64 = 64;
 impl Actor for Producer {
     type Message = ();
     const MESSAGES_PER_TURN: usize = 1;
-    fn handle(&mut self, (): (), context: &mut Context<'_, Self>) {
+    fn handle(&mut self, (): (), context: &mut ActorContext<'_, Self>) {
         let end = (self.next + PRODUCER_BATCH).min(self.last + 1);
         for n in self.next..end {
             self.counter.send(CounterMessage::Add(n)).expect("the counter is alive");
@@ -246,7 +246,7 @@ fn work(n: u64) -> u64 {
 
 impl Actor for Worker {
     type Message = u64;
-    fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
         self.acc = self.acc.wrapping_add(work(n));
         self.left -= 1;
         if self.left == 0 {

@@ -16,7 +16,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use roving::Pool;
-use roving::actor::{Actor, Addr, Context};
+use roving::actor::{Actor, ActorContext, Addr};
 use roving_examples as _;
 use roving_kernel::println;
 
@@ -25,7 +25,7 @@ struct Console;
 
 impl Actor for Console {
     type Message = String;
-    fn handle(&mut self, line: String, context: &mut Context<'_, Self>) {
+    fn handle(&mut self, line: String, context: &mut ActorContext<'_, Self>) {
         println!("actors: [core {}] {line}", context.core());
     }
 }
@@ -39,7 +39,7 @@ struct Counter {
 
 impl Actor for Counter {
     type Message = u64;
-    fn handle(&mut self, n: u64, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, n: u64, _: &mut ActorContext<'_, Self>) {
         self.total += n;
     }
     fn stopped(&mut self) {

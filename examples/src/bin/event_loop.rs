@@ -4,7 +4,7 @@
 //! back to the writer through a one-shot callback. The socket's state has
 //! no lock: whichever caller finds it idle runs its operations, and the
 //! others only queue theirs. Every handle is dropped with writes still in
-//! flight; `Context::join` waits until every buffer has come back.
+//! flight; `LoopGroup::join` waits until every buffer has come back.
 //!
 //! `cargo run -p roving-examples --bin event_loop` (QEMU virt, 4 cores)
 #![no_std]
@@ -15,7 +15,7 @@ extern crate alloc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use roving::Pool;
-use roving::event_loop::{Callback, Context, Loop, Object};
+use roving::event_loop::{Callback, Loop, LoopGroup, Object};
 use roving_examples as _;
 use roving_kernel::println;
 
@@ -68,13 +68,13 @@ fn main() {
     let counted = returned.clone();
     pool.run(move || {
         let pool = Pool::current().expect("in the pool");
-        let context = Context::new();
+        let context = LoopGroup::new();
         let wire = Loop::on_core(&pool, 1 % cores, Wire::default()).expect("the wire's core is in the pool");
         let socket = context.object(Socket { wire: wire.clone(), queued: 0 });
         let writers: Vec<_> = (0..cores)
             .map(|core| {
                 let (socket, returned) = (socket.clone(), returned.clone());
-                pool.send(core, move || {
+                pool.future_on(core, move || {
                     for n in 0..WRITES_PER_CORE {
                         let returned = returned.clone();
                         let back = Callback::new(move |buffer: Vec<u8>| {

@@ -24,7 +24,7 @@ fn main() {
         let here = Pool::current().expect("main runs in the pool");
         let sent: Vec<_> = (0..platform::core_count())
             .map(|core| {
-                here.send(core, move || log::info!("hello from a task on core {core}")).expect("sent")
+                here.future_on(core, move || log::info!("hello from a task on core {core}")).expect("sent")
             })
             .collect();
         sent.into_iter().for_each(|future| future.wait().expect("the task ran"));

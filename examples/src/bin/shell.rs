@@ -183,7 +183,7 @@ fn ping(arg: &str) {
     let mut trips = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let sent = platform::ticks();
-        let reply = future::send(there, platform::current_core).expect("a post to a core of the pool");
+        let reply = future::future_on(there, platform::current_core).expect("a post to a core of the pool");
         assert_eq!(reply.wait().expect("the reply"), Some(there));
         trips.push(platform::ticks() - sent);
     }

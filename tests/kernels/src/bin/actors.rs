@@ -16,7 +16,7 @@ mod savina_cases;
 
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use roving::actor::{Actor, Addr, Context};
+use roving::actor::{Actor, ActorContext, Addr};
 use roving::sync::Event;
 use roving::time::Instant;
 use roving::{Pool, platform};
@@ -35,7 +35,7 @@ struct Sleeper {
 
 impl Actor for Sleeper {
     type Message = ();
-    fn handle(&mut self, (): (), _: &mut Context<'_, Self>) {
+    fn handle(&mut self, (): (), _: &mut ActorContext<'_, Self>) {
         assert!(!self.woken, "a dormant actor handled its one message twice");
         self.woken = true;
         if WOKEN.fetch_add(1, SeqCst) + 1 == self.total {

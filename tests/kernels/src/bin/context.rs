@@ -11,7 +11,7 @@
 use core::cell::UnsafeCell;
 use core::hint::black_box;
 use core::time::Duration;
-use roving::context::{Context, resume, suspend};
+use roving::raw::context::{Context, resume, suspend};
 use roving_kernel::MAX_CORES;
 use roving_test_kernels::{on_every_core, pass};
 

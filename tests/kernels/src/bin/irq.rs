@@ -38,7 +38,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::AtomicPtr;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use core::time::Duration;
-use roving::actor::{Actor, Context, InterruptSender};
+use roving::actor::{Actor, ActorContext, InterruptSender};
 use roving::strand::Unparker;
 use roving::sync::channel::{self, Sender};
 use roving::sync::{Event, Semaphore, Signal};
@@ -79,7 +79,7 @@ struct Echo;
 
 impl Actor for Echo {
     type Message = u64;
-    fn handle(&mut self, _round: u64, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, _round: u64, _: &mut ActorContext<'_, Self>) {
         WOKEN.signal();
     }
 }

@@ -31,7 +31,7 @@ use alloc::vec::Vec;
 use core::hint::black_box;
 use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use core::time::Duration;
-use roving::actor::{Actor, Context};
+use roving::actor::{Actor, ActorContext};
 use roving::sync::{Event, Mutex, Semaphore, Signal, channel};
 use roving::{Config, Pool, platform, strand};
 use roving_kernel::{cores, cycles, println};
@@ -193,7 +193,7 @@ struct Timer;
 impl Actor for Timer {
     type Message = ();
 
-    fn handle(&mut self, (): (), _context: &mut Context<'_, Self>) {
+    fn handle(&mut self, (): (), _context: &mut ActorContext<'_, Self>) {
         ARRIVED.store(cycles(), SeqCst);
         DONE.signal();
     }
@@ -293,7 +293,7 @@ fn on_one_core() {
         report("post to the same core (post, poster blocks, closure runs)", post);
         let then = (0..ROUNDS)
             .map(|_| {
-                roving::future::send(0, cycles)
+                roving::future::future_on(0, cycles)
                     .unwrap_or_else(|_| panic!("core 0 takes closures"))
                     .then(0, |completed| cycles() - completed)
                     .wait()
@@ -362,7 +362,7 @@ fn across_two_cores() {
         }
         for _ in 0..ROUNDS {
             slept = core_1_asleep(slept);
-            let ran_at = roving::future::send(0, || ())
+            let ran_at = roving::future::future_on(0, || ())
                 .unwrap_or_else(|_| panic!("core 0 takes closures"))
                 .then(1, |()| cycles())
                 .wait()

@@ -26,7 +26,7 @@ extern crate alloc;
 
 use alloc::vec::Vec;
 use core::time::Duration;
-use roving::actor::{Actor, Addr, Context};
+use roving::actor::{Actor, ActorContext, Addr};
 use roving::sync::{Signal, channel};
 use roving::{Pool, platform, strand};
 use roving_kernel::interrupts::{self, Handled};
@@ -133,7 +133,7 @@ struct Player {
 
 impl Actor for Player {
     type Message = (u32, Option<Addr<Player>>);
-    fn handle(&mut self, (count, partner): Self::Message, _: &mut Context<'_, Self>) {
+    fn handle(&mut self, (count, partner): Self::Message, _: &mut ActorContext<'_, Self>) {
         if let Some(partner) = partner {
             self.partner = Some(partner);
             return;

@@ -35,8 +35,9 @@
 //! an address. The x86_64 code is the same on the host and on bare metal,
 //! so host tests exercise it.
 //!
-//! Strands ([`crate::strand`]) are the safe interface; this module is public for
-//! kernels that want to build their own.
+//! Strands ([`crate::strand`]) are the safe interface; this module is public,
+//! under [`raw`](crate::raw) and without semver promises, for kernels that
+//! want to build their own.
 
 #[path = "context/catch.rs"]
 #[cfg_attr(feature = "std", allow(dead_code, reason = "the host unwinds; the tests use it"))]
