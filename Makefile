@@ -32,7 +32,7 @@ MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
 STRESS_SECS ?= 30
 SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed qemu-test idle-check bench bench-metal clean
+.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check bench bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -46,9 +46,9 @@ image: check-board setup
 
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
 ## test, ThreadSanitizer, no_std builds, the custom-platform check, the
-## from-scratch embedding kernel, the QEMU suite at 1/2/4/8 cores, and the
+## from-scratch embedding kernel, the crates' publish dry run, the QEMU suite at 1/2/4/8 cores, and the
 ## idle-CPU check
-test: setup lint setup-check host-test loom miri stress tsan no-std custom-platform embed qemu-test idle-check
+test: setup lint setup-check host-test loom miri stress tsan no-std custom-platform embed publish-check qemu-test idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -69,7 +69,7 @@ check-app:
 lint:
 	cargo fmt --all --check
 	cargo clippy --quiet -p roving --features std $(HOST) --all-targets -- -D warnings
-	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench --exclude roving-board-x86-pc -- -D warnings
+	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
@@ -144,6 +144,14 @@ embed:
 	cargo build --quiet -p roving-embed-example
 	ROVING_CORES=4 ROVING_TIMEOUT=120 tools/qemu-run target/aarch64-unknown-none/debug/embed
 	ROVING_CORES=4 ROVING_TIMEOUT=120 ROVING_MACHINE=virtualization=on tools/qemu-run target/aarch64-unknown-none/debug/embed
+
+## publish-check: roving, roving-kernel and every board crate pass
+## `cargo publish --dry-run` together (each packaged, then built from its
+## package for both bare-metal targets); nothing is uploaded
+PUBLISHED := roving roving-kernel roving-board-qemu-virt roving-board-raspi3b roving-board-raspi4b roving-board-x86-pc
+publish-check:
+	cargo publish --quiet --dry-run --allow-dirty --target aarch64-unknown-none --target x86_64-unknown-none \
+		$(addprefix -p ,$(PUBLISHED)) 2>&1 | { grep -v "ignoring test\|ignoring example\|profile package spec\|aborting upload" || true; }
 
 qemu-test:
 	tools/setup --defmt

@@ -4,6 +4,8 @@
 //! crate supplies only what is needed before reading it. Linking it (any
 //! `use roving_board_qemu_virt as _;`) makes it the program's board.
 #![no_std]
+// An AArch64 board: on another architecture the crate is empty.
+#![cfg(target_arch = "aarch64")]
 
 use roving_kernel::board::{Board, ConsoleDevice, CoreStart, DeviceLine, InterruptController, Line, Region};
 

@@ -9,6 +9,8 @@
 //! driven by [`Interrupts`]. Linking this crate (any
 //! `use roving_board_raspi3b as _;`) makes it the program's board.
 #![no_std]
+// An AArch64 board: on another architecture the crate is empty.
+#![cfg(target_arch = "aarch64")]
 
 mod interrupts;
 mod local_interrupts;

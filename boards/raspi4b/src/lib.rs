@@ -8,6 +8,8 @@
 //! `arm_peri_high=1`). Linking it (any `use roving_board_raspi4b as _;`)
 //! makes it the program's board.
 #![no_std]
+// An AArch64 board: on another architecture the crate is empty.
+#![cfg(target_arch = "aarch64")]
 
 use roving_kernel::board::{Board, ConsoleDevice, CoreStart, DeviceLine, InterruptController, Line, Region};
 

@@ -5,6 +5,8 @@
 //! APIC from the ACPI MADT. This crate is constants only. Linking it (any
 //! `use roving_board_x86_pc as _;`) makes it the program's board.
 #![no_std]
+// An x86_64 board: on another architecture the crate is empty.
+#![cfg(target_arch = "x86_64")]
 
 use roving_kernel::board::{Board, ConsoleDevice, CoreStart, DeviceLine, InterruptController, Line, Region};
 
