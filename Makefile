@@ -1,5 +1,5 @@
 # roving. The README's two commands:
-#   make run     boot the demo on QEMU virt (CORES=1..16, default 4)
+#   make run     boot the demo on QEMU virt (CORES=1..64, default 4)
 #   make test    everything CI checks
 # Both first install what is missing (tools/setup; run as root on Debian 12).
 # Other boards: make run BOARD=raspi3b (or raspi4b, x86-pc); make image

@@ -6,8 +6,10 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 /// The most cores this build runs on; more in the firmware tables are
-/// counted ([`BootInfo::cores_found`]) but left off.
-pub const MAX_CORES: usize = 16;
+/// counted ([`BootInfo::cores_found`]) but left off. Set at build time
+/// with `ROVING_MAX_CORES` (default 64, at most 1024): each core costs the
+/// kernel a 64 KiB boot stack and a 16 KiB exception stack.
+pub const MAX_CORES: usize = include!(concat!(env!("OUT_DIR"), "/max_cores.rs"));
 
 /// Facts about the machine, filled in by the boot core before anything else
 /// runs and never changed afterwards.
