@@ -58,8 +58,7 @@ impl<A: Actor> Turn<A> {
         });
         shared.count_discarded(dropped as u64);
         // This was the actor's one turn, and the word is closed: it ends.
-        self.cell.schedule.end();
-        self.announce_end();
+        self.end();
         mine
     }
 }
@@ -75,8 +74,7 @@ impl<A: Actor> Turn<A> {
             Finished::Stopping => {
                 // SAFETY: the one turn of the actor has its state.
                 unsafe { &mut *self.cell.actor.get() }.stopped();
-                self.cell.schedule.end();
-                self.announce_end();
+                self.end();
                 true
             }
         }
@@ -84,8 +82,10 @@ impl<A: Actor> Turn<A> {
 }
 
 impl<A: Actor> Turn<A> {
-    /// Wakes the strands waiting for this actor's end (`super::end`).
-    fn announce_end(&self) {
+    /// Ends the actor, whose one turn this is and whose word is closed,
+    /// and wakes the strands waiting for that (`super::end`).
+    fn end(&self) {
+        self.cell.schedule.end();
         // SAFETY: the pool outlives the turn (field contract).
         let shared = unsafe { &*self.shared };
         shared.actor_ends.ended(Arc::as_ptr(&self.cell).addr());
@@ -172,8 +172,7 @@ impl<A: Actor> Drop for Turn<A> {
         });
         shared.count_discarded(dropped as u64);
         // This was the actor's one turn, and the word is closed: it ends.
-        self.cell.schedule.end();
-        self.announce_end();
+        self.end();
     }
 }
 
