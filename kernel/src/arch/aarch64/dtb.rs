@@ -58,8 +58,36 @@ pub struct GicInfo {
     pub version: GicVersion,
     /// The distributor (GICD).
     pub distributor: usize,
-    /// v2: the CPU interface (GICC); v3: the first redistributor (GICR).
-    pub cpu_or_redistributor: usize,
+    /// GICv2: the CPU interface (GICC). Unused on GICv3.
+    pub cpu_interface: usize,
+    /// GICv3: the redistributor regions, one frame per core in each, in
+    /// the tree's order (`#redistributor-regions`; QEMU's virt machine
+    /// has a second one, above 4 GiB, past 123 cores). Empty on GICv2.
+    pub redistributor_regions: [Region; MAX_REDISTRIBUTOR_REGIONS],
+    /// How many of `redistributor_regions` are real.
+    pub redistributor_region_count: usize,
+}
+
+/// The most GICv3 redistributor regions the kernel reads from the tree.
+pub const MAX_REDISTRIBUTOR_REGIONS: usize = 8;
+
+impl GicInfo {
+    /// A GICv2 at these addresses.
+    pub(crate) const fn v2(distributor: usize, cpu_interface: usize) -> Self {
+        let none = Region { base: 0, size: 0 };
+        Self {
+            version: GicVersion::V2,
+            distributor,
+            cpu_interface,
+            redistributor_regions: [none; MAX_REDISTRIBUTOR_REGIONS],
+            redistributor_region_count: 0,
+        }
+    }
+
+    /// The GICv3 redistributor regions.
+    pub fn redistributors(&self) -> &[Region] {
+        &self.redistributor_regions[..self.redistributor_region_count]
+    }
 }
 
 /// What the boot core learned that only AArch64 cares about.
@@ -102,7 +130,7 @@ pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
     info.arch.gic = match board.interrupts {
         InterruptController::FromDeviceTree => info.arch.gic,
         InterruptController::GicV2 { distributor, cpu_interface } => {
-            Some(GicInfo { version: GicVersion::V2, distributor, cpu_or_redistributor: cpu_interface })
+            Some(GicInfo::v2(distributor, cpu_interface))
         }
         InterruptController::Board(_) => None,
     };
@@ -216,8 +244,23 @@ fn find_gic(fdt: Fdt<'static>) -> Option<GicInfo> {
     })?;
     let mut regs = node.reg().ok()??;
     let distributor = regs.next()?.address::<u64>().ok()? as usize;
-    let cpu_or_redistributor = regs.next()?.address::<u64>().ok()? as usize;
-    Some(GicInfo { version, distributor, cpu_or_redistributor })
+    if version == GicVersion::V2 {
+        let cpu_interface = regs.next()?.address::<u64>().ok()? as usize;
+        return Some(GicInfo::v2(distributor, cpu_interface));
+    }
+    // GICv3: the distributor, then `#redistributor-regions` regions (one
+    // when the property is absent), then registers the kernel does not use.
+    let regions =
+        node.property("#redistributor-regions").and_then(|count| count.value_as::<u32>().ok()).unwrap_or(1)
+            as usize;
+    let mut gic = GicInfo { version, ..GicInfo::v2(distributor, 0) };
+    for reg in regs.take(regions.min(MAX_REDISTRIBUTOR_REGIONS)) {
+        let (Ok(base), Ok(size)) = (reg.address::<u64>(), reg.size::<u64>()) else { break };
+        gic.redistributor_regions[gic.redistributor_region_count] =
+            Region { base: base as usize, size: size as usize };
+        gic.redistributor_region_count += 1;
+    }
+    (gic.redistributor_region_count > 0).then_some(gic)
 }
 
 /// The virtual timer's interrupt: the third of the `arm,armv8-timer` node's

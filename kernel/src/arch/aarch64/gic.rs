@@ -4,10 +4,12 @@
 //! that rings a deep-sleeping core's doorbell, and the EL1 virtual timer,
 //! which ends a wait that has a deadline. Both are per-core (banked).
 //!
-//! GICv3's CPU interface is system registers, usable from any core at once.
-//! GICv2's driver needs `&mut` for everything, so it sits behind a lock;
-//! the lock is only taken to send a deep wake-up or acknowledge one, always
-//! with interrupts masked.
+//! GICv3's CPU interface is system registers, usable from any core at once,
+//! and each core alone drives its own redistributor, found once by the boot
+//! core in the regions the device tree lists (any number of cores, in any
+//! affinity layout). GICv2's driver needs `&mut` for everything, so it sits
+//! behind a lock; the lock is only taken to send a deep wake-up or
+//! acknowledge one, always with interrupts masked.
 
 use crate::board::Pending;
 use crate::boot_info::boot_info;
@@ -15,13 +17,12 @@ use crate::cores::CoreLocal;
 use arm_gic::gicv2::GicV2;
 use arm_gic::gicv2::registers::{Gicc, Gicd as GicdV2};
 use arm_gic::gicv3::registers::{Gicd as GicdV3, GicrSgi};
-use arm_gic::gicv3::{GicCpuInterface, GicV3, SgiTarget, SgiTargetGroup};
+use arm_gic::gicv3::{GicCpuInterface, GicDistributor, GicRedistributor, SgiTarget, SgiTargetGroup};
 use arm_gic::{IntId, InterruptGroup, UniqueMmioPointer};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU16, AtomicUsize, Ordering::Relaxed};
 use spin::{Mutex, Once};
 
-use super::cpu;
 use super::dtb::GicVersion;
 
 /// The SGI that ends a core's deep (WFI) sleep.
@@ -33,7 +34,7 @@ const GICD_ITARGETSR0: usize = 0x800;
 
 enum Gic {
     V2 { driver: Mutex<GicV2<'static>>, distributor: usize },
-    V3 { driver: Mutex<GicV3<'static>>, distributor: usize },
+    V3 { distributor: usize },
 }
 
 static GIC: Once<Gic> = Once::new();
@@ -44,11 +45,15 @@ static GIC: Once<Gic> = Once::new();
 pub(crate) struct CoreGic {
     /// GICv2: this core's bit in an SGI target list.
     v2_target: AtomicU16,
+    /// GICv3: the address of this core's redistributor (0: none found).
+    /// Set by the boot core before the core starts; only the core itself
+    /// drives it.
+    redistributor: AtomicUsize,
 }
 
 impl CoreGic {
     pub(crate) const fn new() -> Self {
-        Self { v2_target: AtomicU16::new(0) }
+        Self { v2_target: AtomicU16::new(0), redistributor: AtomicUsize::new(0) }
     }
 }
 
@@ -67,28 +72,71 @@ pub(super) fn init_primary() {
             // CPU interface; they are mapped as device memory, and this is the
             // only driver instance. (`init_this_core` runs its set-up.)
             let driver =
-                unsafe { GicV2::new(gic.distributor as *mut GicdV2, gic.cpu_or_redistributor as *mut Gicc) };
+                unsafe { GicV2::new(gic.distributor as *mut GicdV2, gic.cpu_interface as *mut Gicc) };
             GIC.call_once(|| Gic::V2 { driver: Mutex::new(driver), distributor: gic.distributor });
         }
         GicVersion::V3 => {
-            let (Some(gicd), Some(gicr)) = (
-                NonNull::new(gic.distributor as *mut GicdV3),
-                NonNull::new(gic.cpu_or_redistributor as *mut GicrSgi),
-            ) else {
-                return;
-            };
-            // SAFETY: as for GICv2; the redistributor region holds one frame
-            // per core the device tree lists.
-            let driver = unsafe { GicV3::new(UniqueMmioPointer::new(gicd), gicr, info.cores_found) };
-            let Ok(mut driver) = driver else {
-                log::warn!(target: "roving_kernel", "GICv3 redistributors unreadable; deep idle disabled");
-                return;
-            };
-            let frame = redistributor_frame(&mut driver, cpu::hw_id());
-            driver.setup(frame);
-            GIC.call_once(|| Gic::V3 { driver: Mutex::new(driver), distributor: gic.distributor });
+            let Some(gicd) = NonNull::new(gic.distributor as *mut GicdV3) else { return };
+            let found = find_redistributors(&gic);
+            if found < info.cores.len() {
+                log::warn!(
+                    target: "roving_kernel",
+                    "GICv3: redistributors found for {found} of {} cores; a core without one is never woken from deep idle",
+                    info.cores.len()
+                );
+            }
+            // SAFETY: the device tree names this as the distributor, mapped
+            // as device memory; this driver lives only for this set-up, on
+            // the boot core before any other core runs. (Later accesses are
+            // single register writes: routes, enables.)
+            let mut distributor = GicDistributor::new(unsafe { UniqueMmioPointer::new(gicd) });
+            // Affinity routing and group 1 on; every shared line in group 1,
+            // level-triggered, at the default priority.
+            distributor.configure_default_settings();
+            GIC.call_once(|| Gic::V3 { distributor: gic.distributor });
         }
     }
+}
+
+/// Finds each core's redistributor: walks every region's frames, which
+/// each name the core they serve (GICR_TYPER's affinity), until a frame
+/// marked last or the region's end. Records each in its core's
+/// `CoreGic`; returns how many cores got one. Boot core only, before
+/// other cores start.
+fn find_redistributors(gic: &super::GicInfo) -> usize {
+    let cores = &boot_info().cores;
+    let mut found = 0;
+    for region in gic.redistributors() {
+        let mut frame = region.base;
+        while frame + core::mem::size_of::<GicrSgi>() <= region.end() {
+            let Some(pointer) = NonNull::new(frame as *mut GicrSgi) else { break };
+            // SAFETY: a frame inside a redistributor region the device tree
+            // names, mapped as device memory (`mmu::build_tables`); only the
+            // boot core touches redistributors now, through this one
+            // pointer at a time.
+            let typer = GicRedistributor::new(unsafe { UniqueMmioPointer::new(pointer) }).typer();
+            if let Some(index) = cores.iter().position(|&id| id == typer.core_mpidr()) {
+                crate::cores::local(index).arch.redistributor.store(frame, Relaxed);
+                found += 1;
+            }
+            if typer.last_redistributor() {
+                break;
+            }
+            // GICv4 adds two frames for virtual LPIs to each core's two.
+            let frames = if typer.virtual_lpis_supported() { 2 } else { 1 };
+            frame += frames * core::mem::size_of::<GicrSgi>();
+        }
+    }
+    found
+}
+
+/// The calling core's redistributor, if the boot core found it.
+fn own_redistributor(me: &CoreLocal) -> Option<GicRedistributor<'static>> {
+    let frame = NonNull::new(me.arch.redistributor.load(Relaxed) as *mut GicrSgi)?;
+    // SAFETY: the frame the boot core found for this core
+    // (`find_redistributors`), mapped as device memory; only this core
+    // drives it, with interrupts masked, so no other pointer to it is in use.
+    Some(GicRedistributor::new(unsafe { UniqueMmioPointer::new(frame) }))
 }
 
 /// Enables the wake-up SGI and the timer on the calling core.
@@ -118,24 +166,27 @@ pub(super) fn init_this_core() {
                 }
             }
         }
-        Gic::V3 { driver, .. } => {
-            let mut driver = driver.lock();
-            let frame = redistributor_frame(&mut driver, cpu::hw_id());
-            driver.init_cpu(frame);
+        Gic::V3 { .. } => {
+            GicCpuInterface::enable_system_register_el1();
+            let Some(mut redistributor) = own_redistributor(me) else { return };
+            // Every SGI and PPI off, in group 1, at the default priority.
+            redistributor.configure_default_settings();
+            // Already awake (a core that restarts) is fine.
+            let _ = redistributor.mark_core_awake();
+            // EOI also deactivates (EOImode 0): the field resets to an
+            // unknown value. aarch64-cpu has this register read-only.
+            // SAFETY: writes only the CPU interface's control register,
+            // whose system-register access was just enabled.
+            unsafe {
+                core::arch::asm!("msr ICC_CTLR_EL1, xzr", "isb", options(nomem, nostack, preserves_flags))
+            };
             GicCpuInterface::enable_group1(true);
             GicCpuInterface::set_priority_mask(0xff);
-            let _ = driver.enable_interrupt(WAKE_SGI, Some(frame), true);
-            let _ = driver.enable_interrupt(timer, Some(frame), true);
+            // Enabling fails only for ids the GIC lacks; these always exist.
+            let _ = redistributor.enable_interrupt(WAKE_SGI, true);
+            let _ = redistributor.enable_interrupt(timer, true);
         }
     });
-}
-
-/// The redistributor frame whose affinity matches `hw_id`; frame `0` if
-/// none does (a malformed tree: the wake-up then goes to the wrong core and
-/// the tests say so).
-fn redistributor_frame(driver: &mut GicV3<'static>, hw_id: u64) -> usize {
-    let count = boot_info().cores_found;
-    (0..count).find(|&frame| driver.gicr_typer(frame).is_ok_and(|t| t.core_mpidr() == hw_id)).unwrap_or(0)
 }
 
 /// Raises the wake-up SGI on `target`. The caller has made the ring it

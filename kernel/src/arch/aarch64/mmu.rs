@@ -134,6 +134,11 @@ pub(super) unsafe fn build_tables(info: &BootInfo, board: &Board) {
     for region in board.device_memory {
         result = result.and_then(|()| map(tables, *region, Kind::Device));
     }
+    // The tree's GICv3 redistributors may lie outside the board's device
+    // ranges: QEMU virt puts those of cores past the 123rd at 256 GiB.
+    for region in info.arch.gic.iter().flat_map(|gic| gic.redistributors()) {
+        result = result.and_then(|()| map(tables, *region, Kind::Device));
+    }
     for region in &info.ram {
         result = result.and_then(|()| map(tables, *region, Kind::Normal));
     }
