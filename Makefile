@@ -1,5 +1,5 @@
 # roving. The README's two commands:
-#   make run     boot the demo on QEMU virt (CORES=1..64, default 4)
+#   make run     boot the demo on QEMU virt (CORES=1..512, default 4)
 #   make test    everything CI checks
 # Both first install what is missing (tools/setup; run as root on Debian 12).
 # Other boards: make run BOARD=raspi3b (or raspi4b, x86-pc); make image
@@ -32,7 +32,7 @@ MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
 STRESS_SECS ?= 30
 SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check bench bench-metal clean
+.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores bench bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -104,12 +104,18 @@ stress:
 	ROVING_STRESS_SECS=$(STRESS_SECS) cargo test --quiet --release -p roving --features std,chaos $(HOST) --test stress
 
 ## soak: long stress (not in make test): the host stress for $(SOAK_SECS) s,
-## ThreadSanitizer, then the QEMU stress kernels on every board for
-## $(SOAK_SECS) s
+## ThreadSanitizer, the QEMU stress kernels on every board for
+## $(SOAK_SECS) s, then the many-core runs
 soak: setup
 	ROVING_STRESS_SECS=$(SOAK_SECS) cargo test --quiet --release -p roving --features std,chaos $(HOST) --test stress -- --nocapture
 	$(MAKE) --no-print-directory tsan STRESS_SECS=$(SOAK_SECS)
 	tests/qemu/soak $(SOAK_SECS)
+	tests/qemu/many-cores
+
+## many-cores: the test kernels built for 512 cores, at 128, 256 and 512
+## on QEMU virt and the PC (not in make test: about N minutes)
+many-cores: setup
+	tests/qemu/many-cores
 
 ## tsan: every host test under ThreadSanitizer (nightly, std rebuilt with
 ## it), the stress test for $(STRESS_SECS) s. With --cfg roving_tsan every

@@ -148,6 +148,13 @@ pub enum BindError {
         /// The core asked for.
         core: usize,
     },
+    /// The controller cannot deliver device lines to this core: the PC's
+    /// I/O APIC names a core by an 8-bit APIC id, and this core's x2APIC
+    /// id is larger. Bind to a core with a smaller id.
+    Unreachable {
+        /// The core asked for.
+        core: usize,
+    },
     /// The controller cannot make this line pending in software (the
     /// Raspberry Pi 3's); only its device can.
     CannotRaise {
@@ -184,6 +191,12 @@ impl fmt::Display for BindError {
             Self::AlreadyBound { line } => write!(f, "line {line} already has a handler"),
             Self::NotBound { line } => write!(f, "line {line} has no handler"),
             Self::NoSuchCore { core } => write!(f, "no core {core}"),
+            Self::Unreachable { core } => {
+                write!(
+                    f,
+                    "the interrupt controller cannot deliver device lines to core {core} (its APIC id is past 254)"
+                )
+            }
             Self::Masked { line } => write!(f, "line {line} is masked; unmask it first"),
             Self::CannotRaise { line } => {
                 write!(f, "this controller cannot raise line {line} in software; only its device can")
@@ -237,7 +250,13 @@ fn bound_line(line: u32) -> Result<&'static LineState, BindError> {
 }
 
 fn check_core(core: usize) -> Result<(), BindError> {
-    if core >= cores::count() { Err(BindError::NoSuchCore { core }) } else { Ok(()) }
+    if core >= cores::count() {
+        Err(BindError::NoSuchCore { core })
+    } else if !arch::can_route_to(core) {
+        Err(BindError::Unreachable { core })
+    } else {
+        Ok(())
+    }
 }
 
 /// On a controller with one route for every line, the core the other

@@ -124,6 +124,12 @@ pub(crate) fn is_kernel_line(line: u32) -> bool {
     chip().is_none() && gic::is_kernel_line(line)
 }
 
+/// Every core can take device lines: a GIC routes by full affinity, and a
+/// board's controller reaches each of its few cores.
+pub(crate) fn can_route_to(_core: usize) -> bool {
+    true
+}
+
 /// Routes device `line` to `core`.
 pub(crate) fn route_line(line: u32, core: usize) {
     match chip() {

@@ -12,7 +12,8 @@ use core::ptr::NonNull;
 
 /// MADT local APIC flag: the processor is usable now.
 const ENABLED: u32 = 1;
-/// xAPIC mode addresses ids 0..=254 (255 is the broadcast id).
+/// xAPIC mode addresses ids 0..=254 (255 is the broadcast id); past it,
+/// a core is usable only in x2APIC mode.
 const MAX_XAPIC_ID: u32 = 254;
 
 /// Physical memory is identity-mapped, so mapping is the address itself.
@@ -86,7 +87,7 @@ pub(super) fn read(info: &mut BootInfo, board: &Board) {
             }
             _ => continue,
         };
-        if flags & ENABLED == 0 || u64::from(id) == boot_core || id > MAX_XAPIC_ID {
+        if flags & ENABLED == 0 || u64::from(id) == boot_core || (id > MAX_XAPIC_ID && !apic::is_x2apic()) {
             continue;
         }
         info.cores_found += 1;

@@ -1,11 +1,17 @@
-//! The local APIC, in xAPIC (memory-mapped) mode: the wake-up IPI, the
-//! STARTUP sequence, and each core's one-shot timer.
+//! The local APIC: the wake-up IPI, the STARTUP sequence, and each core's
+//! one-shot timer.
+//!
+//! In x2APIC mode when the processor has it (CPUID.1:ECX bit 21): the
+//! registers are MSRs, an IPI is one write of a 32-bit destination, and
+//! APIC ids past 254 work. Otherwise in xAPIC mode: memory-mapped
+//! registers and 8-bit ids. The mode is chosen once, on the boot core,
+//! before any core uses its APIC; every core then enters the same one.
 //!
 //! Only three vectors exist for the kernel: [`WAKE_VECTOR`], sent by a core
 //! that rings a deep-sleeping core's doorbell; [`TIMER_VECTOR`], this
 //! core's deadline; and [`SPURIOUS_VECTOR`], which needs no EOI.
 
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use x86_64::registers::model_specific::Msr;
 
 /// The IPI that ends a core's deep (HLT) sleep.
@@ -37,6 +43,10 @@ const ICR_INIT: u32 = 0b101 << 8;
 const ICR_STARTUP: u32 = 0b110 << 8;
 const IA32_APIC_BASE: u32 = 0x1B;
 const APIC_GLOBAL_ENABLE: u64 = 1 << 11;
+/// IA32_APIC_BASE: x2APIC mode (with the global enable).
+const APIC_X2_ENABLE: u64 = 1 << 10;
+/// x2APIC registers are MSRs from here, one per 16 bytes of xAPIC offset.
+const X2APIC_MSR_BASE: u32 = 0x800;
 
 /// Nothing is kept per core: a core's APIC is addressed by its APIC id,
 /// which `CoreLocal` already holds.
@@ -53,9 +63,23 @@ impl CoreApic {
 /// architectural address until the MADT names another.
 static BASE: AtomicUsize = AtomicUsize::new(0xFEE0_0000);
 
+/// Whether every core's APIC runs in x2APIC mode.
+static X2APIC: AtomicBool = AtomicBool::new(false);
+
 /// Records the APIC base the MADT names. Boot core, before any use.
 pub(super) fn set_base(base: usize) {
     BASE.store(base, Relaxed);
+}
+
+/// Chooses x2APIC mode if the processor has it. Boot core, before any use
+/// of an APIC.
+pub(super) fn choose_mode() {
+    X2APIC.store(super::cpu::has_x2apic(), Relaxed);
+}
+
+/// Whether the APICs run in x2APIC mode (APIC ids past 254 reachable).
+pub(super) fn is_x2apic() -> bool {
+    X2APIC.load(Relaxed)
 }
 
 /// Where the APIC registers are.
@@ -67,13 +91,27 @@ fn register(offset: usize) -> *mut u32 {
     (base() + offset) as *mut u32
 }
 
+fn x2apic_msr(offset: usize) -> Msr {
+    Msr::new(X2APIC_MSR_BASE + (offset >> 4) as u32)
+}
+
 fn write(offset: usize, value: u32) {
+    if is_x2apic() {
+        // SAFETY: in x2APIC mode each xAPIC register at `offset` is the MSR
+        // at 0x800 + offset / 16, of the calling core's APIC.
+        unsafe { x2apic_msr(offset).write(u64::from(value)) };
+        return;
+    }
     // SAFETY: the local APIC's registers (from the MADT), identity-mapped
     // uncached; each offset is a 32-bit register of the calling core's APIC.
     unsafe { register(offset).write_volatile(value) }
 }
 
 fn read(offset: usize) -> u32 {
+    if is_x2apic() {
+        // SAFETY: as in `write`; every register read here is readable.
+        return unsafe { x2apic_msr(offset).read() } as u32;
+    }
     // SAFETY: as in `write`.
     unsafe { register(offset).read_volatile() }
 }
@@ -85,8 +123,11 @@ pub(super) fn init_this_core() {
     // global enable bit keeps the base address.
     unsafe {
         let value = base.read();
-        if value & APIC_GLOBAL_ENABLE == 0 {
-            base.write(value | APIC_GLOBAL_ENABLE);
+        let mode = if is_x2apic() { APIC_GLOBAL_ENABLE | APIC_X2_ENABLE } else { APIC_GLOBAL_ENABLE };
+        // From xAPIC (or disabled) to x2APIC is one write; a core that is
+        // already in the mode (a restart) is left alone.
+        if value & mode != mode {
+            base.write(value | mode);
         }
     }
     write(TPR, 0);
@@ -102,9 +143,16 @@ pub(super) fn eoi() {
     write(EOI, 0);
 }
 
-/// Sends an IPI. Masked: a handler that sent one of its own between the
-/// two writes would send this one to its target.
+/// Sends an IPI. Masked: in xAPIC mode a handler that sent one of its own
+/// between the two writes would send this one to its target.
 fn send(apic_id: u64, command: u32) {
+    if is_x2apic() {
+        // One 64-bit write: destination in the high half; x2APIC has no
+        // delivery-pending bit to wait for.
+        // SAFETY: the ICR's MSR of the calling core's APIC, in x2APIC mode.
+        unsafe { x2apic_msr(ICR_LOW).write(apic_id << 32 | u64::from(command)) };
+        return;
+    }
     crate::masking::without_interrupts(|| {
         while read(ICR_LOW) & ICR_DELIVERY_PENDING != 0 {
             core::hint::spin_loop();

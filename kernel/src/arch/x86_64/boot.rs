@@ -24,7 +24,8 @@ global_asm!(
     stack_size = const BOOT_STACK_SIZE,
     boot_primary = sym boot_primary,
     boot_secondary = sym boot_secondary,
-    index_by_apic_id = sym smp::INDEX_BY_APIC_ID,
+    apic_id_by_index = sym smp::APIC_ID_BY_INDEX,
+    max_cores = const MAX_CORES,
     trampoline = const smp::TRAMPOLINE,
 );
 
@@ -42,6 +43,8 @@ unsafe extern "C" fn boot_primary(start_info: usize) -> ! {
     // SAFETY: no other core runs yet, and nothing has read the boot facts.
     let info = unsafe { boot_info::boot_info_mut() };
     pvh::read(info, start_info, board());
+    // Before the MADT is read: in x2APIC mode it may list ids past 254.
+    apic::choose_mode();
     acpi::read(info, board());
     info.apply_core_limit();
     info.arch.mwait = cpu::has_mwait();

@@ -160,12 +160,30 @@ trampoline_32:
 .code64
 trampoline_64:
     LONG_MODE_SEGMENTS
-    // This core's dense index, by its initial APIC id (CPUID.1:EBX[31:24]).
-    mov     eax, 1
+    // This core's APIC id, as cpu::apic_id reads it: the x2APIC id
+    // (CPUID.0xB:EDX) where leaf 0xB exists, else CPUID.1:EBX[31:24].
+    xor     eax, eax
+    cpuid
+    cmp     eax, 0xb
+    jb      5f
+    mov     eax, 0xb
+    xor     ecx, ecx
+    cpuid
+    mov     ebx, edx
+    jmp     6f
+5:  mov     eax, 1
     cpuid
     shr     ebx, 24
-    movabs  rax, offset {index_by_apic_id}
-    movzx   edi, byte ptr [rax + rbx]
+6:  // Its dense index: where the starting core wrote that id.
+    movabs  rax, offset {apic_id_by_index}
+    xor     edi, edi
+7:  cmp     dword ptr [rax + rdi * 4], ebx
+    je      8f
+    inc     edi
+    cmp     edi, {max_cores}
+    jb      7b
+    jmp     4f
+8:
     // Its boot stack: stacks + (index + 1) * stack_size.
     lea     rax, [rdi + 1]
     imul    rax, rax, {stack_size}

@@ -29,11 +29,22 @@ pub(crate) fn core_local() -> Option<&'static CoreLocal> {
     unsafe { ptr.as_ref() }
 }
 
-/// The calling core's initial APIC id (CPUID leaf 1, EBX bits 31:24).
+/// The calling core's APIC id: the 32-bit x2APIC id (CPUID leaf 0xB, EDX)
+/// where that leaf exists, else the 8-bit initial id (leaf 1, EBX bits
+/// 31:24). Below 255 the two agree, and the MADT lists the same id.
+/// (`boot.s`'s trampoline reads it the same way.)
 pub(crate) fn apic_id() -> u64 {
+    if core::arch::x86_64::__cpuid(0).eax >= 0xB {
+        return u64::from(core::arch::x86_64::__cpuid_count(0xB, 0).edx);
+    }
     // CPUID leaf 1 exists on every x86_64 processor.
     let leaf = core::arch::x86_64::__cpuid(1);
     u64::from(leaf.ebx >> 24)
+}
+
+/// Whether the processor has x2APIC mode (CPUID.1:ECX bit 21).
+pub(crate) fn has_x2apic() -> bool {
+    core::arch::x86_64::__cpuid(1).ecx & (1 << 21) != 0
 }
 
 /// Whether CPUID reports MONITOR/MWAIT.

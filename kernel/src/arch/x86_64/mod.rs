@@ -151,7 +151,11 @@ pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
 pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {
     write!(out, "PVH entry, ")?;
     out.write_str(if info.madt { "cores from the ACPI MADT" } else { "no ACPI MADT (one core)" })?;
-    write!(out, ", local APIC at {:#x}, ", apic::base())?;
+    if apic::is_x2apic() {
+        out.write_str(", x2APIC, ")?;
+    } else {
+        write!(out, ", xAPIC at {:#x}, ", apic::base())?;
+    }
     out.write_str(if info.mwait { "MWAIT light tier" } else { "no MWAIT (light tier spins)" })?;
     if info.unmapped_ram > 0 {
         write!(out, ", {} MiB of RAM left unmapped", info.unmapped_ram >> 20)?;
@@ -172,6 +176,13 @@ pub(crate) fn is_kernel_line(_line: u32) -> bool {
 /// Each I/O APIC line has its own route.
 pub(crate) fn shared_route() -> bool {
     false
+}
+
+/// Whether a device line can be routed to `core`: an I/O APIC entry names
+/// its core by an 8-bit APIC id (without interrupt remapping, which the
+/// kernel does not set up), so cores with x2APIC ids past 254 take none.
+pub(crate) fn can_route_to(core: usize) -> bool {
+    crate::cores::local(core).hw_id() <= u64::from(ioapic::MAX_DESTINATION)
 }
 
 /// Routes `line` to core `core`.

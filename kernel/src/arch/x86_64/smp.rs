@@ -3,23 +3,31 @@
 //!
 //! The trampoline is copied once to [`TRAMPOLINE`] (a page below 1 MiB,
 //! as STARTUP requires); a started core climbs from real mode to long mode
-//! on the boot core's page tables, finds its dense index by its APIC id in
-//! [`INDEX_BY_APIC_ID`], and calls the kernel's secondary entry on its own
-//! boot stack. Nothing in the trampoline is per start, so cores can be
-//! started from several cores at once.
+//! on the boot core's page tables, finds its dense index by looking its
+//! APIC id up in [`APIC_ID_BY_INDEX`], and calls the kernel's secondary
+//! entry on its own boot stack. Nothing in the trampoline is per start, so
+//! cores can be started from several cores at once. (A search, not a table
+//! indexed by id: x2APIC ids are 32 bits and may have gaps.)
 
 use super::{apic, timer};
-use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use crate::boot_info::MAX_CORES;
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use core::time::Duration;
 
 /// Where the trampoline runs: page 8, free RAM on every PC once the BIOS
 /// has handed over.
 pub(super) const TRAMPOLINE: usize = 0x8000;
 
-/// The dense index of the core with each APIC id, read by the trampoline.
-pub(super) static INDEX_BY_APIC_ID: [AtomicU8; 256] = [const { AtomicU8::new(0) }; 256];
+/// The APIC id of each core being or having been started, by its dense
+/// index, searched by the trampoline; `NOT_STARTED` elsewhere. (The boot
+/// core's slot stays `NOT_STARTED`: it never runs the trampoline.)
+pub(super) static APIC_ID_BY_INDEX: [AtomicU32; MAX_CORES] =
+    [const { AtomicU32::new(NOT_STARTED) }; MAX_CORES];
 
-/// APIC ids the trampoline can look up.
+/// No x2APIC id is all ones (that is the broadcast id).
+const NOT_STARTED: u32 = u32::MAX;
+
+/// An index or APIC id the trampoline cannot look up.
 const INVALID_PARAMETERS: i64 = -2;
 
 unsafe extern "C" {
@@ -31,7 +39,8 @@ static COPIED: spin::Once = spin::Once::new();
 
 /// Starts the core with APIC id `hw_id` as core `index`.
 pub(super) fn start(index: usize, hw_id: u64) -> Result<(), i64> {
-    let slot = INDEX_BY_APIC_ID.get(hw_id as usize).ok_or(INVALID_PARAMETERS)?;
+    let slot = APIC_ID_BY_INDEX.get(index).ok_or(INVALID_PARAMETERS)?;
+    let apic_id = u32::try_from(hw_id).ok().filter(|&id| id != NOT_STARTED).ok_or(INVALID_PARAMETERS)?;
     COPIED.call_once(|| {
         let start = &raw const _roving_trampoline_start;
         let length = &raw const _roving_trampoline_end as usize - start as usize;
@@ -39,7 +48,7 @@ pub(super) fn start(index: usize, hw_id: u64) -> Result<(), i64> {
         // nothing else uses, identity-mapped and writable.
         unsafe { core::ptr::copy_nonoverlapping(start, TRAMPOLINE as *mut u8, length) };
     });
-    slot.store(index as u8, Relaxed);
+    slot.store(apic_id, Relaxed);
     // SeqCst orders the copy and the index before the IPIs' MMIO writes.
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
     apic::send_init(hw_id);
