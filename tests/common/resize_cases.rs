@@ -5,6 +5,7 @@
 
 extern crate alloc;
 
+use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 use core::time::Duration;
@@ -150,18 +151,18 @@ pub fn check(outcome: &Outcome, machine_cores: usize) {
 /// Run by the root of a pool of core 0 alone: builds a pool of every other
 /// (free) core, starts it, runs strands in it (one pinned to its last
 /// core), leaves 2 strands per core blocked in long sleeps, and destroys
-/// it. Returns the cores the strands ran on, as a bit set, and the free
+/// it. Returns which cores the strands ran on (by core index) and the free
 /// cores afterwards.
-pub fn start_and_destroy(machine_cores: usize) -> (u64, Vec<usize>) {
+pub fn start_and_destroy(machine_cores: usize) -> (Vec<bool>, Vec<usize>) {
     let others: Vec<usize> = (1..machine_cores).collect();
     assert_eq!(free_cores(), others, "every core but the root's is free");
     let extra = Pool::with_cores(&others, roving::Config::new()).expect("a pool of the free cores");
     extra.start().expect("the free cores start");
     assert!(free_cores().is_empty());
-    let mut ran_on = 0u64;
+    let mut ran_on = vec![false; machine_cores];
     for _ in 0..4 * others.len() {
         let core = extra.spawn_strand(|| roving::platform::current_core().unwrap()).unwrap().join().unwrap();
-        ran_on |= 1 << core;
+        ran_on[core] = true;
     }
     let last = *others.last().unwrap();
     let pinned = extra.spawn_strand_on(last, || roving::platform::current_core().unwrap()).unwrap();
