@@ -32,7 +32,7 @@ MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
 STRESS_SECS ?= 30
 SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores bench bench-metal clean
+.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -103,6 +103,12 @@ miri:
 stress:
 	ROVING_STRESS_SECS=$(STRESS_SECS) cargo test --quiet --release -p roving --features std,chaos $(HOST) --test stress
 
+## sim: the mesh simulator (not in make test): the real mesh code at 2 to
+## 1024 simulated cores (hops, batching, memory, nothing lost) and 64 OS
+## threads as cores; redraws docs/mesh.svg
+sim:
+	cargo test --quiet --release -p roving --features std $(HOST) --lib simulate_the_mesh -- --ignored --nocapture
+
 ## soak: long stress (not in make test): the host stress for $(SOAK_SECS) s,
 ## ThreadSanitizer, the QEMU stress kernels on every board for
 ## $(SOAK_SECS) s, then the many-core runs
@@ -132,7 +138,7 @@ tsan: setup
 ## loom: model-check the lock-free protocols
 loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$(LOOM_PREEMPTIONS) CARGO_TARGET_DIR=target/loom \
-		cargo test --quiet -p roving --release $(HOST) --test loom_actor --test loom_doorbell --test loom_event_loop --test loom_inbox --test loom_join --test loom_lifo --test loom_mailbox --test loom_signal --test loom_sleep --test loom_task --test loom_watch
+		cargo test --quiet -p roving --release $(HOST) --test loom_actor --test loom_doorbell --test loom_event_loop --test loom_inbox --test loom_join --test loom_lifo --test loom_mailbox --test loom_mesh --test loom_signal --test loom_sleep --test loom_task --test loom_watch
 
 ## no-std: the portable core builds for both bare-metal targets
 no-std:

@@ -198,6 +198,7 @@ pub mod loom_api {
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
     pub use crate::task::inbox::Inbox;
     pub use crate::task::list::{AtomicList, Pushed};
+    pub use crate::task::mesh::{Mesh, Sent, Topology};
     pub use crate::task::queue::TaskQueue;
     pub use crate::task::storage::BlockCache;
     pub use crate::task::{Action, Task};

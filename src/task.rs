@@ -14,6 +14,10 @@ pub mod boxed;
 pub mod closure;
 pub mod inbox;
 pub mod list;
+// The forwarding mesh, checked alone (its tests, its loom model and the
+// simulator) before pools use it.
+#[cfg_attr(not(test), allow(dead_code))]
+pub mod mesh;
 pub mod queue;
 pub mod storage;
 

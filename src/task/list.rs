@@ -199,6 +199,12 @@ impl AtomicList {
         let _ = self.head.compare_exchange(CLOSED, 0, SeqCst, SeqCst);
     }
 
+    /// Whether the list is armed and empty.
+    #[cfg_attr(not(test), allow(dead_code))] // by the mesh only, which pools do not use yet
+    pub fn is_armed(&self) -> bool {
+        self.head.load(SeqCst) == ARMED
+    }
+
     /// Whether any task is queued (the tags alone count as empty).
     #[inline]
     pub fn has_tasks(&self) -> bool {

@@ -45,6 +45,21 @@ impl TaskQueue {
         self.len += 1;
     }
 
+    /// Moves every task of `other` to the back of this queue, in order.
+    pub fn append(&mut self, other: &mut TaskQueue) {
+        let Some(first) = NonNull::new(other.head) else { return };
+        if self.tail.is_null() {
+            self.head = first.as_ptr();
+        } else {
+            // SAFETY: the tail is a live task this queue owns; `other`'s
+            // tasks become this queue's.
+            unsafe { Task::set_next(NonNull::new_unchecked(self.tail), first.as_ptr()) };
+        }
+        self.tail = other.tail;
+        self.len += other.len;
+        *other = TaskQueue::new();
+    }
+
     /// The oldest task, left in the queue.
     pub fn front(&self) -> Option<NonNull<Task>> {
         NonNull::new(self.head)
