@@ -14,10 +14,11 @@
 use crate::board::Pending;
 use crate::boot_info::boot_info;
 use crate::cores::CoreLocal;
+use aarch64_cpu::registers::{ICC_CTLR_EL1, Readable};
 use arm_gic::gicv2::GicV2;
 use arm_gic::gicv2::registers::{Gicc, Gicd as GicdV2};
 use arm_gic::gicv3::registers::{Gicd as GicdV3, GicrSgi};
-use arm_gic::gicv3::{GicCpuInterface, GicDistributor, GicRedistributor, SgiTarget, SgiTargetGroup};
+use arm_gic::gicv3::{GicCpuInterface, GicDistributor, GicRedistributor};
 use arm_gic::{IntId, InterruptGroup, UniqueMmioPointer};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU16, AtomicUsize, Ordering::Relaxed};
@@ -182,6 +183,13 @@ pub(super) fn init_this_core() {
             };
             GicCpuInterface::enable_group1(true);
             GicCpuInterface::set_priority_mask(0xff);
+            if me.hw_id() & 0xff > 15 && ICC_CTLR_EL1.get() & ICC_CTLR_RSS == 0 {
+                log::warn!(
+                    target: "roving_kernel",
+                    "core {}: affinity 0 is past 15 and the GIC has no range selector: its wake-ups cannot reach it",
+                    me.index
+                );
+            }
             // Enabling fails only for ids the GIC lacks; these always exist.
             let _ = redistributor.enable_interrupt(WAKE_SGI, true);
             let _ = redistributor.enable_interrupt(timer, true);
@@ -207,18 +215,41 @@ pub(super) fn send_wake(target: &CoreLocal) {
             });
         }
         Gic::V3 { .. } => {
-            let id = target.hw_id();
-            let sgi_target = SgiTarget::List {
-                affinity3: (id >> 32) as u8,
-                affinity2: (id >> 16) as u8,
-                affinity1: (id >> 8) as u8,
-                target_list: 1 << (id & 0xf),
+            let value = sgi1r(WAKE_SGI.raw_value(), target.hw_id());
+            // SAFETY: a write of the SGI generation register, which only
+            // raises the wake-up SGI on the target core; system-register
+            // access to the CPU interface is on (`init_this_core`).
+            unsafe {
+                core::arch::asm!("msr ICC_SGI1R_EL1, {}", in(reg) value, options(nomem, nostack, preserves_flags))
             };
-            // Only fails for a non-SGI id; WAKE_SGI is an SGI.
-            let _ = GicCpuInterface::send_sgi(WAKE_SGI, sgi_target, SgiTargetGroup::CurrentGroup1);
         }
     }
 }
+
+/// The ICC_SGI1R_EL1 value that raises SGI `intid` on the one core whose
+/// MPIDR is `mpidr`: its Aff3, Aff2 and Aff1, and Aff0 as the range
+/// selector (Aff0 / 16) and a bit of the 16-bit target list (Aff0 % 16).
+/// (arm-gic's `SgiTarget` has no range selector: cores with Aff0 past 15
+/// would get the SGI of Aff0 % 16.)
+const fn sgi1r(intid: u32, mpidr: u64) -> u64 {
+    let (aff0, aff1, aff2, aff3) =
+        (mpidr & 0xff, (mpidr >> 8) & 0xff, (mpidr >> 16) & 0xff, (mpidr >> 32) & 0xff);
+    aff3 << 48
+        | (aff0 >> 4) << 44
+        | aff2 << 32
+        | ((intid as u64) & 0xf) << 24
+        | aff1 << 16
+        | 1 << (aff0 & 0xf)
+}
+
+// The encoding, checked where it is built: core 0; Aff1 2, Aff0 1; and
+// Aff3 1, Aff2 3, Aff1 5, Aff0 35 (range 2, list bit 3).
+const _: () = assert!(sgi1r(1, 0) == 1 << 24 | 1);
+const _: () = assert!(sgi1r(1, 0x0201) == 1 << 24 | 2 << 16 | 1 << 1);
+const _: () = assert!(sgi1r(1, 0x01_0003_0523) == 1 << 48 | 2 << 44 | 3 << 32 | 1 << 24 | 5 << 16 | 1 << 3);
+
+/// ICC_CTLR_EL1.RSS: the CPU interface can target Aff0 16 to 255.
+const ICC_CTLR_RSS: u64 = 1 << 18;
 
 /// Acknowledges and handles every pending interrupt of the calling core.
 /// Called from the IRQ vector.
