@@ -3,6 +3,7 @@
 //! kernel's dense core indices do not. The MADT also lists the I/O APICs
 //! and the ISA interrupt source overrides (`ioapic.rs` uses them).
 
+use super::apic::MAX_XAPIC_ID;
 use super::{IoApicInfo, SourceOverride, apic, cpu};
 use crate::board::Board;
 use crate::boot_info::BootInfo;
@@ -12,9 +13,6 @@ use core::ptr::NonNull;
 
 /// MADT local APIC flag: the processor is usable now.
 const ENABLED: u32 = 1;
-/// xAPIC mode addresses ids 0..=254 (255 is the broadcast id); past it,
-/// a core is usable only in x2APIC mode.
-const MAX_XAPIC_ID: u32 = 254;
 
 /// Physical memory is identity-mapped, so mapping is the address itself.
 #[derive(Clone, Copy, Debug)]
@@ -87,7 +85,7 @@ pub(super) fn read(info: &mut BootInfo, board: &Board) {
             }
             _ => continue,
         };
-        if flags & ENABLED == 0 || u64::from(id) == boot_core || (id > MAX_XAPIC_ID && !apic::is_x2apic()) {
+        if flags & ENABLED == 0 || u64::from(id) == boot_core || (id > MAX_XAPIC_ID && !cpu::has_x2apic()) {
             continue;
         }
         info.cores_found += 1;

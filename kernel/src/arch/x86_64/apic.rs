@@ -1,11 +1,15 @@
 //! The local APIC: the wake-up IPI, the STARTUP sequence, and each core's
 //! one-shot timer.
 //!
-//! In x2APIC mode when the processor has it (CPUID.1:ECX bit 21): the
-//! registers are MSRs, an IPI is one write of a 32-bit destination, and
-//! APIC ids past 254 work. Otherwise in xAPIC mode: memory-mapped
-//! registers and 8-bit ids. The mode is chosen once, on the boot core,
-//! before any core uses its APIC; every core then enters the same one.
+//! Two modes. xAPIC: memory-mapped registers and 8-bit APIC ids. x2APIC
+//! (CPUID.1:ECX bit 21): the registers are MSRs, an IPI is one write with
+//! a 32-bit destination, and ids past 254 work. The kernel uses x2APIC
+//! where the processor has it and it is needed: the firmware left it on,
+//! a core's id is past 254, or the command line says `roving.apic=x2apic`.
+//! Otherwise xAPIC, which QEMU's deterministic `-icount` mode also runs
+//! (it stops, "Bad icount read", at an x2APIC timer read). The mode is
+//! chosen once, on the boot core, before any core uses its APIC; every
+//! core then enters the same one.
 //!
 //! Only three vectors exist for the kernel: [`WAKE_VECTOR`], sent by a core
 //! that rings a deep-sleeping core's doorbell; [`TIMER_VECTOR`], this
@@ -71,11 +75,20 @@ pub(super) fn set_base(base: usize) {
     BASE.store(base, Relaxed);
 }
 
-/// Chooses x2APIC mode if the processor has it. Boot core, before any use
-/// of an APIC.
-pub(super) fn choose_mode() {
-    X2APIC.store(super::cpu::has_x2apic(), Relaxed);
+/// Chooses the mode (module docs) from the cores the MADT listed and the
+/// command line. Boot core, before any use of an APIC.
+pub(super) fn choose_mode(info: &crate::boot_info::BootInfo) {
+    // SAFETY: IA32_APIC_BASE exists on every x86_64 processor; reading it
+    // changes nothing.
+    let base = unsafe { Msr::new(IA32_APIC_BASE).read() };
+    let left_on = base & APIC_X2_ENABLE != 0;
+    let ids_need_it = info.cores.iter().any(|&id| id > u64::from(MAX_XAPIC_ID));
+    let asked = info.bootarg("roving.apic") == Some("x2apic");
+    X2APIC.store(super::cpu::has_x2apic() && (left_on || ids_need_it || asked), Relaxed);
 }
+
+/// xAPIC mode addresses ids 0..=254 (255 is the broadcast id).
+pub(super) const MAX_XAPIC_ID: u32 = 254;
 
 /// Whether the APICs run in x2APIC mode (APIC ids past 254 reachable).
 pub(super) fn is_x2apic() -> bool {

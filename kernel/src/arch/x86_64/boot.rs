@@ -43,10 +43,9 @@ unsafe extern "C" fn boot_primary(start_info: usize) -> ! {
     // SAFETY: no other core runs yet, and nothing has read the boot facts.
     let info = unsafe { boot_info::boot_info_mut() };
     pvh::read(info, start_info, board());
-    // Before the MADT is read: in x2APIC mode it may list ids past 254.
-    apic::choose_mode();
     acpi::read(info, board());
     info.apply_core_limit();
+    apic::choose_mode(info);
     info.arch.mwait = cpu::has_mwait();
     apic::init_this_core();
     timer::calibrate(info);
