@@ -29,7 +29,10 @@ MIRI_TOOLCHAIN := nightly-2026-10-30
 MIRI_TESTS := --lib --test host_platform
 # cargo-miri cannot build its sysroot for the `host-tuple` alias.
 MIRI_HOST := --target $(shell rustc -vV | sed -n 's/^host: //p')
-STRESS_SECS ?= 30
+# make test's stress runs (the plain one and ThreadSanitizer's); make soak
+# runs them for SOAK_SECS.
+STRESS_SECS ?= 15
+MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
 .PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-metal clean
@@ -89,12 +92,13 @@ host-test:
 	ROVING_STRESS_SECS=5 cargo test --quiet -p roving --features std $(HOST)
 	cargo run --quiet -p roving --example hal_driver --features std $(HOST)
 
-## miri: the host tests that do not switch stacks, under Stacked Borrows,
-## Tree Borrows, and two more scheduling seeds
+## miri: the host tests that do not switch stacks, under Stacked Borrows
+## and Tree Borrows, then with each scheduling seed of $(MIRI_SEEDS) (none
+## in make test; make soak runs three)
 miri:
 	cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(MIRI_HOST) $(MIRI_TESTS)
 	MIRIFLAGS="-Zmiri-tree-borrows" cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(MIRI_HOST) $(MIRI_TESTS)
-	for seed in 1 2; do \
+	for seed in $(MIRI_SEEDS); do \
 		MIRIFLAGS="-Zmiri-seed=$$seed" cargo +$(MIRI_TOOLCHAIN) miri test --quiet -p roving --features std $(MIRI_HOST) $(MIRI_TESTS) || exit 1; \
 	done
 
@@ -110,11 +114,12 @@ sim:
 	cargo test --quiet --release -p roving --features std $(HOST) --lib simulate_the_mesh -- --ignored --nocapture
 
 ## soak: long stress (not in make test): the host stress for $(SOAK_SECS) s,
-## ThreadSanitizer, the QEMU stress kernels on every board for
-## $(SOAK_SECS) s, then the many-core runs
+## ThreadSanitizer, Miri with three scheduling seeds, the QEMU stress
+## kernels on every board for $(SOAK_SECS) s, then the many-core runs
 soak: setup
 	ROVING_STRESS_SECS=$(SOAK_SECS) cargo test --quiet --release -p roving --features std,chaos $(HOST) --test stress -- --nocapture
 	$(MAKE) --no-print-directory tsan STRESS_SECS=$(SOAK_SECS)
+	$(MAKE) --no-print-directory miri MIRI_SEEDS="1 2 3"
 	tests/qemu/soak $(SOAK_SECS)
 	tests/qemu/many-cores
 
