@@ -138,7 +138,7 @@ fn on_test_line(_line: u32) -> Handled {
 
 /// A strand woken by an interrupt handler (the test line, on core 0)
 /// while every core spins, at `High` and at `Normal`: the latencies are
-/// printed, and at 1 and 2 cores High's median must be within a slice.
+/// printed (the bound is checked under -icount, by `slice_cost`).
 fn interrupt_wakes(cores: usize) {
     let test = TestLine::new();
     // On the Pi 3 every line goes where the console's does.
@@ -158,19 +158,12 @@ fn interrupt_wakes(cores: usize) {
         high.iter().max().copied().unwrap_or(0),
         normal.iter().max().copied().unwrap_or(0)
     );
-    // QEMU's cores are host threads: with more of them than host CPUs, a
-    // core cannot take its interrupt while its thread waits for a CPU, so
-    // the bound is checked at 1 and 2 cores here, and for every sample
-    // under -icount by the slice_cost kernel. High is not compared with
-    // Normal here: on a busy host a Normal wake often finds its core at a
-    // slice's end anyway (seen: medians of 4,142 and 3,836 ticks); the
-    // host test, with 20 ms slices, compares them.
-    if cores <= 2 {
-        assert!(
-            high_median < slice,
-            "a High strand woken by an interrupt waited a median {high_median} ticks"
-        );
-    }
+    // Not checked here: QEMU's cores are host threads, and on a busy host
+    // a core cannot take its interrupt while its thread waits for a CPU.
+    // A fresh-clone make test saw a High median of 342,648 ticks (5.5
+    // slices) at 2 cores while another board's runs shared the host. The
+    // bound is checked for every sample under -icount by the slice_cost
+    // kernel, and High against Normal by the host test (20 ms slices).
 }
 
 /// A cooperative pool keeps every core busy for 50 ms: no core takes a
