@@ -130,12 +130,8 @@ pub(super) fn line_of_vector(vector: u8) -> Option<u32> {
     (line < LINES.load(Relaxed)).then_some(line)
 }
 
-/// The highest APIC id a redirection entry can name (8 bits; 255 would be
-/// a broadcast).
-pub(super) const MAX_DESTINATION: u8 = 254;
-
 /// Points `line` at the core with APIC id `apic_id` (at most
-/// [`MAX_DESTINATION`]), keeping it masked or not as it was.
+/// `apic::MAX_XAPIC_ID`: an entry names it in 8 bits), keeping it masked or not as it was.
 pub(super) fn route(line: u32, apic_id: u64) {
     let Some((base, input)) = input_of(line) else { return };
     let low = u32::from(vector(line)) | signalling(line);

@@ -182,7 +182,7 @@ pub(crate) fn shared_route() -> bool {
 /// its core by an 8-bit APIC id (without interrupt remapping, which the
 /// kernel does not set up), so cores with x2APIC ids past 254 take none.
 pub(crate) fn can_route_to(core: usize) -> bool {
-    crate::cores::local(core).hw_id() <= u64::from(ioapic::MAX_DESTINATION)
+    crate::cores::local(core).hw_id() <= u64::from(apic::MAX_XAPIC_ID)
 }
 
 /// Routes `line` to core `core`.
