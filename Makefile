@@ -90,6 +90,9 @@ setup-check:
 ## the host examples (a driver for embedded-hal on a mock device)
 host-test:
 	ROVING_STRESS_SECS=5 cargo test --quiet -p roving --features std $(HOST)
+	# Every pool on the forwarding mesh, a ring of one link per core, so
+	# most messages are forwarded (docs/mesh.md).
+	ROVING_MAILBOXES=ring ROVING_STRESS_SECS=5 cargo test --quiet -p roving --features std $(HOST) --tests
 	cargo run --quiet -p roving --example hal_driver --features std $(HOST)
 
 ## miri: the host tests that do not switch stacks, under Stacked Borrows
@@ -143,7 +146,7 @@ tsan: setup
 ## loom: model-check the lock-free protocols
 loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$(LOOM_PREEMPTIONS) CARGO_TARGET_DIR=target/loom \
-		cargo test --quiet -p roving --release $(HOST) --test loom_actor --test loom_doorbell --test loom_event_loop --test loom_inbox --test loom_join --test loom_lifo --test loom_mailbox --test loom_mesh --test loom_signal --test loom_sleep --test loom_task --test loom_watch
+		cargo test --quiet -p roving --release $(HOST) --test loom_actor --test loom_doorbell --test loom_event_loop --test loom_inbox --test loom_join --test loom_lifo --test loom_mailbox --test loom_mesh --test loom_routes --test loom_signal --test loom_sleep --test loom_task --test loom_watch
 
 ## no-std: the portable core builds for both bare-metal targets
 no-std:

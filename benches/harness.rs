@@ -18,6 +18,22 @@ pub struct Row {
     pub ns_per_op: f64,
 }
 
+/// `quick` if the bench was given `quick` on its command line, else
+/// `full`.
+#[allow(dead_code, reason = "each bench includes this module; only some use this")]
+pub fn sizes<T>(quick: T, full: T) -> T {
+    if std::env::args().any(|arg| arg == "quick") { quick } else { full }
+}
+
+/// Prints what every group of the run reports.
+#[allow(dead_code, reason = "each bench includes this module; only some use this")]
+pub fn banner(samples: usize) {
+    println!(
+        "roving-bench: {} hardware threads; median of {samples} rounds after a warm-up round",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+}
+
 /// Runs the group and prints one line per contender.
 pub fn compare(rounds: usize, ops: u64, contenders: &[Contender]) -> Vec<Row> {
     let mut times = vec![Vec::with_capacity(rounds); contenders.len()];
@@ -62,11 +78,19 @@ pub fn ratios(rows: &[Row], baselines: &[&str]) {
 /// Runs `main` as the root strand of a fresh roving pool of `cores` cores
 /// (on as many OS threads), with the default configuration otherwise, and
 /// returns what it returned once the pool is quiescent.
+#[allow(dead_code, reason = "each bench includes this module; only some use this")]
 pub fn on_roving<R: Send + 'static>(cores: usize, main: impl FnOnce() -> R + Send) -> R {
+    on_pool(Config::new().cores(cores), main)
+}
+
+/// As [`on_roving`], with the pool built from `config` (its core count
+/// sets the machine's).
+pub fn on_pool<R: Send + 'static>(config: Config, main: impl FnOnce() -> R + Send) -> R {
+    let cores = config.core_count().expect("a core count");
     let machine = Machine::new(cores).expect("a host machine");
     machine
         .run(|| {
-            let pool = Pool::with_config(Config::new().cores(cores)).expect("a pool");
+            let pool = Pool::with_config(config).expect("a pool");
             pool.run(main).expect("the pool ran")
         })
         .expect("the machine ran")

@@ -47,12 +47,8 @@ fn allocations_per_task(tasks: u64, run: impl FnOnce(u64) -> std::time::Duration
 }
 
 fn main() {
-    let quick = std::env::args().any(|arg| arg == "quick");
-    let (trips, tasks, samples) = if quick { (10_000, 100_000, 3) } else { (50_000, 1_000_000, 11) };
-    println!(
-        "roving-bench: {} hardware threads; median of {samples} rounds after a warm-up round",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
-    );
+    let (trips, tasks, samples) = harness::sizes((10_000, 100_000, 3), (50_000, 1_000_000, 11));
+    harness::banner(samples);
 
     println!("\nping-pong: ns per round trip between two cores ({trips} round trips per sample)");
     let rows = compare(

@@ -5,12 +5,12 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
-    AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{
-    AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 
 /// Keeps `T` alone on its cache line(s). 128 bytes covers the adjacent-line

@@ -177,8 +177,8 @@ pub use executor::{block_on, spawn_async, spawn_async_on};
 pub use join::join;
 #[cfg(not(loom))]
 pub use pool::{
-    Config, CoreStats, Deadlock, DestroyError, OnDeadlock, PinError, Pool, PoolError, PostError, ResizeError,
-    RunError, free_cores, post, spawn_task,
+    Config, CoreStats, Deadlock, DestroyError, Mailboxes, OnDeadlock, PinError, Pool, PoolError, PostError,
+    ResizeError, RunError, free_cores, post, spawn_task,
 };
 
 /// Internals, exposed only to the loom models in `tests/loom_*.rs` so they
@@ -198,6 +198,7 @@ pub mod loom_api {
     pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
     pub use crate::task::inbox::Inbox;
     pub use crate::task::list::{AtomicList, Pushed};
+    pub use crate::task::mesh::routes::{Reading, Routes};
     pub use crate::task::mesh::{Mesh, Sent, Topology};
     pub use crate::task::queue::TaskQueue;
     pub use crate::task::storage::BlockCache;

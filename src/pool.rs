@@ -47,6 +47,7 @@ pub(crate) mod current;
 mod deadlock;
 mod entries;
 mod error;
+pub(crate) mod inbound;
 mod lifetime;
 pub(crate) mod lifo;
 mod owners;
@@ -58,7 +59,7 @@ mod turns;
 mod worker;
 
 pub use census::StrandInfo;
-pub use config::Config;
+pub use config::{Config, Mailboxes};
 pub use deadlock::{Deadlock, OnDeadlock, Waiter};
 pub use error::{DeliveryError, DestroyError, PinError, PoolError, PostError, ResizeError, RunError};
 pub use resize::free_cores;

@@ -14,8 +14,8 @@ pub mod boxed;
 pub mod closure;
 pub mod inbox;
 pub mod list;
-// The forwarding mesh, checked alone (its tests, its loom model and the
-// simulator) before pools use it.
+// Parts of the mesh's interface (building one alone, its sizes) serve only
+// its tests, its loom model and the simulator.
 #[cfg_attr(not(test), allow(dead_code))]
 pub mod mesh;
 pub mod queue;

@@ -11,7 +11,7 @@
 //! deadlock), every message arrives once at its receiver, and each
 //! sender's messages arrive in the order it sent them.
 //!
-//! Not modelled yet: cores leaving the mesh (pools do not use it yet).
+//! Cores leaving the mesh are modelled in `tests/loom_routes.rs`.
 #![cfg(loom)]
 
 use loom::sync::{Arc, Condvar, Mutex};

@@ -5,7 +5,7 @@ mod support;
 
 use roving::platform::host::Machine;
 use roving::platform::{self, StartCoreError};
-use roving::{Config, Pool, PoolError, PostError, RunError};
+use roving::{Config, Mailboxes, Pool, PoolError, PostError, RunError};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
@@ -65,6 +65,41 @@ fn each_sender_is_served_in_order() {
             .unwrap();
     });
     assert_eq!(*order.lock().unwrap(), (0..1000).collect::<Vec<_>>());
+}
+
+/// Three senders post to one core over a ring mesh (one link per core):
+/// the cores between forward, and each sender's tasks still run in order.
+#[test]
+fn the_mesh_forwards_and_keeps_each_senders_order() {
+    let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let g = got.clone();
+    let stats = on_machine(4, move || {
+        let pool = Pool::with_config(Config::new().mailboxes(Mailboxes::Mesh { links: 1 })).unwrap();
+        pool.run(|| {
+            for sender in [0, 1, 3] {
+                let g = g.clone();
+                roving::post(sender, move || {
+                    for i in 0..1000 {
+                        let g = g.clone();
+                        roving::post(2, move || g.lock().unwrap().push((sender, i))).unwrap();
+                    }
+                })
+                .unwrap();
+            }
+        })
+        .unwrap();
+        pool.stats()
+    });
+    let got = got.lock().unwrap();
+    assert_eq!(got.len(), 3000, "every task ran once");
+    for sender in [0, 1, 3] {
+        let mine: Vec<_> = got.iter().filter(|(from, _)| *from == sender).map(|&(_, i)| i).collect();
+        assert_eq!(mine, (0..1000).collect::<Vec<_>>(), "core {sender}'s tasks in order");
+    }
+    // Core 0's tasks pass core 1; core 3's pass cores 0 and 1.
+    if std::env::var("ROVING_MAILBOXES").is_err() {
+        assert!(stats[0].forwarded >= 1000 && stats[1].forwarded >= 2000, "forwarded: {stats:?}");
+    }
 }
 
 /// Recursive spawning from one task: the other cores must steal to help.

@@ -20,6 +20,48 @@ pub struct Config {
     pub(crate) on_deadlock: super::OnDeadlock,
     pub(crate) time_slice: Option<Duration>,
     pub(crate) offer_spawns: bool,
+    pub(crate) mailboxes: Mailboxes,
+}
+
+/// How a pool's cores send each other tasks ([`Config::mailboxes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mailboxes {
+    /// [`Mailboxes::Direct`] on a machine of at most
+    /// [`Mailboxes::MESH_ABOVE`] cores, [`Mailboxes::Mesh`] with every link
+    /// above that (the default).
+    Auto,
+    /// A list for every ordered pair of cores: a message is one push and
+    /// one take, but a pool holds two lists per pair, on a cache line
+    /// each (1 MiB at 64 cores, 16 MiB at 256), and an idle core reads one
+    /// per core.
+    Direct,
+    /// The forwarding mesh (`docs/mesh.md`): each core has lists from at
+    /// most `links` others (`usize::MAX`: ⌈log₂ N⌉ of them, so a message
+    /// takes at most that many hops), and the cores between forward the
+    /// rest in batches. Each sender's order is kept. `links: 1` makes a
+    /// ring, where most messages are forwarded; tests use it.
+    Mesh {
+        /// The most links a core has (at least 1).
+        links: usize,
+    },
+}
+
+impl Mailboxes {
+    /// The machine size above which [`Mailboxes::Auto`] picks the mesh.
+    /// Up to 64 cores the direct lists take at most 1 MiB per pool; the
+    /// mesh costs each forward a take and a push on the hop, and a
+    /// wake-up when the hop sleeps (BENCHMARKS.md, "The forwarding mesh").
+    pub const MESH_ABOVE: usize = 64;
+
+    /// What `self` means on a machine of `slots` cores: direct or a mesh
+    /// with that many links at most.
+    pub(crate) fn resolve(self, slots: usize) -> Option<usize> {
+        match self {
+            Self::Auto if slots > Self::MESH_ABOVE => Some(usize::MAX),
+            Self::Auto | Self::Direct => None,
+            Self::Mesh { links } => Some(links.max(1)),
+        }
+    }
 }
 
 impl Config {
@@ -49,7 +91,15 @@ impl Config {
             on_deadlock: super::OnDeadlock::Fail,
             time_slice: None,
             offer_spawns: false,
+            mailboxes: Mailboxes::Auto,
         }
+    }
+
+    /// How the pool's cores send each other tasks (default
+    /// [`Mailboxes::Auto`]).
+    pub const fn mailboxes(mut self, mailboxes: Mailboxes) -> Self {
+        self.mailboxes = mailboxes;
+        self
     }
 
     /// Use cores `0..count` of the machine (default: all of them).

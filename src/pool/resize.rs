@@ -120,10 +120,21 @@ impl Pool {
         shared.reopen_mailboxes(core);
         shared.members[core].store(true, SeqCst);
         shared.member_count.fetch_add(1, SeqCst);
+        shared.rebuild_routes(None);
         if let Err(error) = self.start_core(core) {
             shared.members[core].store(false, SeqCst);
             shared.member_count.fetch_sub(1, SeqCst);
-            shared.close_mailboxes(core, |_| {});
+            shared.rebuild_routes(None);
+            // What was posted to it while it counted as a member: its pin
+            // lapses, as when a core leaves.
+            shared.close_mailboxes(core, |chains| {
+                let mut tasks = crate::task::queue::TaskQueue::new();
+                for chain in chains {
+                    // SAFETY: closing took the chain, so it is ours.
+                    unsafe { tasks.append_reversed(chain) };
+                }
+                core::iter::from_fn(|| tasks.pop_front()).for_each(|task| shared.inject(task, None));
+            });
             owners::release(core, shared);
             return Err(ResizeError::StartCore(error));
         }

@@ -17,6 +17,12 @@
 //! were sent, a fibre only prefers its core: once that core has taken it,
 //! it sits in the core's stealable queue.
 //!
+//! With the forwarding mesh ([`Mailboxes::Mesh`](super::Mailboxes)),
+//! closures between cores travel through the mesh's lists, forwarded by
+//! the cores between a sender and a receiver, and woken fibres go on the
+//! receiver's fibre mailbox for code outside the pool, shared by every
+//! sender, where a thief may still take them (`super::inbound`).
+//!
 //! [`post`]: Shared::post
 //! [`spawn`]: Shared::spawn
 //!
@@ -67,6 +73,13 @@
 //!   takes X off the count until it arms again (taking T); a core still
 //!   `AWAKE` sees T in its final check and cancels its sleep; and a nudge
 //!   bumps the nudge count before P can sleep, between N0 and N1.
+//! - With the mesh, a task may also sit in a list of a hop on its way. A
+//!   hop holds tasks out of the lists only while it drains, awake, and
+//!   pushes them on before it can sleep: the argument above holds with
+//!   P the hop. A rebuild (a core joining or leaving) moves tasks from the
+//!   mesh to direct lists inside a write section, and L reads the mesh and
+//!   the direct lists in one read section, so L sees them in one place or
+//!   the other; the relay's pushes wake armed receivers like any push.
 //! - The injector is pushed only from outside. A steal list or a LIFO
 //!   slot is filled only by its owner, which searches it before it sleeps. A join slot is
 //!   published by a core running the join, which waits for the job without
@@ -81,6 +94,7 @@ use super::current::{self, Worker};
 use super::deadlock::{Deadlock, OnDeadlock};
 use super::entries::Entries;
 use super::error::PostError;
+use super::inbound::{CLOSURES, FIBRES, Inbound, Sent};
 use super::lifo::LifoSlot;
 use super::stats::{self, Counters as Stats};
 use super::timers::Timers;
@@ -94,7 +108,7 @@ use crate::spin_lock::SpinLock;
 use crate::strand::Failure;
 use crate::strand::Priority;
 use crate::strand::scheduler::StrandCore;
-use crate::task::list::{AtomicList, Chain, Pushed};
+use crate::task::list::{AtomicList, Chain};
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
 use crate::task::{self, Action, IntoTask, Task};
@@ -158,10 +172,9 @@ pub(crate) struct Shared {
     in_flight: AtomicUsize,
     pub(crate) sleep: Sleep,
     pub(crate) injector: CachePadded<AtomicList>,
-    /// `2 * cores * (cores + 1)` heads: by lane (closures, then fibres),
-    /// then receiver; the last sender slot of each receiver is for code
-    /// outside the pool.
-    mailboxes: Box<[CachePadded<AtomicList>]>,
+    /// The cores' mailboxes: direct pairs or the forwarding mesh
+    /// (`super::inbound`).
+    pub(crate) inbound: Inbound,
     pub(crate) steal: Box<[CachePadded<AtomicList>]>,
     /// Each core's LIFO slot: the newest task it spawned or woke for
     /// itself, run next (`super::lifo`).
@@ -232,6 +245,24 @@ unsafe impl Sync for Shared {}
 // SAFETY: as above; the raw task pointers inside are owned, `Send` tasks.
 unsafe impl Send for Shared {}
 
+/// The mesh's most links per core for `config` on a machine of `slots`
+/// cores, or `None` for direct mailboxes. On the host, `ROVING_MAILBOXES`
+/// overrides the config for every pool: `direct`, `mesh`, or `ring` (a
+/// mesh of one link per core, where most messages are forwarded), so the
+/// whole test suite can run over each.
+fn mesh_links(config: Config, slots: usize) -> Option<usize> {
+    #[cfg(feature = "std")]
+    if let Ok(forced) = std::env::var("ROVING_MAILBOXES") {
+        return match forced.as_str() {
+            "direct" => None,
+            "mesh" => Some(usize::MAX),
+            "ring" => Some(1),
+            other => panic!("ROVING_MAILBOXES={other}: expected direct, mesh or ring"),
+        };
+    }
+    config.mailboxes.resolve(slots)
+}
+
 /// Rings a core's doorbell (`platform::wake`); indices are checked when the
 /// pool is built.
 pub(crate) fn ring(core: usize) {
@@ -279,7 +310,7 @@ impl Shared {
             in_flight: AtomicUsize::new(0),
             sleep: Sleep::new(cores, config.search_rounds),
             injector: CachePadded(AtomicList::new()),
-            mailboxes: lists(2 * cores * (cores + 1)),
+            inbound: Inbound::new(slots, &members, mesh_links(config, slots)),
             steal: lists(cores),
             lifo: (0..cores).map(|_| CachePadded(LifoSlot::new())).collect(),
             join_slots: (0..cores).map(|_| CachePadded(Slot::new())).collect(),
@@ -357,36 +388,29 @@ impl Shared {
 
     /// Closes `core`'s inbound mailboxes, handing `keep` what each sender's
     /// pair held: (closures, fibres).
-    pub(crate) fn close_mailboxes(&self, core: usize, mut keep: impl FnMut([Chain; 2])) {
-        for from in 0..=self.slots {
-            keep(self.inbound(core, from).map(AtomicList::take_all_and_close));
-        }
+    pub(crate) fn close_mailboxes(&self, core: usize, keep: impl FnMut([Chain; 2])) {
+        self.inbound.close(core, keep);
     }
 
     /// Opens `core`'s inbound mailboxes again, before it rejoins.
     pub(crate) fn reopen_mailboxes(&self, core: usize) {
-        for from in 0..=self.slots {
-            self.inbound(core, from).iter().for_each(|list| list.reopen());
+        self.inbound.reopen(core);
+    }
+
+    /// With the mesh, rebuilds it over the members, leaving out `leaving`
+    /// (`super::inbound`): a core that joins or leaves is never a hop of
+    /// the old routes after this. Direct mailboxes need nothing.
+    pub(crate) fn rebuild_routes(&self, leaving: Option<usize>) {
+        if !self.inbound.is_mesh() {
+            return;
         }
-    }
-
-    pub(crate) fn mailbox(&self, to: usize, from: usize) -> &AtomicList {
-        &self.mailboxes[to * (self.slots + 1) + from]
-    }
-
-    /// The mailbox that carries woken fibres from `from` to `to`.
-    pub(crate) fn fibre_mailbox(&self, to: usize, from: usize) -> &AtomicList {
-        &self.mailboxes[(self.slots + to) * (self.slots + 1) + from]
-    }
-
-    /// Both of `to`'s mailboxes from `from`: closures, then fibres.
-    pub(crate) fn inbound(&self, to: usize, from: usize) -> [&AtomicList; 2] {
-        [self.mailbox(to, from), self.fibre_mailbox(to, from)]
-    }
-
-    /// The outside slot of core `to`'s mailboxes.
-    fn outside_mailbox(&self, to: usize) -> &AtomicList {
-        self.mailbox(to, self.slots)
+        // A preempted rebuild would hold every core's sends until it ran
+        // again.
+        let _deferral = crate::preempt::defer();
+        let ranked = |core: usize| self.is_member(core) && Some(core) != leaving;
+        // SAFETY: resizes run one at a time, and rebuilds only in them; no
+        // caller is in a read section; preemption is deferred.
+        unsafe { self.inbound.rebuild(ranked, |core| _ = self.sleep.wake(core, ring)) };
     }
 
     /// Whether core `me` has work queued that it could run next: its
@@ -404,7 +428,7 @@ impl Shared {
         self.lifo[me].is_occupied()
             || local.queue.len() > 0
             || local.pinned.len() > 0
-            || (0..=self.slots).any(|from| self.inbound(me, from).iter().any(|list| list.has_tasks()))
+            || self.inbound.has_work(me)
             || self.steal[me].has_tasks()
             || self.has_turns()
             || self.injector.has_tasks()
@@ -453,13 +477,14 @@ impl Shared {
             None if self.foreign_caller() => Err(PostError::OtherDomain(work)),
             None => self.post_outside(work, |task| {
                 // SAFETY: the task is ours to give.
-                match unsafe { self.outside_mailbox(to).push(task) } {
-                    Pushed::Queued => Ok(()),
-                    Pushed::WasArmed => {
-                        self.sleep.wake(to, ring);
+                match unsafe { self.inbound.send_from_outside(CLOSURES, to, task) } {
+                    Sent::Queued => Ok(()),
+                    Sent::Wake(core) => {
+                        self.sleep.wake(core, ring);
                         Ok(())
                     }
-                    Pushed::Closed => Err(PostError::NotAMember { core: to, closure: () }),
+                    Sent::Refused(_) => Err(PostError::NotAMember { core: to, closure: () }),
+                    Sent::NoMemory(_) => unreachable!("a direct list needs no memory"),
                 }
             }),
         }
@@ -568,19 +593,24 @@ impl Shared {
             // SAFETY: the task is ours to give.
             unsafe { local.pinned.push_back(task) };
         } else {
-            // SAFETY: the task is ours to give.
-            match unsafe { self.mailbox(to, me).push(task) } {
-                Pushed::Queued => {}
-                Pushed::WasArmed => {
-                    if self.sleep.wake(to, ring) {
+            // SAFETY: we are core `me`; the task is ours to give.
+            match unsafe { self.inbound.send(CLOSURES, me, to, task) } {
+                Sent::Queued => {}
+                Sent::Wake(core) => {
+                    if self.sleep.wake(core, ring) {
                         stats::add(&stats.wakeups, 1);
                     }
                 }
-                Pushed::Closed => {
+                Sent::Refused(task) => {
                     // The core left the pool since `post` looked.
                     // SAFETY: refused, so still ours; made with our cache.
                     let work = unsafe { W::from_task(task, Some(NonNull::from(&mut local.cache))) };
                     return Err(PostError::NotAMember { core: to, closure: work });
+                }
+                Sent::NoMemory(task) => {
+                    // SAFETY: as above.
+                    let work = unsafe { W::from_task(task, Some(NonNull::from(&mut local.cache))) };
+                    return Err(PostError::OutOfMemory(work));
                 }
             }
         }
@@ -743,23 +773,23 @@ impl Shared {
     pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) -> bool {
         // The core found below must stay ours while we use it.
         let _deferral = crate::preempt::defer();
-        let lane = |to: usize, from: usize| {
-            if pinned { self.mailbox(to, from) } else { self.fibre_mailbox(to, from) }
-        };
+        let lane = if pinned { CLOSURES } else { FIBRES };
         match self.worker_core() {
             Some(me) if me == to && pinned => self.requeue_local(me, task, true),
             Some(me) if me == to => self.place_spawned(me, task),
             Some(me) => {
-                // SAFETY: the task is ours to give.
-                match unsafe { lane(to, me).push(task) } {
-                    Pushed::Queued => {}
-                    Pushed::WasArmed => {
-                        if self.sleep.wake(to, ring) {
+                // SAFETY: we are core `me`; the task is ours to give.
+                match unsafe { self.inbound.send(lane, me, to, task) } {
+                    Sent::Queued => {}
+                    Sent::Wake(core) => {
+                        if self.sleep.wake(core, ring) {
                             stats::add(&self.stats[me].wakeups, 1);
                         }
                     }
-                    // `to` left the pool: any core may run the fibre.
-                    Pushed::Closed => self.inject(task, Some(me)),
+                    // `to` left the pool: any core may run the fibre. Or
+                    // the mesh had no memory for a parcel: a fibre cannot
+                    // be refused, and waking it elsewhere beats losing it.
+                    Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, Some(me)),
                 }
             }
             None => {
@@ -768,20 +798,20 @@ impl Shared {
                 // the pool (`strand::scheduler::run_fibre`).
                 return self.enter_from_outside(true, || {
                     // SAFETY: the task is ours to give.
-                    match unsafe { lane(to, self.slots).push(task) } {
+                    match unsafe { self.inbound.send_from_outside(lane, to, task) } {
                         // `to` is awake, but may be busy for long: the
                         // fibre is announced like any new job, so a
                         // sleeping core is woken to take it from `to`'s
                         // mailbox if no core is idle (a strand woken by an
                         // interrupt should not wait for a long task).
-                        Pushed::Queued if !pinned => {
+                        Sent::Queued if !pinned => {
                             self.sleep.new_jobs(1, true, to + 1, ring);
                         }
-                        Pushed::Queued => {}
-                        Pushed::WasArmed => {
-                            self.sleep.wake(to, ring);
+                        Sent::Queued => {}
+                        Sent::Wake(core) => {
+                            self.sleep.wake(core, ring);
                         }
-                        Pushed::Closed => self.inject(task, None),
+                        Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, None),
                     }
                 });
             }
@@ -1038,7 +1068,7 @@ impl Shared {
     fn lists_empty(&self) -> bool {
         !self.injector.has_tasks()
             && !self.has_turns()
-            && self.mailboxes.iter().all(|m| !m.has_tasks())
+            && self.inbound.is_empty(self.worker_core().unwrap_or(0))
             && self.steal.iter().all(|s| !s.has_tasks())
             && self.lifo.iter().all(|slot| !slot.is_occupied())
             && !join::any_published(self)
@@ -1127,8 +1157,9 @@ impl Shared {
             // SAFETY: taken from the turns, so ours.
             unsafe { leftovers.push_back(task) };
         }
-        let lists = self.mailboxes.iter().chain(self.steal.iter()).chain(core::iter::once(&self.injector));
-        for list in lists {
+        // SAFETY: no core runs (contract).
+        unsafe { self.inbound.take_everything(&mut leftovers) };
+        for list in self.steal.iter().chain(core::iter::once(&self.injector)) {
             // SAFETY: a taken chain is ours.
             unsafe { leftovers.append_reversed(list.take_all()) };
         }

@@ -12,6 +12,9 @@ pub struct CoreStats {
     pub sent: u64,
     /// Tasks this core took from its inbound mailboxes.
     pub received: u64,
+    /// Tasks this core passed on to other cores, on their way through the
+    /// forwarding mesh ([`Mailboxes::Mesh`](super::Mailboxes::Mesh)).
+    pub forwarded: u64,
     /// Tasks this core spawned for any core of the pool.
     pub spawned: u64,
     /// Tasks this core took from the injector (work from outside the pool).
@@ -39,6 +42,7 @@ pub(crate) struct Counters {
     pub(crate) tasks_run: AtomicU64,
     pub(crate) sent: AtomicU64,
     pub(crate) received: AtomicU64,
+    pub(crate) forwarded: AtomicU64,
     pub(crate) spawned: AtomicU64,
     pub(crate) injected: AtomicU64,
     pub(crate) stolen: AtomicU64,
@@ -63,6 +67,7 @@ impl Counters {
             tasks_run: self.tasks_run.load(Relaxed),
             sent: self.sent.load(Relaxed),
             received: self.received.load(Relaxed),
+            forwarded: self.forwarded.load(Relaxed),
             spawned: self.spawned.load(Relaxed),
             injected: self.injected.load(Relaxed),
             stolen: self.stolen.load(Relaxed),

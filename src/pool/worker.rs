@@ -2,7 +2,8 @@
 //!
 //! 1. its LIFO slot, its local queue, then the tasks from its mailboxes;
 //! 2. drain every inbound mailbox (one swap each), reversing each batch so
-//!    every sender's tasks run in the order they were posted;
+//!    every sender's tasks run in the order they were posted; with the
+//!    mesh, forward what passes through to the next hops;
 //! 3. its own steal list, then the injector, then the next preempted
 //!    strand's turn (`crate::preempt`);
 //! 4. the pool's poller, if any (one core at a time);
@@ -21,16 +22,18 @@
 //! A core asked to leave (a resize) does so between tasks, never in the
 //! middle of one, and loses nothing and runs nothing twice ([`leave`]):
 //!
-//! 1. it closes its inbound mailboxes, keeping what they held: from then on
+//! 1. with the mesh, it leaves the routes (`super::inbound`): what was on
+//!    its way through it, or to it, moves to the receivers' direct lists;
+//! 2. it closes its inbound mailboxes, keeping what they held: from then on
 //!    a post to it is refused, with the closure back to the sender, and a
 //!    woken fibre that preferred it goes to the injector instead;
-//! 2. it runs every task addressed to it (its pinned queue); what those
+//! 3. it runs every task addressed to it (its pinned queue); what those
 //!    post to it is refused like any other post, so a task that keeps
 //!    posting to its own core cannot hold it; a strand pinned to it that
 //!    yields or is woken later runs on another core of the pool;
-//! 3. it hands everything any core may run (its LIFO slot, its queue, its
+//! 4. it hands everything any core may run (its LIFO slot, its queue, its
 //!    steal list) to the injector, and announces it;
-//! 4. only then does it stop being a member, so while it still counts as
+//! 5. only then does it stop being a member, so while it still counts as
 //!    one the pool cannot look quiescent (it is not asleep).
 
 use super::current::{self, Worker};
@@ -99,6 +102,9 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
 
 /// Leaves the pool, between tasks (module docs, "Leaving the pool").
 fn leave(shared: &Shared, me: usize) {
+    // Out of the mesh first: what was on its way through `me` goes to the
+    // direct lists, its own share with it, which the close below takes.
+    shared.rebuild_routes(Some(me));
     {
         // SAFETY: we are core `me`, between tasks; the reference ends here.
         let local = unsafe { shared.local(me) };
@@ -200,8 +206,7 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     // across the poller (user code) below.
     let local = unsafe { shared.local(me) };
     let stats = &shared.stats[me];
-    let received = drain_inbound(shared, me, local, false);
-    stats::add(&stats.received, received as u64);
+    drain_inbound(shared, me, local, false);
     if let Some(task) =
         local.pinned.pop_front().or_else(|| shared.lifo[me].take()).or_else(|| local.queue.pop_front())
     {
@@ -234,21 +239,21 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
 }
 
 /// Drains core `me`'s mailboxes: closures into its pinned queue, fibres
-/// into its stealable queue. With `arm`, leaves the wake sentinel in each.
-/// Returns how many tasks came in.
+/// into its stealable queue; with the mesh, forwards what passes through.
+/// With `arm`, leaves the wake sentinel in each. Returns how many tasks
+/// came in, or `usize::MAX` if arming found more coming.
 fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, arm: bool) -> usize {
-    let mut received = 0;
-    for from in 0..=shared.slots {
-        let [closures, fibres] = shared.inbound(me, from);
-        let take = |list: &crate::task::list::AtomicList| {
-            if arm { list.take_all_and_arm() } else { list.take_all() }
-        };
-        // SAFETY: taken chains are ours.
-        received += unsafe { local.pinned.append_reversed(take(closures)) };
-        // SAFETY: as above.
-        received += unsafe { local.queue.append_reversed(take(fibres)) };
-    }
-    received
+    let stats = &shared.stats[me];
+    let wake = |core: usize| {
+        if shared.sleep.wake(core, ring) {
+            stats::add(&stats.wakeups, 1);
+        }
+    };
+    // SAFETY: we are core `me`.
+    let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, arm, wake) };
+    stats::add(&stats.received, took.received as u64);
+    stats::add(&stats.forwarded, took.forwarded as u64);
+    if took.busy { usize::MAX } else { took.received }
 }
 
 fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
@@ -286,15 +291,13 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
 fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
     let cores = shared.slots;
     for victim in (0..cores).map(|offset| (start + offset) % cores).filter(|&victim| victim != me) {
-        for from in 0..=cores {
-            let Some(chain) = shared.fibre_mailbox(victim, from).steal_all() else { continue };
-            // SAFETY: we are core `me`, between tasks.
-            let local = unsafe { shared.local(me) };
-            // SAFETY: a stolen chain is ours.
-            let stolen = unsafe { local.queue.append_reversed(Some(chain)) };
-            stats::add(&shared.stats[me].stolen, stolen as u64);
-            return local.queue.pop_front();
-        }
+        let Some(chain) = shared.inbound.steal_fibres(victim) else { continue };
+        // SAFETY: we are core `me`, between tasks.
+        let local = unsafe { shared.local(me) };
+        // SAFETY: a stolen chain is ours.
+        let stolen = unsafe { local.queue.append_reversed(Some(chain)) };
+        stats::add(&shared.stats[me].stolen, stolen as u64);
+        return local.queue.pop_front();
     }
     None
 }
@@ -357,9 +360,7 @@ impl Sleeper for CoreSleeper<'_> {
         // SAFETY: we are core `me`, between tasks.
         let local = unsafe { shared.local(self.me) };
         local.cache.flush();
-        let received = drain_inbound(shared, self.me, local, true);
-        stats::add(&shared.stats[self.me].received, received as u64);
-        received > 0
+        drain_inbound(shared, self.me, local, true) > 0
     }
 
     fn has_injected_jobs(&self) -> bool {
@@ -370,8 +371,7 @@ impl Sleeper for CoreSleeper<'_> {
         let shared = self.shared;
         shared.state.load(SeqCst) == STOPPED
             || shared.leaving[self.me].load(SeqCst)
-            || (0..=shared.slots)
-                .any(|from| shared.inbound(self.me, from).iter().any(|list| list.has_tasks()))
+            || shared.inbound.has_work(self.me)
             || shared.timers.due()
     }
 

@@ -6,8 +6,8 @@
 //! core has lists from only K = ⌈log₂ N⌉ neighbours, and a message for any
 //! other core is forwarded by the cores between.
 //!
-//! Not yet used by pools: this is the mesh alone, checked by its tests,
-//! `tests/loom_mesh.rs` and the simulator (`make sim`).
+//! A pool uses it through [`routes`], which ranks the pool's cores and
+//! rebuilds the mesh as they come and go.
 //!
 //! # Topology
 //!
@@ -234,6 +234,15 @@ impl Mesh {
         Self { topology, lists }
     }
 
+    /// A mesh over `topology`, every list empty and armed: the first push
+    /// onto each wakes its core (`routes`: a core that slept on an older
+    /// mesh's lists).
+    pub fn new_armed(topology: Topology) -> Self {
+        let lists =
+            (0..topology.cores * topology.links * 2).map(|_| CachePadded(AtomicList::new_armed())).collect();
+        Self { topology, lists }
+    }
+
     /// Its topology.
     pub fn topology(&self) -> &Topology {
         &self.topology
@@ -360,6 +369,50 @@ impl Mesh {
         unsafe { Task::set_next(header, batch.newest.map_or(core::ptr::null_mut(), NonNull::as_ptr)) };
         batch.oldest = batch.oldest.or(Some(header));
         batch.newest = Some(header);
+    }
+
+    /// Takes everything in transit and hands each receiver's tasks to
+    /// `relay` in one queue: sorted by hops still to go, fewest first, and
+    /// in list order within a list, which keeps each sender's order (a
+    /// message further along its fixed route is older).
+    ///
+    /// # Safety
+    ///
+    /// Nothing sends on the mesh or drains it meanwhile.
+    pub unsafe fn empty_into(&self, mut relay: impl FnMut(usize, &mut TaskQueue)) {
+        // (receiver, hops to go, task), in list order.
+        let mut found = alloc::vec::Vec::new();
+        let mut taken = TaskQueue::new();
+        for core in 0..self.topology.cores {
+            for link in 0..self.topology.links {
+                // SAFETY: a taken chain is ours.
+                unsafe { taken.append_reversed(self.list(core, link, false).take_all()) };
+                found.extend(core::iter::from_fn(|| taken.pop_front()).map(|task| (core, 0, task)));
+                // SAFETY: as above.
+                unsafe { taken.append_reversed(self.list(core, link, true).take_all()) };
+                while let Some(header) = taken.pop_front() {
+                    // SAFETY: only parcels are pushed on parcel lists; ours now.
+                    let parcel = unsafe { Parcel::from_header(header) };
+                    let (to, to_go) = (parcel.to, self.topology.hops(core, parcel.to));
+                    found.extend(
+                        core::iter::from_fn(|| parcel.tasks.pop_front()).map(|task| (to, to_go, task)),
+                    );
+                    // SAFETY: emptied, and not touched again.
+                    unsafe { Parcel::free(header) };
+                }
+            }
+        }
+        // Stable: list order stays within equal keys.
+        found.sort_by_key(|&(to, to_go, _)| (to, to_go));
+        let mut rest = found.into_iter().peekable();
+        while let Some(&(to, _, _)) = rest.peek() {
+            let mut queue = TaskQueue::new();
+            while let Some((_, _, task)) = rest.next_if(|&(next, _, _)| next == to) {
+                // SAFETY: taken above, so ours.
+                unsafe { queue.push_back(task) };
+            }
+            relay(to, &mut queue);
+        }
     }
 
     /// Core `me` about to sleep: arms every one of its lists, so the next
@@ -500,6 +553,8 @@ pub(crate) mod stamps {
     }
 }
 
+pub mod routes;
+
 #[cfg(all(test, feature = "std", not(loom)))]
 mod sim;
 
@@ -576,6 +631,40 @@ mod tests {
                 assert!(done.parcels_pushed < done.forwarded, "forwarded parcels were merged into batches");
             }
         }
+    }
+
+    /// Messages caught at every point of their routes (some cores have
+    /// drained, some not) are relayed once each, and each sender's come
+    /// out in the order it sent them.
+    #[test]
+    fn what_is_taken_out_in_transit_keeps_each_senders_order() {
+        let (cores, each) = if cfg!(miri) { (5, 2) } else { (9, 6) };
+        let mesh = Mesh::new(Topology::with_links(cores, 1));
+        let mut ledger = Ledger::new(cores);
+        let mut sent = 0;
+        for seq in 0..each {
+            for from in 0..cores {
+                for to in (0..cores).filter(|&to| to != from) {
+                    // SAFETY: one thread plays every core in turn; the task is fresh.
+                    let _ = unsafe { mesh.send(from, to, stamped(from, to, seq)) }.expect("memory");
+                    sent += 1;
+                }
+            }
+            // Between rounds, some cores drain: later messages queue
+            // behind earlier ones at different points of the ring.
+            for core in (0..cores).filter(|core| (core + seq) % 3 == 0) {
+                // SAFETY: this thread plays every core.
+                unsafe { mesh.drain(core, |task| ledger.receive(core, task), |_| {}) };
+            }
+        }
+        // SAFETY: nothing else sends or drains.
+        unsafe {
+            mesh.empty_into(|to, queue| {
+                core::iter::from_fn(|| queue.pop_front()).for_each(|task| ledger.receive(to, task))
+            })
+        };
+        assert!(mesh.is_empty());
+        ledger.check(sent, "taken out in transit");
     }
 
     #[test]

@@ -25,6 +25,26 @@ pub fn expected_cores() -> usize {
     value.parse().expect("roving.cores is a number")
 }
 
+/// A pool of every core, with the mailboxes `roving.mailboxes` asks for:
+/// `direct`, `mesh`, or `ring` (a mesh of one link per core, so most
+/// messages are forwarded); the default picks by core count. Says which
+/// it was asked for, so the suite can check the setting took.
+pub fn every_core_pool() -> roving::Pool {
+    use roving::{Config, Mailboxes};
+    let asked = boot_info().bootarg("roving.mailboxes");
+    let mailboxes = match asked {
+        None => Mailboxes::Auto,
+        Some("direct") => Mailboxes::Direct,
+        Some("mesh") => Mailboxes::Mesh { links: usize::MAX },
+        Some("ring") => Mailboxes::Mesh { links: 1 },
+        Some(other) => panic!("roving.mailboxes={other}: expected direct, mesh or ring"),
+    };
+    if let Some(asked) = asked {
+        println!("mailboxes: {asked}");
+    }
+    roving::Pool::with_config(Config::new().mailboxes(mailboxes)).expect("a pool of every core")
+}
+
 /// A number from the command line, or `default`.
 pub fn bootarg_u64(key: &str, default: u64) -> u64 {
     boot_info().bootarg(key).map_or(default, |v| v.parse().expect("a numeric boot argument"))

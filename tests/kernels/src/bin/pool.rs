@@ -15,9 +15,9 @@
 
 use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use core::time::Duration;
+use roving::platform;
 use roving::platform::Depth;
 use roving::time::Instant;
-use roving::{Pool, platform};
 use roving_kernel::{MAX_CORES, println};
 use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass, sleep_until};
 
@@ -97,7 +97,7 @@ fn idle_window(cores: usize, idle: Duration) {
 fn main() {
     let cores = platform::core_count();
     assert_eq!(cores, expected_cores());
-    let pool = Pool::new().expect("a pool of every core");
+    let pool = roving_test_kernels::every_core_pool();
     let started = Instant::now();
     pool.run(|| start_burst(0)).expect("the pool runs");
     let elapsed = started.elapsed();

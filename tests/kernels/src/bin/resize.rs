@@ -22,7 +22,7 @@ use roving_test_kernels::{self as _, expected_cores, pass};
 fn main() {
     let cores = platform::core_count();
     assert_eq!(cores, expected_cores());
-    let pool = Pool::new().expect("a pool of every core");
+    let pool = roving_test_kernels::every_core_pool();
     let started = Instant::now();
     let outcome = pool.run(|| resize_cases::resize_under_load(&pool)).expect("the pool runs");
     resize_cases::check(&outcome, cores);

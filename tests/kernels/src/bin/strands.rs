@@ -17,7 +17,7 @@ mod ring_cases;
 use alloc::vec::Vec;
 use core::time::Duration;
 use roving::time::Instant;
-use roving::{Pool, platform, strand};
+use roving::{platform, strand};
 use roving_kernel::println;
 use roving_test_kernels::{self as _, bootarg_u64, expected_cores, pass};
 
@@ -49,7 +49,7 @@ fn main() {
     let strands = bootarg_u64("roving.ring_strands", 10_000) as usize;
     let rounds = bootarg_u64("roving.ring_rounds", 100) as usize;
     let idle = Duration::from_millis(bootarg_u64("roving.idle_ms", 20));
-    let pool = Pool::new().expect("a pool of every core");
+    let pool = roving_test_kernels::every_core_pool();
     pool.run(|| {
         let started = Instant::now();
         let tokens = ring_cases::token_ring(strands, rounds);
