@@ -122,6 +122,16 @@ fn main() {
         let sleeps: u64 = stats.iter().map(|s| s.sleeps).sum();
         assert!(sleeps >= BURSTS - 1, "cores should sleep in every gap, slept {sleeps} times");
     }
+    // Through the forwarding mesh, each hop past the first forwards.
+    let forwarded: u64 = stats.iter().map(|s| s.forwarded).sum();
+    let received: u64 = stats.iter().map(|s| s.received).sum();
+    println!(
+        "pool: {forwarded} forwards for {received} tasks received ({} per 100)",
+        forwarded * 100 / received.max(1)
+    );
+    if cores >= 3 && roving_kernel::boot_info().bootarg("roving.mailboxes") == Some("ring") {
+        assert!(forwarded > 0, "on a ring of {cores} cores nothing was forwarded");
+    }
     println!("pool: {TASKS} tasks in {} ms", elapsed.as_millis());
     pass("pool");
 }
