@@ -786,10 +786,19 @@ impl Shared {
                             stats::add(&self.stats[me].wakeups, 1);
                         }
                     }
-                    // `to` left the pool: any core may run the fibre. Or
-                    // the mesh had no memory for a parcel: a fibre cannot
-                    // be refused, and waking it elsewhere beats losing it.
-                    Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, Some(me)),
+                    // `to` left the pool: any core may run the fibre.
+                    Sent::Refused(task) => self.inject(task, Some(me)),
+                    // The mesh had no memory for a parcel: the direct list
+                    // needs none, and keeps a pinned fibre on its core (a
+                    // wake has no order to keep with the sender's posts).
+                    // SAFETY: the task came back to us.
+                    Sent::NoMemory(task) => match unsafe { self.inbound.send_from_outside(lane, to, task) } {
+                        Sent::Queued => {}
+                        Sent::Wake(core) => {
+                            self.sleep.wake(core, ring);
+                        }
+                        Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, Some(me)),
+                    },
                 }
             }
             None => {
