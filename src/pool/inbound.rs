@@ -75,6 +75,12 @@ fn lists(n: usize) -> Box<[CachePadded<AtomicList>]> {
     (0..n).map(|_| CachePadded(AtomicList::new())).collect()
 }
 
+/// Where the direct list of `lane` from `from` (`slots`: outside the
+/// pool) to `to` sits among `2 * slots * (slots + 1)`.
+fn pair(slots: usize, lane: usize, to: usize, from: usize) -> usize {
+    (lane * slots + to) * (slots + 1) + from
+}
+
 impl Inbound {
     /// Mailboxes for `slots` cores of which `members` are the pool's:
     /// direct (`mesh_links` `None`) or a mesh with at most that many links.
@@ -87,15 +93,10 @@ impl Inbound {
         }
     }
 
-    /// Whether this is the mesh.
-    pub(crate) fn is_mesh(&self) -> bool {
-        matches!(self, Self::Mesh { .. })
-    }
-
     /// The direct list of `lane` from outside the pool to `to`.
     fn outside(&self, lane: usize, to: usize) -> &AtomicList {
         match self {
-            Self::Direct { slots, lists } => &lists[(lane * slots + to) * (slots + 1) + slots],
+            Self::Direct { slots, lists } => &lists[pair(*slots, lane, to, *slots)],
             Self::Mesh { slots, outside, .. } => &outside[lane * slots + to],
         }
     }
@@ -106,13 +107,13 @@ impl Inbound {
             Self::Direct { slots, .. } => (*slots, *slots),
             Self::Mesh { slots, .. } => (*slots, 0),
         };
-        let pair = move |from: usize| match self {
+        let from = move |from: usize| match self {
             Self::Direct { lists, .. } => {
-                [CLOSURES, FIBRES].map(|lane| &lists[(lane * slots + to) * (slots + 1) + from].0)
+                [CLOSURES, FIBRES].map(|lane| &lists[pair(slots, lane, to, from)].0)
             }
             Self::Mesh { .. } => unreachable!("the mesh has no sender lists"),
         };
-        core::iter::once([self.outside(CLOSURES, to), self.outside(FIBRES, to)]).chain((0..senders).map(pair))
+        core::iter::once([self.outside(CLOSURES, to), self.outside(FIBRES, to)]).chain((0..senders).map(from))
     }
 
     /// Sends `task` on `lane` from core `from` (the caller's) to core `to`.
@@ -124,14 +125,11 @@ impl Inbound {
     pub(crate) unsafe fn send(&self, lane: usize, from: usize, to: usize, task: NonNull<Task>) -> Sent {
         match self {
             Self::Direct { slots, lists } => {
-                let list = &lists[(lane * slots + to) * (slots + 1) + from];
                 // SAFETY: the task is ours to give.
-                Sent::of(unsafe { list.push(task) }, to, task)
+                Sent::of(unsafe { lists[pair(*slots, lane, to, from)].push(task) }, to, task)
             }
-            Self::Mesh { .. } if lane == FIBRES => {
-                // SAFETY: the task is ours to give.
-                Sent::of(unsafe { self.outside(lane, to).push(task) }, to, task)
-            }
+            // SAFETY: the task is ours to give.
+            Self::Mesh { .. } if lane == FIBRES => unsafe { self.send_from_outside(lane, to, task) },
             Self::Mesh { routes, .. } => {
                 let reading = routes.read(from);
                 if reading.is_ranked(from) && reading.is_ranked(to) {
@@ -145,7 +143,7 @@ impl Inbound {
                     // Inside the read section: ordered before or after a
                     // rebuild, as the relayed tasks are (module docs).
                     // SAFETY: the task is ours to give.
-                    Sent::of(unsafe { self.outside(lane, to).push(task) }, to, task)
+                    unsafe { self.send_from_outside(lane, to, task) }
                 }
             }
         }

@@ -401,9 +401,6 @@ impl Shared {
     /// (`super::inbound`): a core that joins or leaves is never a hop of
     /// the old routes after this. Direct mailboxes need nothing.
     pub(crate) fn rebuild_routes(&self, leaving: Option<usize>) {
-        if !self.inbound.is_mesh() {
-            return;
-        }
         // A preempted rebuild would hold every core's sends until it ran
         // again.
         let _deferral = crate::preempt::defer();

@@ -240,9 +240,9 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
 
 /// Drains core `me`'s mailboxes: closures into its pinned queue, fibres
 /// into its stealable queue; with the mesh, forwards what passes through.
-/// With `arm`, leaves the wake sentinel in each. Returns how many tasks
-/// came in, or `usize::MAX` if arming found more coming.
-fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, arm: bool) -> usize {
+/// With `arm`, leaves the wake sentinel in each. Returns whether work came
+/// in, or, arming, was found coming.
+fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, arm: bool) -> bool {
     let stats = &shared.stats[me];
     let wake = |core: usize| {
         if shared.sleep.wake(core, ring) {
@@ -253,7 +253,7 @@ fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, a
     let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, arm, wake) };
     stats::add(&stats.received, took.received as u64);
     stats::add(&stats.forwarded, took.forwarded as u64);
-    if took.busy { usize::MAX } else { took.received }
+    took.received > 0 || took.busy
 }
 
 fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
@@ -360,7 +360,7 @@ impl Sleeper for CoreSleeper<'_> {
         // SAFETY: we are core `me`, between tasks.
         let local = unsafe { shared.local(self.me) };
         local.cache.flush();
-        drain_inbound(shared, self.me, local, true) > 0
+        drain_inbound(shared, self.me, local, true)
     }
 
     fn has_injected_jobs(&self) -> bool {

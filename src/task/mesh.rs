@@ -229,17 +229,18 @@ pub struct Mesh {
 impl Mesh {
     /// A mesh over `topology`, every list empty and not armed.
     pub fn new(topology: Topology) -> Self {
-        let lists =
-            (0..topology.cores * topology.links * 2).map(|_| CachePadded(AtomicList::new())).collect();
-        Self { topology, lists }
+        Self::with_lists(topology, AtomicList::new)
     }
 
     /// A mesh over `topology`, every list empty and armed: the first push
     /// onto each wakes its core (`routes`: a core that slept on an older
     /// mesh's lists).
     pub fn new_armed(topology: Topology) -> Self {
-        let lists =
-            (0..topology.cores * topology.links * 2).map(|_| CachePadded(AtomicList::new_armed())).collect();
+        Self::with_lists(topology, AtomicList::new_armed)
+    }
+
+    fn with_lists(topology: Topology, list: impl Fn() -> AtomicList) -> Self {
+        let lists = (0..topology.cores * topology.links * 2).map(|_| CachePadded(list())).collect();
         Self { topology, lists }
     }
 
