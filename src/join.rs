@@ -194,9 +194,7 @@ impl Here {
     fn offer(&self) {
         let shared = self.shared();
         let slot = &shared.join_slots[self.core];
-        if slot.is_empty()
-            && (shared.sleep.counters().inactive() > 0 || shared.join_helpers.load(Relaxed) > 0)
-        {
+        if slot.is_empty() && (shared.sleep.anyone_idle(self.core) || shared.join_helpers.load(Relaxed) > 0) {
             self.publish_oldest();
         }
     }
@@ -211,7 +209,7 @@ impl Here {
         // SAFETY: as above; it is settled only after it is taken back or ended.
         if unsafe { slot.publish(oldest) } {
             self.stack().published_oldest();
-            shared.sleep.new_jobs(1, false, self.core + 1, ring);
+            shared.sleep.new_jobs(1, Some(self.core), self.core + 1, ring);
         }
     }
 }

@@ -309,7 +309,11 @@ impl Pool {
 
     /// Each core's counters, by core index.
     pub fn stats(&self) -> Vec<CoreStats> {
-        self.shared.stats.iter().map(|s| s.snapshot()).collect()
+        let stats = self.shared.stats.iter().enumerate().map(|(core, counters)| {
+            let (idle_spells, counted_idle_spells, shared_sleep_writes) = self.shared.sleep.tally(core);
+            CoreStats { idle_spells, counted_idle_spells, shared_sleep_writes, ..counters.snapshot() }
+        });
+        stats.collect()
     }
 
     /// Starts the pool's other cores, runs `main` here as the pool's root

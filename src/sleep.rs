@@ -6,11 +6,12 @@
 //! # States
 //!
 //! A core is *active* while it runs tasks, *idle* while it searches, and
-//! *sleeping* once it has counted itself as a sleeper. Idle and sleeping
-//! together are *inactive*. The pool keeps the counts of inactive and
-//! sleeping cores and the jobs event counter (JEC) in one word
-//! ([`counters`]). Each core also has a state word here, which is how a
-//! waker reaches one particular core:
+//! *sleeping* once it has counted itself as a sleeper; a sleeping core is
+//! still counted idle. The pool keeps the count of sleeping cores and the
+//! jobs event counter (JEC) in one word ([`counters`]), and the count of
+//! idle cores in one word per group of cores ([`idle_count`]). Each core
+//! also has a state word here, which is how a waker reaches one particular
+//! core:
 //!
 //! | state         | meaning                                    | left by             |
 //! |---------------|--------------------------------------------|---------------------|
@@ -23,7 +24,7 @@
 //! # Falling asleep ([`Sleep::no_work_found`])
 //!
 //! 0. Search up to [`QUIET_ROUNDS`] times without telling anyone: the core
-//!    still counts as active. Then count it as inactive (idle).
+//!    still counts as active. Then count it idle, in its group's word.
 //! 1. Search until `rounds_until_sleepy` rounds have passed, the quiet
 //!    ones included (the caller's search between calls).
 //! 2. Get sleepy: make the JEC even and remember it. Search once more.
@@ -41,14 +42,17 @@
 //!    conditions after every return from the wait, spurious or not.
 //!
 //! Most idle spells of a busy pool are short: a core runs out of work and
-//! a message arrives a few hundred nanoseconds later. Step 0 keeps those
-//! spells off the pool's one shared counters word, which every core
-//! writes: counting a spell in and out costs two read-modify-writes of it
-//! per spell, and the line crosses between cores each time. A quiet core
-//! is busy as far as wakers know. That can only cost extra wake-ups (a
-//! waker that sees no idle core wakes a sleeper for work the quiet core
-//! may take first) and work offered a few rounds later (offers go only to
-//! counted idle cores), never a lost one: see the proof below.
+//! a message arrives a few hundred nanoseconds later. Counting a spell in
+//! and out costs two read-modify-writes of a shared word, and its line
+//! crosses between cores each time. Step 0 keeps the shortest spells off
+//! every shared word, and the longer ones write only their group's idle
+//! count, which the group's cores read after each task; the pool-wide
+//! counters word is written when a core gets sleepy, sleeps or is woken,
+//! and when a job is announced to a sleepy pool. A quiet core is busy as
+//! far as wakers know. That can only cost extra wake-ups (a waker that
+//! sees no idle core wakes a sleeper for work the quiet core may take
+//! first) and work offered a few rounds later (offers go only to cores
+//! counted idle), never a lost one: see the proof below.
 //!
 //! To cancel a sleep, the core compare-exchanges its own state from
 //! `ASLEEP` to `AWAKE` and, only if that succeeds, takes itself off the
@@ -60,9 +64,11 @@
 //! - **Work for anyone** ([`Sleep::new_jobs`], after a push to the injector
 //!   or a core's steal list): if the work came from outside the pool, fence
 //!   (seq-cst) first. Make the JEC odd if it was even, in the same
-//!   operation that reads the counts. If there are at least as many idle
-//!   (awake) cores as new jobs, wake nobody: they will find the work.
-//!   Otherwise wake up to the shortfall, at most the sleeping count.
+//!   operation that reads the sleeping count. If nobody sleeps, wake
+//!   nobody. Otherwise read the idle counts, group by group, until they
+//!   show as many idle awake cores (idle minus sleeping) as new jobs: then
+//!   wake nobody, as they will find the work. Otherwise wake up to the
+//!   shortfall, at most the sleeping count.
 //! - **Work for one core** ([`Sleep::wake`]): a sender whose push replaced a
 //!   mailbox sentinel wakes that core.
 //! - To wake a core, fence (seq-cst), then read its state word:
@@ -103,8 +109,8 @@
 //!
 //! # Why no wake-up is lost (proof sketch)
 //!
-//! Every atomic access in the protocol (the counters, the state words, the
-//! list heads, the stop flag) is seq-cst, so executions are interleavings
+//! Every atomic access in the protocol (the counters, the idle counts, the
+//! state words, the list heads, the stop flag) is seq-cst, so executions are interleavings
 //! of those accesses in one total order; the fences are kept for the
 //! orderings a future weakening would need. Suppose a job J is pushed (P)
 //! and announced (A) by a waker W, and later every core is asleep, waiting,
@@ -117,19 +123,24 @@
 //!   A fell between G and R, then at R the JEC differed from the snapshot
 //!   (A made it odd, or found it odd, which only happens if someone moved
 //!   it after G), so R would have failed.
-//! - So at A every core is counted as sleeping and none is idle: W wants to
-//!   wake one core, and tries each in turn. Each try comes after C's R, so
-//!   C's state is `REGISTERING` (the nudge succeeds, so C's step 5 fails),
-//!   or `ASLEEP` (the claim succeeds, so C was claimed). Both contradict the
+//! - So A reads every core counted as sleeping. W then reads the idle
+//!   counts. However their words are read (one group at a time, not as a
+//!   snapshot), each core adds at most one to their sum, so the sum is at
+//!   most the number of cores, which is the sleeping count A read: W sees
+//!   no core idle and awake. W wants to wake one core, and tries each in
+//!   turn. Each try comes after C's R, so C's
+//!   state is `REGISTERING` (the nudge succeeds, so C's step 5 fails), or
+//!   `ASLEEP` (the claim succeeds, so C was claimed). Both contradict the
 //!   choice of C's last sleep.
 //!
 //! Quiet rounds (step 0) come before G, so they do not enter the argument:
 //! a quiet core's last sleep is preceded by its count as idle, its G, its
 //! Q and its R like any other, and until it is counted, W's read of the
-//! counts sees it as active. Seeing a core as active only ever makes W
-//! wake more cores, never fewer, except through the idle count; and an
-//! idle core that W counts on is counted already, so the argument above
-//! covers it.
+//! idle counts sees it as active. Seeing a core as active only ever makes
+//! W wake more cores, never fewer. The offers' test
+//! ([`Sleep::anyone_idle`]) misses the idle cores of other groups that
+//! are not yet sleepy; it decides only whether work is offered, never
+//! whether an offer is announced, so it costs delay, not wake-ups.
 //!
 //! The JEC is a 32-bit counter; if exactly 2^32 announcements fell between
 //! one core's G and R, its R would succeed wrongly. For injected work the
@@ -157,11 +168,15 @@
 //! offered job, in `make loom`.
 
 pub mod counters;
+pub mod idle_count;
+pub mod tally;
 pub mod watch;
 
 use crate::atomics::{AtomicU32, CachePadded, Ordering::SeqCst, fence};
 use alloc::boxed::Box;
 use counters::{AtomicCounters, Counters};
+use idle_count::IdleCount;
+use tally::Tally;
 
 /// Searching or running tasks.
 const AWAKE: u32 = 0;
@@ -208,8 +223,9 @@ pub const QUIET_ROUNDS: u32 = 8;
 pub struct IdleState {
     rounds: u32,
     jobs_counter: u32,
-    /// Whether the core is counted as inactive (step 0 is over).
+    /// Whether the core is counted idle (step 0 is over).
     counted: bool,
+    core: usize,
 }
 
 /// How a call to [`Sleep::no_work_found`] ended.
@@ -224,31 +240,78 @@ pub enum Outcome {
 /// The pool's sleep state.
 pub struct Sleep {
     counters: CachePadded<AtomicCounters>,
+    idle: IdleCount,
     states: Box<[CachePadded<AtomicU32>]>,
     /// Nudges so far (wrapping): a nudged core is still on the sleeping
     /// count, with work waiting for it, until it sees the nudge.
     nudges: CachePadded<AtomicU32>,
     rounds_until_sleepy: u32,
     quiet_rounds: u32,
+    /// Per core, then one for callers outside the pool.
+    tallies: Box<[CachePadded<Tally>]>,
 }
 
 impl Sleep {
-    /// Sleep state for `cores` cores (at most [`counters::MAX_CORES`]).
+    /// Sleep state for `cores` cores (at most [`counters::MAX_CORES`]),
+    /// counting idle cores by [`idle_count::GROUP`].
     pub fn new(cores: usize, rounds_until_sleepy: u32) -> Self {
+        Self::with_idle_groups(cores, rounds_until_sleepy, idle_count::GROUP)
+    }
+
+    /// As [`Sleep::new`], with idle cores counted in groups of `group`
+    /// (the loom models use groups of one core).
+    pub fn with_idle_groups(cores: usize, rounds_until_sleepy: u32, group: usize) -> Self {
         assert!(cores <= counters::MAX_CORES, "the counters hold at most {} cores", counters::MAX_CORES);
         Self {
             counters: CachePadded(AtomicCounters::new()),
+            idle: IdleCount::new(cores, group),
             states: (0..cores).map(|_| CachePadded(AtomicU32::new(AWAKE))).collect(),
             nudges: CachePadded(AtomicU32::new(0)),
             rounds_until_sleepy,
             quiet_rounds: QUIET_ROUNDS.min(rounds_until_sleepy),
+            tallies: (0..=cores).map(|_| CachePadded(Tally::default())).collect(),
         }
+    }
+
+    /// Core `core`'s idle spells, counted spells and writes of the shared
+    /// counters ([`Tally`]).
+    pub fn tally(&self, core: usize) -> (u64, u64, u64) {
+        self.tallies[core].read()
+    }
+
+    /// The tally of `core`, or of callers outside the pool.
+    fn tally_of(&self, core: Option<usize>) -> &Tally {
+        &self.tallies[core.unwrap_or(self.states.len())]
+    }
+
+    fn count_writes(&self, core: usize, n: u32) {
+        Tally::add(&self.tallies[core].shared_writes, n.into());
     }
 
     /// A snapshot of the counters.
     #[inline]
     pub fn counters(&self) -> Counters {
         self.counters.load()
+    }
+
+    /// Whether some core may be idle or asleep, for `core` to decide
+    /// whether to offer work: a core of its group counted idle (sleepers
+    /// are counted idle too, so with one group that is exact), or, with
+    /// several groups, a core anywhere asleep or sleepy. A core of another
+    /// group that is idle but not yet sleepy is missed until it gets
+    /// sleepy, some tens of rounds later; and a core that got sleepy and
+    /// then found work in its mailboxes leaves the JEC saying "sleepy"
+    /// until the next announcement, which the first offer makes.
+    #[inline]
+    pub fn anyone_idle(&self, core: usize) -> bool {
+        if self.idle.in_group_of(core) > 0 {
+            return true;
+        }
+        if !self.idle.has_groups() {
+            return false;
+        }
+        let counters = self.counters.load();
+        counters.sleeping() > 0 || counters.jec_is_sleepy()
     }
 
     /// How many nudges wakers have sent (wrapping). Pool quiescence reads
@@ -258,10 +321,11 @@ impl Sleep {
         self.nudges.load(SeqCst)
     }
 
-    /// The calling core found nothing to do and starts searching. It is
-    /// counted as idle only after [`QUIET_ROUNDS`] fruitless rounds.
-    pub fn start_looking(&self) -> IdleState {
-        let mut idle = IdleState { rounds: 0, jobs_counter: 0, counted: false };
+    /// The calling core, `core`, found nothing to do and starts searching.
+    /// It is counted as idle only after [`QUIET_ROUNDS`] fruitless rounds.
+    pub fn start_looking(&self, core: usize) -> IdleState {
+        Tally::add(&self.tallies[core].idle_spells, 1);
+        let mut idle = IdleState { rounds: 0, jobs_counter: 0, counted: false, core };
         if self.quiet_rounds == 0 {
             self.count_idle(&mut idle);
         }
@@ -271,13 +335,14 @@ impl Sleep {
     /// The calling core, idle until now, found work.
     pub fn work_found(&self, idle: IdleState) {
         if idle.counted {
-            self.counters.sub_inactive();
+            self.idle.sub(idle.core);
         }
     }
 
     fn count_idle(&self, idle: &mut IdleState) {
-        self.counters.add_inactive();
+        self.idle.add(idle.core);
         idle.counted = true;
+        Tally::add(&self.tallies[idle.core].counted_spells, 1);
     }
 
     /// The calling core searched once more and found nothing: count the
@@ -295,7 +360,9 @@ impl Sleep {
             me.between_rounds(idle.rounds);
             Outcome::Searching
         } else if idle.rounds == self.rounds_until_sleepy {
-            idle.jobs_counter = self.counters.get_sleepy();
+            let (jobs_counter, attempts) = self.counters.get_sleepy();
+            idle.jobs_counter = jobs_counter;
+            self.count_writes(core, attempts);
             idle.rounds += 1;
             me.between_rounds(idle.rounds);
             Outcome::Searching
@@ -323,6 +390,7 @@ impl Sleep {
             }
             // Retry with what the failed exchange read, not a fresh load,
             // which could be stale (and is, forever, under loom).
+            self.count_writes(core, 1);
             match self.counters.try_add_sleeping(counters) {
                 Ok(()) => break,
                 Err(actual) => counters = actual,
@@ -332,6 +400,7 @@ impl Sleep {
             // Nudged: a waker counted on this core and left the count to it.
             state.swap(AWAKE, SeqCst);
             self.counters.sub_sleeping();
+            self.count_writes(core, 1);
             idle.rounds = self.rounds_until_sleepy;
             return Outcome::Searching;
         }
@@ -349,6 +418,7 @@ impl Sleep {
                 ASLEEP if ending || me.should_wake() => {
                     if state.compare_exchange(ASLEEP, AWAKE, SeqCst, SeqCst).is_ok() {
                         self.counters.sub_sleeping();
+                        self.count_writes(core, 1);
                         break;
                     }
                     // A waker claimed it first: wait for its `AWAKE`.
@@ -387,6 +457,7 @@ impl Sleep {
                 Ok(_) if next == CLAIMED => {
                     crate::chaos::point();
                     self.counters.sub_sleeping();
+                    self.count_writes(core, 1);
                     crate::chaos::point();
                     state.swap(AWAKE, SeqCst);
                     ring(core);
@@ -402,18 +473,25 @@ impl Sleep {
     }
 
     /// Announces `jobs` new jobs for any core; wakes sleepers only if too
-    /// few cores are idle and awake to take them. `injected` says the jobs
-    /// came from outside the pool (the fence of the proof); `start` is where
-    /// to begin looking for sleepers, to spread wake-ups. Returns how many
-    /// cores it woke.
-    pub fn new_jobs(&self, jobs: usize, injected: bool, start: usize, ring: impl Fn(usize)) -> usize {
-        if injected {
+    /// few cores are idle and awake to take them. `from` is the pool core
+    /// that made them, or `None` if they came from outside the pool (the
+    /// fence of the proof); `start` is where to begin looking for sleepers,
+    /// to spread wake-ups. Returns how many cores it woke.
+    pub fn new_jobs(&self, jobs: usize, from: Option<usize>, start: usize, ring: impl Fn(usize)) -> usize {
+        if from.is_none() {
             fence(SeqCst);
         }
         crate::chaos::point();
-        let counters = self.counters.announce_jobs();
-        let (sleeping, idle) = (counters.sleeping(), counters.idle_awake());
-        if sleeping == 0 || idle >= jobs {
+        let (counters, attempts) = self.counters.announce_jobs();
+        Tally::add(&self.tally_of(from).shared_writes, attempts.into());
+        let sleeping = counters.sleeping();
+        if sleeping == 0 {
+            return 0;
+        }
+        // Sleeping cores are counted idle too. The sum is no snapshot, but
+        // never more than the cores there are (`idle_count`).
+        let idle = self.idle.up_to(start, sleeping + jobs).saturating_sub(sleeping);
+        if idle >= jobs {
             return 0;
         }
         let wanted = (jobs - idle).min(sleeping);
@@ -435,5 +513,56 @@ impl Sleep {
         for core in 0..self.states.len() {
             self.wake(core, &ring);
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A core that finds nothing and never sleeps in these tests.
+    struct Searching;
+
+    impl Sleeper for Searching {
+        fn arm_inbound(&mut self) -> bool {
+            true
+        }
+        fn has_injected_jobs(&self) -> bool {
+            false
+        }
+        fn should_wake(&self) -> bool {
+            true
+        }
+        fn committed(&mut self) {}
+        fn wait(&mut self) {}
+    }
+
+    /// Runs `rounds` fruitless search rounds of `core`.
+    fn search(sleep: &Sleep, idle: &mut IdleState, core: usize, rounds: u32) {
+        for _ in 0..rounds {
+            assert_eq!(sleep.no_work_found(idle, core, &mut Searching), Outcome::Searching);
+        }
+    }
+
+    #[test]
+    fn an_idle_core_is_seen_by_its_group_at_once_and_by_the_others_once_sleepy() {
+        let sleep = Sleep::with_idle_groups(32, 10, 8);
+        // Work announced: the JEC is odd, nobody is sleepy.
+        assert_eq!(sleep.new_jobs(1, Some(0), 1, |_| unreachable!("nobody sleeps")), 0);
+        assert!(!sleep.anyone_idle(0));
+        let mut idle = sleep.start_looking(20);
+        search(&sleep, &mut idle, 20, QUIET_ROUNDS);
+        assert!(!sleep.anyone_idle(21), "still quiet");
+        search(&sleep, &mut idle, 20, 1);
+        assert!(sleep.anyone_idle(21) && sleep.anyone_idle(16), "counted idle in its group");
+        assert!(!sleep.anyone_idle(0) && !sleep.anyone_idle(31), "not yet seen by other groups");
+        search(&sleep, &mut idle, 20, 10 - QUIET_ROUNDS);
+        assert!(sleep.anyone_idle(0) && sleep.anyone_idle(31), "sleepy, so seen by every group");
+        sleep.work_found(idle);
+        // Getting sleepy is one compare-exchange, retried if it fails
+        // spuriously (Miri makes weak ones fail at times).
+        let (spells, counted, writes) = sleep.tally(20);
+        assert_eq!((spells, counted), (1, 1), "one spell, counted");
+        assert!(writes >= 1, "getting sleepy writes the pool-wide word");
     }
 }

@@ -13,6 +13,17 @@
 //! Run with `make loom`, or:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p roving --release --target host-tuple --test loom_sleep`
 //!
+//! An announcement that finds the JEC odd already is a plain load, which
+//! loom treats as an acquire load outside any total order (the fences are
+//! all it honours), so it would report lost wake-ups that a seq-cst
+//! machine cannot have. The JEC starts even, and each model announces
+//! once, so every announcement here is a read-modify-write.
+//!
+//! Each runs with both cores counting themselves idle in one word, as in a
+//! pool of up to 16 cores; the first two also run with a word per core, as
+//! in the different groups of a larger pool, where the waker adds the
+//! idle counts up one word at a time after its announcement.
+//!
 //! A third model checks the sleeping count itself: a core whose waits
 //! return at once (spurious returns, or another core's event) is woken
 //! while it sleeps, and must never be counted twice. Pool quiescence trusts
@@ -83,10 +94,12 @@ impl Pool {
     /// With zero search rounds a core counts itself idle and gets sleepy
     /// at its first empty search and sleeps at the second, which keeps the
     /// state space small; one round adds a quiet round first (`sleep`'s
-    /// step 0), in which the core searches without being counted.
-    fn new(search_rounds: u32) -> Self {
+    /// step 0), in which the core searches without being counted. Idle
+    /// cores are counted in one word per `idle_group` cores: 1 puts each
+    /// core in a word of its own, which a waker reads one at a time.
+    fn new(search_rounds: u32, idle_group: usize) -> Self {
         Self {
-            sleep: Sleep::new(CORES, search_rounds),
+            sleep: Sleep::with_idle_groups(CORES, search_rounds, idle_group),
             injector: AtomicList::new(),
             offered: AtomicList::new(),
             ran: AtomicUsize::new(0),
@@ -148,11 +161,11 @@ impl Sleeper for Core<'_> {
 
 /// An idle core's loop: search, and sleep when the protocol says so.
 fn idle_core(pool: &Pool, me: usize, doorbells: &Doorbells) {
-    let mut idle: IdleState = pool.sleep.start_looking();
+    let mut idle: IdleState = pool.sleep.start_looking(me);
     while !pool.stopped.load(SeqCst) {
         if pool.search(doorbells) {
             pool.sleep.work_found(idle);
-            idle = pool.sleep.start_looking();
+            idle = pool.sleep.start_looking(me);
             continue;
         }
         pool.sleep.no_work_found(&mut idle, me, &mut Core { pool });
@@ -170,7 +183,7 @@ fn inject(pool: &Pool, announce: bool, doorbells: &Doorbells) {
     // SAFETY: the job is new and ours to give.
     let _ = unsafe { pool.injector.push(make_job()) };
     if announce {
-        pool.sleep.new_jobs(1, true, 0, |core| doorbells.ring(core));
+        pool.sleep.new_jobs(1, None, 0, |core| doorbells.ring(core));
     }
 }
 
@@ -179,12 +192,12 @@ fn inject(pool: &Pool, announce: bool, doorbells: &Doorbells) {
 fn offer(pool: &Pool, doorbells: &Doorbells) {
     // SAFETY: the job is new and ours to give.
     let _ = unsafe { pool.offered.push(make_job()) };
-    pool.sleep.new_jobs(1, false, 1, |core| doorbells.ring(core));
+    pool.sleep.new_jobs(1, Some(0), 1, |core| doorbells.ring(core));
 }
 
-fn model(source: Source, search_rounds: u32) {
+fn model(source: Source, search_rounds: u32, idle_group: usize) {
     loom::model(move || {
-        let pool = Arc::new(Pool::new(search_rounds));
+        let pool = Arc::new(Pool::new(search_rounds, idle_group));
         // The main thread is core 0, or the outside thread's stand-in.
         let first = thread::current();
         let second = {
@@ -212,26 +225,44 @@ fn model(source: Source, search_rounds: u32) {
     });
 }
 
+/// Both cores count themselves idle in one word, as in a pool of up to
+/// 16 cores.
+const ONE_GROUP: usize = CORES;
+/// Each core counts itself idle in a word of its own, as the cores of
+/// different groups of a large pool do: the waker adds the words up one at
+/// a time after its announcement.
+const GROUP_PER_CORE: usize = 1;
+
 #[test]
 fn an_injected_job_wakes_a_core() {
-    model(Source::Injected, 0);
+    model(Source::Injected, 0, ONE_GROUP);
 }
 
 #[test]
 fn an_offered_job_wakes_a_core() {
-    model(Source::Offered, 0);
+    model(Source::Offered, 0, ONE_GROUP);
+}
+
+#[test]
+fn an_injected_job_wakes_a_core_counted_in_another_group() {
+    model(Source::Injected, 0, GROUP_PER_CORE);
+}
+
+#[test]
+fn an_offered_job_wakes_a_core_counted_in_another_group() {
+    model(Source::Offered, 0, GROUP_PER_CORE);
 }
 
 /// A core in its quiet round counts as busy, so the announcement may wake
 /// nobody for it; it must still find the job before it sleeps.
 #[test]
 fn an_injected_job_reaches_a_quiet_core() {
-    model(Source::Injected, 1);
+    model(Source::Injected, 1, ONE_GROUP);
 }
 
 #[test]
 fn an_offered_job_reaches_a_quiet_core() {
-    model(Source::Offered, 1);
+    model(Source::Offered, 1, ONE_GROUP);
 }
 
 /// The model must be able to fail: a job that is not announced (no JEC
@@ -239,7 +270,7 @@ fn an_offered_job_reaches_a_quiet_core() {
 #[test]
 #[should_panic(expected = "deadlock")]
 fn an_unannounced_job_is_lost() {
-    model(Source::Unannounced, 0);
+    model(Source::Unannounced, 0, ONE_GROUP);
 }
 
 /// A core that never finds work, so it must be counted at most once; the
@@ -278,16 +309,16 @@ impl Sleeper for Restless<'_> {
 #[test]
 fn a_woken_core_is_never_counted_twice() {
     loom::model(|| {
-        let pool = Arc::new(Pool::new(0));
+        let pool = Arc::new(Pool::new(0, ONE_GROUP));
         let restless = {
             let pool = pool.clone();
             thread::spawn(move || {
-                let mut idle = pool.sleep.start_looking();
+                let mut idle = pool.sleep.start_looking(1);
                 while !pool.stopped.load(SeqCst) {
                     if pool.sleep.no_work_found(&mut idle, 1, &mut Restless { pool: &pool }) == Outcome::Slept
                     {
                         pool.sleep.work_found(idle);
-                        idle = pool.sleep.start_looking();
+                        idle = pool.sleep.start_looking(1);
                     }
                 }
             })

@@ -102,28 +102,32 @@ fn the_mesh_forwards_and_keeps_each_senders_order() {
     }
 }
 
+/// A binary tree of tasks `depth` levels deep, spawned from one task, each
+/// doing `work` before it spawns its two children; counts them in `count`.
+fn fan_out(depth: u32, count: Arc<AtomicUsize>, work: fn()) {
+    count.fetch_add(1, SeqCst);
+    if depth > 0 {
+        for _ in 0..2 {
+            let count = count.clone();
+            roving::spawn_task(move || {
+                work();
+                fan_out(depth - 1, count, work)
+            })
+            .unwrap();
+        }
+    }
+}
+
 /// Recursive spawning from one task: the other cores must steal to help.
 #[test]
 fn spawned_work_spreads_by_stealing() {
-    fn fan_out(depth: u32, count: Arc<AtomicUsize>) {
-        count.fetch_add(1, SeqCst);
-        if depth > 0 {
-            for _ in 0..2 {
-                let count = count.clone();
-                roving::spawn_task(move || {
-                    // A little work per task, so the tree outlives one core's patience.
-                    std::hint::black_box((0..2000).sum::<u64>());
-                    fan_out(depth - 1, count)
-                })
-                .unwrap();
-            }
-        }
-    }
+    // A little work per task, so the tree outlives one core's patience.
+    let work = || _ = std::hint::black_box((0..2000).sum::<u64>());
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
     let pool = on_machine(4, move || {
         let pool = Pool::new().unwrap();
-        pool.run(|| fan_out(15, c)).unwrap();
+        pool.run(|| fan_out(15, c, work)).unwrap();
         pool
     });
     assert_eq!(count.load(SeqCst), (1 << 16) - 1);
@@ -131,6 +135,41 @@ fn spawned_work_spreads_by_stealing() {
     let stolen: u64 = stats.iter().map(|s| s.stolen).sum();
     let busy_cores = stats.iter().filter(|s| s.tasks_run > 0).count();
     assert!(stolen > 0 && busy_cores > 1, "no stealing happened: {stats:?}");
+}
+
+/// Idle cores are counted in groups of 16, and a busy core reads only its
+/// own group's count (and whether any core is sleepy or asleep) before it
+/// offers work: the cores of every group must still get work. The sleep
+/// figures of `CoreStats` must add up.
+#[test]
+fn spawned_work_reaches_every_group_of_idle_cores() {
+    const CORES: usize = 40;
+    // 10 µs each, a third of a second of CPU in all, so that every group's
+    // threads get the CPU meanwhile.
+    let work = || {
+        let until = std::time::Instant::now() + std::time::Duration::from_micros(10);
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    };
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let pool = on_machine(CORES, move || {
+        let pool = Pool::new().unwrap();
+        pool.run(|| fan_out(14, c, work)).unwrap();
+        pool
+    });
+    assert_eq!(count.load(SeqCst), (1 << 15) - 1);
+    let stats = pool.stats();
+    let busy_groups: std::collections::BTreeSet<usize> =
+        stats.iter().enumerate().filter(|(_, s)| s.tasks_run > 0).map(|(core, _)| core / 16).collect();
+    assert_eq!(busy_groups.len(), CORES.div_ceil(16), "groups that ran tasks: {busy_groups:?}");
+    for (core, s) in stats.iter().enumerate() {
+        assert!(s.counted_idle_spells <= s.idle_spells, "core {core}: {s:?}");
+        // Every sleep is counted in and out of the pool-wide word.
+        assert!(s.shared_sleep_writes >= 2 * s.sleeps, "core {core}: {s:?}");
+    }
+    assert!(stats.iter().any(|s| s.counted_idle_spells > 0), "no core was ever counted idle: {stats:?}");
 }
 
 #[test]

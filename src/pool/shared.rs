@@ -635,11 +635,11 @@ impl Shared {
     ///
     /// [`Config::offer_spawns`]: super::Config::offer_spawns
     fn place_spawned(&self, me: usize, task: NonNull<Task>) {
-        if self.config.offer_spawns && self.sleep.counters().inactive() > 0 {
+        if self.config.offer_spawns && self.sleep.anyone_idle(me) {
             // SAFETY: the task is ours to give; steal lists have no sentinel.
             let _ = unsafe { self.steal[me].push(task) };
             stats::add(&self.stats[me].offered, 1);
-            let woken = self.sleep.new_jobs(1, false, me + 1, ring);
+            let woken = self.sleep.new_jobs(1, Some(me), me + 1, ring);
             stats::add(&self.stats[me].wakeups, woken as u64);
             return;
         }
@@ -748,7 +748,7 @@ impl Shared {
         }
         // SAFETY: the task is ours to give.
         unsafe { self.turns.push(task, level) };
-        let woken = self.sleep.new_jobs(1, false, me + 1, ring);
+        let woken = self.sleep.new_jobs(1, Some(me), me + 1, ring);
         stats::add(&self.stats[me].wakeups, woken as u64);
     }
 
@@ -811,7 +811,7 @@ impl Shared {
                         // mailbox if no core is idle (a strand woken by an
                         // interrupt should not wait for a long task).
                         Sent::Queued if !pinned => {
-                            self.sleep.new_jobs(1, true, to + 1, ring);
+                            self.sleep.new_jobs(1, None, to + 1, ring);
                         }
                         Sent::Queued => {}
                         Sent::Wake(core) => {
@@ -830,7 +830,7 @@ impl Shared {
     pub(crate) fn inject(&self, task: NonNull<Task>, from: Option<usize>) {
         // SAFETY: the task is ours to give; the injector is never closed.
         let _ = unsafe { self.injector.push(task) };
-        let woken = self.sleep.new_jobs(1, from.is_none(), from.map_or(0, |me| me + 1), ring);
+        let woken = self.sleep.new_jobs(1, from, from.map_or(0, |me| me + 1), ring);
         if let Some(me) = from {
             stats::add(&self.stats[me].wakeups, woken as u64);
         }

@@ -34,6 +34,18 @@ pub struct CoreStats {
     /// Strands this core's timer took off it at the end of their time
     /// slice ([`Config::time_slice`](super::Config::time_slice)).
     pub preempted: u64,
+    /// Times this core ran out of work and started searching.
+    pub idle_spells: u64,
+    /// Of those, spells long enough to be counted idle, each with two
+    /// writes of the idle count this core shares with its group of
+    /// cores (the short ones are kept off it: `docs/design.md`).
+    pub counted_idle_spells: u64,
+    /// Read-modify-writes of the pool-wide sleep counters word made for
+    /// this core: getting sleepy, counting its sleeps in and out (a
+    /// waker's share included) and announcing the jobs it made. Every core
+    /// of the pool writes that word and reads it after each task, so on a
+    /// machine with many cores this is the figure to watch.
+    pub shared_sleep_writes: u64,
 }
 
 /// The live counters behind [`CoreStats`].
@@ -77,6 +89,9 @@ impl Counters {
             wakeups: self.wakeups.load(Relaxed),
             discarded: self.discarded.load(Relaxed),
             preempted: self.preempted.load(Relaxed),
+            idle_spells: 0,
+            counted_idle_spells: 0,
+            shared_sleep_writes: 0,
         }
     }
 }

@@ -75,7 +75,7 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             run_task(shared, me, task);
             continue;
         }
-        let mut idle = shared.sleep.start_looking();
+        let mut idle = shared.sleep.start_looking(me);
         let mut watched = false;
         let found = loop {
             if shared.stopped() || shared.leaving[me].load(Relaxed) {
@@ -172,7 +172,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
 pub(super) fn offer_surplus(shared: &Shared, me: usize) {
     // SAFETY: we are core `me`, between tasks.
     let local = unsafe { shared.local(me) };
-    if local.queue.len() < 2 || shared.steal[me].has_tasks() || shared.sleep.counters().inactive() == 0 {
+    if local.queue.len() < 2 || shared.steal[me].has_tasks() || !shared.sleep.anyone_idle(me) {
         return;
     }
     let Some((newest, oldest, count)) = local.queue.split_front_half() else { return };
@@ -180,7 +180,7 @@ pub(super) fn offer_surplus(shared: &Shared, me: usize) {
     let _ = unsafe { shared.steal[me].push_chain(newest, oldest) };
     let stats = &shared.stats[me];
     stats::add(&stats.offered, count as u64);
-    let woken = shared.sleep.new_jobs(count, false, me + 1, ring);
+    let woken = shared.sleep.new_jobs(count, Some(me), me + 1, ring);
     stats::add(&stats.wakeups, woken as u64);
 }
 

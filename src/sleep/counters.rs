@@ -1,13 +1,13 @@
-//! The pool's packed sleep counters: one atomic word, so a core can change
-//! its state and read everyone else's in one operation.
+//! The pool's packed sleep counters: one atomic word, so a core can count
+//! itself asleep and check that no job was announced in one operation.
 //!
 //! | bits   | field                                                  |
 //! |--------|--------------------------------------------------------|
-//! | 0..16  | inactive cores (idle or sleeping)                      |
-//! | 16..32 | sleeping cores                                         |
+//! | 0..32  | sleeping cores                                         |
 //! | 32..64 | the jobs event counter (JEC)                           |
 //!
-//! Idle-but-awake cores are `inactive - sleeping`. The JEC's low bit says
+//! Idle cores are counted elsewhere, by group (`super::idle_count`), so
+//! the short idle spells of a busy pool do not write this word. The JEC's low bit says
 //! whether work was announced since a core last got sleepy: even means
 //! "sleepy" (no news), odd means "new work". It wraps; the final injector
 //! check of the sleep protocol covers the case where a wrap makes a changed
@@ -18,10 +18,9 @@ use crate::atomics::{AtomicU64, Ordering::SeqCst};
 /// The most cores one pool can count.
 pub const MAX_CORES: usize = 0xffff;
 
-const INACTIVE_ONE: u64 = 1;
-const SLEEPING_ONE: u64 = 1 << 16;
+const SLEEPING_ONE: u64 = 1;
 const JEC_SHIFT: u32 = 32;
-const COUNT_MASK: u64 = 0xffff;
+const COUNT_MASK: u64 = 0xffff_ffff;
 
 /// A snapshot of the counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,27 +28,18 @@ pub struct Counters(u64);
 
 impl Counters {
     #[inline]
-    pub fn inactive(self) -> usize {
-        (self.0 & COUNT_MASK) as usize
-    }
-
     pub fn sleeping(self) -> usize {
-        (self.0 >> 16 & COUNT_MASK) as usize
-    }
-
-    /// Cores searching for work, awake. A core is counted as sleeping only
-    /// inside its idle stretch (a claimed core stays `CLAIMED` until its
-    /// waker has taken it off the count, `crate::sleep`), so `sleeping`
-    /// never exceeds `inactive`; the saturation only guards that.
-    pub fn idle_awake(self) -> usize {
-        self.inactive().saturating_sub(self.sleeping())
+        (self.0 & COUNT_MASK) as usize
     }
 
     pub fn jobs_counter(self) -> u32 {
         (self.0 >> JEC_SHIFT) as u32
     }
 
-    fn jec_is_sleepy(self) -> bool {
+    /// Some core got sleepy and no job was announced since (or none ever
+    /// was): the JEC is even.
+    #[inline]
+    pub fn jec_is_sleepy(self) -> bool {
         self.jobs_counter() & 1 == 0
     }
 }
@@ -58,6 +48,8 @@ impl Counters {
 pub struct AtomicCounters(AtomicU64);
 
 impl AtomicCounters {
+    /// No sleeper; the JEC starts even (sleepy), so the first
+    /// announcement writes it.
     pub fn new() -> Self {
         Self(AtomicU64::new(0))
     }
@@ -65,16 +57,6 @@ impl AtomicCounters {
     #[inline]
     pub fn load(&self) -> Counters {
         Counters(self.0.load(SeqCst))
-    }
-
-    /// A core starts searching.
-    pub fn add_inactive(&self) -> Counters {
-        Counters(self.0.fetch_add(INACTIVE_ONE, SeqCst) + INACTIVE_ONE)
-    }
-
-    /// A core found work.
-    pub fn sub_inactive(&self) {
-        self.0.fetch_sub(INACTIVE_ONE, SeqCst);
     }
 
     /// Whoever ends a sleep (the waker, or the sleeper that cancels its own
@@ -94,27 +76,31 @@ impl AtomicCounters {
     }
 
     /// A core gets sleepy: if the JEC says "new work" (odd), move it to
-    /// "sleepy" (even). Returns the JEC value the core then remembers.
-    pub fn get_sleepy(&self) -> u32 {
-        self.update_jec_if(|c| !c.jec_is_sleepy()).jobs_counter()
+    /// "sleepy" (even). Returns the JEC value the core then remembers, and
+    /// how many compare-exchanges that took.
+    pub fn get_sleepy(&self) -> (u32, u32) {
+        let (counters, attempts) = self.update_jec_if(|c| !c.jec_is_sleepy());
+        (counters.jobs_counter(), attempts)
     }
 
     /// Work was announced: if the JEC says "sleepy" (even), move it to "new
     /// work" (odd), so every sleepy core notices. Returns the counters
-    /// after the update.
-    pub fn announce_jobs(&self) -> Counters {
+    /// after the update, and how many compare-exchanges that took.
+    pub fn announce_jobs(&self) -> (Counters, u32) {
         self.update_jec_if(Counters::jec_is_sleepy)
     }
 
-    fn update_jec_if(&self, should_increment: impl Fn(Counters) -> bool) -> Counters {
+    fn update_jec_if(&self, should_increment: impl Fn(Counters) -> bool) -> (Counters, u32) {
         let mut now = self.load();
+        let mut attempts = 0;
         loop {
             if !should_increment(now) {
-                return now;
+                return (now, attempts);
             }
             let next = Counters(now.0.wrapping_add(1 << JEC_SHIFT));
+            attempts += 1;
             match self.0.compare_exchange_weak(now.0, next.0, SeqCst, SeqCst) {
-                Ok(_) => return next,
+                Ok(_) => return (next, attempts),
                 Err(actual) => now = Counters(actual),
             }
         }

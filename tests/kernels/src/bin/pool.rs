@@ -3,7 +3,8 @@
 //! while every other core falls asleep (the deep tier after 1 ms), and the
 //! next burst must wake them through their mailboxes. Every task must run
 //! exactly once on the core it was posted to (count and checksum per core);
-//! the run must end by quiescence with nothing discarded.
+//! the run must end by quiescence with nothing discarded. It prints what
+//! the idle spells cost the pool's sleep counters.
 //!
 //! With `roving.idle_ms=N`, the pool then idles for N ms before it stops,
 //! for `tests/qemu/idle-cpu` to measure: every core but one sleeps in the
@@ -132,6 +133,19 @@ fn main() {
     if cores >= 3 && roving_kernel::boot_info().bootarg("roving.mailboxes") == Some("ring") {
         assert!(forwarded > 0, "on a ring of {cores} cores nothing was forwarded");
     }
+    // What idle spells cost the pool's sleep counters: the idle counts by
+    // group, and the pool-wide word.
+    let spells: u64 = stats.iter().map(|s| s.idle_spells).sum();
+    let counted: u64 = stats.iter().map(|s| s.counted_idle_spells).sum();
+    let sleeps: u64 = stats.iter().map(|s| s.sleeps).sum();
+    let writes: u64 = stats.iter().map(|s| s.shared_sleep_writes).sum();
+    println!(
+        "sleep counters: {spells} idle spells, {counted} counted, {sleeps} sleeps, {writes} pool-wide writes ({} per 100 tasks)",
+        writes * 100 / TASKS
+    );
+    assert!(counted <= spells, "more spells counted than there were");
+    // Each sleep is counted in and out of the pool-wide word.
+    assert!(writes >= 2 * sleeps, "{writes} pool-wide writes for {sleeps} sleeps");
     println!("pool: {TASKS} tasks in {} ms", elapsed.as_millis());
     pass("pool");
 }

@@ -1,0 +1,39 @@
+//! What each core's idle spells cost the pool's shared sleep counters:
+//! counted per core, so the count itself adds no shared write.
+//!
+//! These are statistics, not part of the protocol: they use the core's own
+//! atomics even under loom, so the models do not explore them.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// One core's figures ([`crate::CoreStats`] shows them).
+#[derive(Default)]
+pub struct Tally {
+    /// Times the core ran out of work and started searching.
+    pub idle_spells: AtomicU64,
+    /// Of those, spells that outlasted the quiet rounds and were counted in
+    /// the shared counters.
+    pub counted_spells: AtomicU64,
+    /// Read-modify-writes of the pool-wide counters word made for this
+    /// core: getting sleepy, counting its sleeps in and out (a waker's
+    /// taking it off the count included) and announcing the jobs it made.
+    /// (A counted spell also writes its group's idle count twice.)
+    pub shared_writes: AtomicU64,
+}
+
+impl Tally {
+    /// Adds `n` to one of this tally's figures. Several cores may add to
+    /// the same tally (a waker adds to its sleeper's), hence the
+    /// read-modify-write; it stays on a line of this core's own.
+    #[inline]
+    pub fn add(figure: &AtomicU64, n: u64) {
+        if n > 0 {
+            figure.fetch_add(n, Relaxed);
+        }
+    }
+
+    /// The three figures: spells, counted spells, shared writes.
+    pub fn read(&self) -> (u64, u64, u64) {
+        (self.idle_spells.load(Relaxed), self.counted_spells.load(Relaxed), self.shared_writes.load(Relaxed))
+    }
+}
