@@ -50,6 +50,7 @@ mod error;
 pub(crate) mod inbound;
 mod lifetime;
 pub(crate) mod lifo;
+mod lifo_watch;
 mod owners;
 mod resize;
 pub(crate) mod shared;

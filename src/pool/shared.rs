@@ -96,6 +96,7 @@ use super::entries::Entries;
 use super::error::PostError;
 use super::inbound::{CLOSURES, FIBRES, Inbound, Sent};
 use super::lifo::LifoSlot;
+use super::lifo_watch::LifoWatch;
 use super::stats::{self, Counters as Stats};
 use super::timers::Timers;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin_hint};
@@ -128,10 +129,9 @@ pub(crate) const WINDING: u32 = 4;
 
 /// What only one core touches: its queues and its block cache.
 pub(crate) struct Local {
-    /// What this core saw in each other core's LIFO slot on its last look
-    /// (an address, or 0), so that it steals only a task that sat there
-    /// since (`super::lifo`).
-    pub(crate) lifo_seen: Box<[usize]>,
+    /// What this core saw in other cores' LIFO slots on its last look, so
+    /// that it steals only a task that sat there since (`super::lifo`).
+    pub(crate) lifo_watch: LifoWatch,
     /// Tasks any core may run (spawned here, or taken from the injector or
     /// a steal list). The older half is offered to idle cores.
     pub(crate) queue: TaskQueue,
@@ -345,7 +345,7 @@ impl Shared {
         let locals = (0..cores)
             .map(|core| {
                 CachePadded(UnsafeCell::new(Local {
-                    lifo_seen: alloc::vec![0; cores].into_boxed_slice(),
+                    lifo_watch: LifoWatch::new(cores),
                     queue: TaskQueue::new(),
                     pinned: TaskQueue::new(),
                     // SAFETY: the return lists live in the same `Shared`,

@@ -307,21 +307,13 @@ fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNul
 /// that spawned or woke it to have blocked, had it been about to.
 fn steal_from_lifo_slots(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     // SAFETY: we are core `me`, between tasks; the reference ends here.
-    let seen = &mut unsafe { shared.local(me) }.lifo_seen;
-    let cores = shared.slots;
-    for victim in (1..cores).map(|offset| (me + offset) % cores) {
-        let slot = &shared.lifo[victim];
-        let now = slot.peek();
-        let before = core::mem::replace(&mut seen[victim], now.map_or(0, |task| task.as_ptr() as usize));
-        if let Some(task) = now
-            && task.as_ptr() as usize == before
-            && let Some(task) = slot.steal_if_seen(task)
-        {
-            seen[victim] = 0;
-            return Some(task);
-        }
-    }
-    None
+    let watch = &mut unsafe { shared.local(me) }.lifo_watch;
+    watch.look(
+        me,
+        shared.slots,
+        |victim| shared.lifo[victim].peek(),
+        |victim, task| shared.lifo[victim].steal_if_seen(task),
+    )
 }
 
 /// Core `me` watched the deadlines while it slept and now has work: wakes
