@@ -170,6 +170,9 @@ pub mod sync;
 mod signal_word;
 mod task;
 pub mod time;
+// The trace rings alone, until the trace points that fill them land.
+#[cfg(any(test, loom))]
+mod trace;
 
 #[cfg(not(loom))]
 pub use executor::{block_on, spawn_async, spawn_async_on};
@@ -203,4 +206,5 @@ pub mod loom_api {
     pub use crate::task::queue::TaskQueue;
     pub use crate::task::storage::BlockCache;
     pub use crate::task::{Action, Task};
+    pub use crate::trace::ring::{Ring as TraceRing, Snapshot as TraceSnapshot};
 }
