@@ -72,13 +72,14 @@ check-app:
 lint:
 	cargo fmt --all --check
 	cargo clippy --quiet -p roving --features std $(HOST) --all-targets -- -D warnings
+	cargo clippy --quiet -p roving --features std,trace $(HOST) --all-targets -- -D warnings
 	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
-	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std $(HOST)
+	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std,trace $(HOST)
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-qemu-virt -p roving-board-raspi3b -p roving-board-raspi4b
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-x86-pc --target x86_64-unknown-none
 
@@ -93,6 +94,8 @@ host-test:
 	# Every pool on the forwarding mesh, a ring of one link per core, so
 	# most messages are forwarded (docs/mesh.md).
 	ROVING_MAILBOXES=ring ROVING_STRESS_SECS=5 cargo test --quiet -p roving --features std $(HOST) --tests
+	# The trace points (feature trace) against the counters.
+	cargo test --quiet -p roving --features std,trace $(HOST) --test trace
 	cargo run --quiet -p roving --example hal_driver --features std $(HOST)
 
 ## miri: the host tests that do not switch stacks, under Stacked Borrows
@@ -153,6 +156,7 @@ loom:
 no-std:
 	cargo build --quiet -p roving --target aarch64-unknown-none
 	cargo build --quiet -p roving --target x86_64-unknown-none
+	cargo build --quiet -p roving --features trace --target aarch64-unknown-none
 
 ## custom-platform: an embedder's own Platform links and works
 custom-platform:

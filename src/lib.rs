@@ -170,8 +170,11 @@ pub mod sync;
 mod signal_word;
 mod task;
 pub mod time;
-// The trace rings alone, until the trace points that fill them land.
-#[cfg(any(test, loom))]
+#[cfg(feature = "trace")]
+pub mod trace;
+// Without the feature, for its unit tests and loom models only.
+#[cfg(all(not(feature = "trace"), any(test, loom)))]
+#[allow(dead_code)]
 mod trace;
 
 #[cfg(not(loom))]

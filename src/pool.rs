@@ -41,6 +41,15 @@
 //! }).unwrap();
 //! ```
 
+/// Records a trace event for a core of a pool, with feature `trace`; with
+/// out it, the statement and its arguments compile to nothing.
+macro_rules! trace_point {
+    ($shared:expr, $core:expr, $event:expr) => {
+        #[cfg(feature = "trace")]
+        $shared.trace.record($core, $event);
+    };
+}
+
 mod census;
 mod config;
 pub(crate) mod current;
@@ -315,6 +324,14 @@ impl Pool {
             CoreStats { idle_spells, counted_idle_spells, shared_sleep_writes, ..counters.snapshot() }
         });
         stats.collect()
+    }
+
+    /// Each core's trace, by core index (feature `trace`): the newest
+    /// events of each core, oldest first, and how many were lost
+    /// ([`trace`](crate::trace)).
+    #[cfg(feature = "trace")]
+    pub fn trace(&self) -> Vec<crate::trace::CoreTrace> {
+        self.shared.trace.read()
     }
 
     /// Starts the pool's other cores, runs `main` here as the pool's root

@@ -1,7 +1,163 @@
-//! Tracing: what each core did and when, recorded into a ring per core.
+//! Tracing: what each core of a pool did and when, recorded into a ring
+//! per core, with feature `trace`.
 //!
-//! This is the storage: [`ring`], a lock-free ring of events per core that
-//! overwrites the oldest and counts what it lost. The trace points and the
-//! `trace` feature that turns them on are built on it.
+//! Each trace point records one [`Event`] with the platform's tick count
+//! into its core's ring (`src/trace/ring.rs`), which overwrites the
+//! oldest event when full and counts what it lost.
+//! [`Pool::trace`](crate::Pool::trace) reads the rings. Without the
+//! feature the trace points compile to nothing.
+//!
+//! The trace points so far are the pool loop's: tasks run, mailbox
+//! drains, steals, work from the injector, sleeps. Each is recorded where
+//! its [`CoreStats`](crate::CoreStats) counter is counted, so a trace that
+//! lost nothing agrees with the counters exactly.
 
-pub mod ring;
+pub(crate) mod ring;
+
+use alloc::vec::Vec;
+
+/// Events each core's ring holds before the oldest are overwritten.
+pub const EVENTS_PER_CORE: usize = 4096;
+
+/// What a core did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// It started a task (a closure, a strand's fibre, an async task's
+    /// poll): one per [`CoreStats::tasks_run`](crate::CoreStats).
+    TaskBegin,
+    /// The task it ran returned to its loop. A strand that hands its core
+    /// straight to the next strand's fibre has no end of its own: the next
+    /// [`Event::TaskBegin`] ends it.
+    TaskEnd,
+    /// It took `tasks` tasks from its mailboxes.
+    Drained {
+        /// How many.
+        tasks: u32,
+    },
+    /// It took `tasks` tasks from another core: from core `from`'s steal
+    /// list, fibre mailbox or LIFO slot, or (`from` is `None`) a fork-join
+    /// job published by any core.
+    Stole {
+        /// The core it took them from, if one.
+        from: Option<u32>,
+        /// How many.
+        tasks: u32,
+    },
+    /// It took `tasks` tasks from the injector (work from outside the pool).
+    Injected {
+        /// How many.
+        tasks: u32,
+    },
+    /// It committed to sleep.
+    Slept,
+    /// Its sleep ended; `deep` says whether it reached the deep idle tier.
+    Woke {
+        /// Whether it slept in the deep tier.
+        deep: bool,
+    },
+}
+
+const NONE: u32 = 0xff_ffff;
+
+impl Event {
+    /// Packs the event into one word: kind in the top byte, then 24 bits
+    /// and 32 bits of arguments.
+    pub(crate) fn encode(self) -> u64 {
+        let (kind, a, b): (u64, u32, u32) = match self {
+            Event::TaskBegin => (0, 0, 0),
+            Event::TaskEnd => (1, 0, 0),
+            Event::Drained { tasks } => (2, 0, tasks),
+            Event::Stole { from, tasks } => (3, from.map_or(NONE, |core| core.min(NONE - 1)), tasks),
+            Event::Injected { tasks } => (4, 0, tasks),
+            Event::Slept => (5, 0, 0),
+            Event::Woke { deep } => (6, deep.into(), 0),
+        };
+        kind << 56 | u64::from(a & NONE) << 32 | u64::from(b)
+    }
+
+    /// Unpacks what [`Event::encode`] packed.
+    pub(crate) fn decode(word: u64) -> Option<Self> {
+        let (a, b) = ((word >> 32) as u32 & NONE, word as u32);
+        Some(match word >> 56 {
+            0 => Event::TaskBegin,
+            1 => Event::TaskEnd,
+            2 => Event::Drained { tasks: b },
+            3 => Event::Stole { from: (a != NONE).then_some(a), tasks: b },
+            4 => Event::Injected { tasks: b },
+            5 => Event::Slept,
+            6 => Event::Woke { deep: a != 0 },
+            _ => return None,
+        })
+    }
+}
+
+/// One event and when it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceEvent {
+    /// The platform's tick count ([`platform::ticks`](crate::platform::ticks)).
+    pub ticks: u64,
+    /// What happened.
+    pub event: Event,
+}
+
+/// One core's trace, as [`Pool::trace`](crate::Pool::trace) read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CoreTrace {
+    /// The events still in the core's ring, oldest first.
+    pub events: Vec<TraceEvent>,
+    /// Events recorded but not in `events`: overwritten by newer ones, or
+    /// being written while the ring was read.
+    pub lost: u64,
+}
+
+/// The rings of a pool, one per core.
+pub(crate) struct Rings(alloc::boxed::Box<[ring::Ring]>);
+
+impl Rings {
+    pub(crate) fn new(cores: usize) -> Self {
+        Self((0..cores).map(|_| ring::Ring::new(EVENTS_PER_CORE)).collect())
+    }
+
+    /// Records `event` for core `core`, now.
+    #[inline]
+    pub(crate) fn record(&self, core: usize, event: Event) {
+        self.0[core].record(crate::platform::ticks(), event.encode());
+    }
+
+    /// Every core's trace, by core index.
+    pub(crate) fn read(&self) -> Vec<CoreTrace> {
+        let read = |ring: &ring::Ring| {
+            let snapshot = ring.snapshot();
+            let events = snapshot.records.iter().filter_map(|record| {
+                Event::decode(record.data).map(|event| TraceEvent { ticks: record.ticks, event })
+            });
+            CoreTrace { events: events.collect(), lost: snapshot.lost }
+        };
+        self.0.iter().map(read).collect()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_survives_its_packing() {
+        let events = [
+            Event::TaskBegin,
+            Event::TaskEnd,
+            Event::Drained { tasks: u32::MAX },
+            Event::Stole { from: Some(511), tasks: 3 },
+            Event::Stole { from: None, tasks: 1 },
+            Event::Injected { tasks: 7 },
+            Event::Slept,
+            Event::Woke { deep: true },
+            Event::Woke { deep: false },
+        ];
+        for event in events {
+            assert_eq!(Event::decode(event.encode()), Some(event));
+        }
+        assert_eq!(Event::decode(0xff << 56), None);
+    }
+}

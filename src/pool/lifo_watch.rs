@@ -38,14 +38,15 @@ impl LifoWatch {
 
     /// One look by core `me` of a pool of `cores`: for each slot of the
     /// window, `peek` says what it holds; returns the first task that was
-    /// there on the previous look too, if `steal` takes it.
+    /// there on the previous look too, if `steal` takes it, with the core
+    /// it came from.
     pub(crate) fn look<T>(
         &mut self,
         me: usize,
         cores: usize,
         peek: impl Fn(usize) -> Option<NonNull<T>>,
         steal: impl Fn(usize, NonNull<T>) -> Option<NonNull<T>>,
-    ) -> Option<NonNull<T>> {
+    ) -> Option<(usize, NonNull<T>)> {
         let width = self.seen.len();
         let first = me + 1 + self.offset;
         if cores - 1 > width {
@@ -67,7 +68,7 @@ impl LifoWatch {
                 && let Some(task) = steal(victim, task)
             {
                 *seen = 0;
-                return Some(task);
+                return Some((victim, task));
             }
         }
         None

@@ -191,6 +191,8 @@ pub(crate) struct Shared {
     returns: Box<[CachePadded<AtomicList>]>,
     locals: Box<[CachePadded<UnsafeCell<Local>>]>,
     pub(crate) stats: Box<[CachePadded<Stats>]>,
+    #[cfg(feature = "trace")]
+    pub(crate) trace: crate::trace::Rings,
     pub(crate) polling: AtomicBool,
     /// Cores started for this pool whose entry has not yet returned.
     pub(crate) running: AtomicUsize,
@@ -319,6 +321,8 @@ impl Shared {
             returns: lists(cores),
             locals: Box::new([]),
             stats: (0..cores).map(|_| CachePadded(Stats::default())).collect(),
+            #[cfg(feature = "trace")]
+            trace: crate::trace::Rings::new(cores),
             polling: AtomicBool::new(false),
             running: AtomicUsize::new(0),
             resizing: AtomicBool::new(false),
@@ -728,6 +732,7 @@ impl Shared {
         }
         local.since_inbound += 1;
         stats::add(&self.stats[me].tasks_run, 1);
+        trace_point!(self, me, crate::trace::Event::TaskBegin);
         Some(next)
     }
 

@@ -85,8 +85,11 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
                 break Some(task);
             }
             let mut sleeper = CoreSleeper { shared, me, slept_at: None, deep: false, watched: false };
-            if shared.sleep.no_work_found(&mut idle, me, &mut sleeper) == Outcome::Slept && sleeper.deep {
-                stats::add(&shared.stats[me].deep_sleeps, 1);
+            if shared.sleep.no_work_found(&mut idle, me, &mut sleeper) == Outcome::Slept {
+                if sleeper.deep {
+                    stats::add(&shared.stats[me].deep_sleeps, 1);
+                }
+                trace_point!(shared, me, crate::trace::Event::Woke { deep: sleeper.deep });
             }
             watched |= sleeper.watched;
         };
@@ -147,6 +150,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
         return;
     }
     stats::add(&shared.stats[me].tasks_run, 1);
+    trace_point!(shared, me, crate::trace::Event::TaskBegin);
     #[cfg(feature = "std")]
     {
         let call = core::panic::AssertUnwindSafe(|| {
@@ -162,6 +166,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
     unsafe {
         Task::call(task, Action::Run, cache)
     };
+    trace_point!(shared, me, crate::trace::Event::TaskEnd);
     offer_surplus(shared, me);
 }
 
@@ -220,6 +225,7 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     let injected = unsafe { local.queue.append_reversed(shared.injector.take_all()) };
     if injected > 0 {
         stats::add(&stats.injected, injected as u64);
+        trace_point!(shared, me, crate::trace::Event::Injected { tasks: injected as u32 });
         return local.queue.pop_front();
     }
     if let Some(task) = shared.take_turn() {
@@ -252,6 +258,9 @@ fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, a
     // SAFETY: we are core `me`.
     let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, arm, wake) };
     stats::add(&stats.received, took.received as u64);
+    if took.received > 0 {
+        trace_point!(shared, me, crate::trace::Event::Drained { tasks: took.received as u32 });
+    }
     stats::add(&stats.forwarded, took.forwarded as u64);
     took.received > 0 || took.busy
 }
@@ -269,18 +278,26 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
         let stolen = unsafe { local.queue.append_reversed(shared.steal[victim].take_all()) };
         if stolen > 0 {
             stats::add(&shared.stats[me].stolen, stolen as u64);
+            trace_point!(
+                shared,
+                me,
+                crate::trace::Event::Stole { from: Some(victim as u32), tasks: stolen as u32 }
+            );
             return local.queue.pop_front();
         }
     }
     if let Some(task) = steal_woken_fibres(shared, me, start) {
         return Some(task);
     }
-    if let Some(task) = steal_from_lifo_slots(shared, me) {
+    // `_victim` is read by the trace point alone.
+    if let Some((_victim, task)) = steal_from_lifo_slots(shared, me) {
         stats::add(&shared.stats[me].stolen, 1);
+        trace_point!(shared, me, crate::trace::Event::Stole { from: Some(_victim as u32), tasks: 1 });
         return Some(task);
     }
     let job = crate::join::take_any(shared, me)?;
     stats::add(&shared.stats[me].stolen, 1);
+    trace_point!(shared, me, crate::trace::Event::Stole { from: None, tasks: 1 });
     Some(crate::join::as_task(job))
 }
 
@@ -297,6 +314,11 @@ fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNul
         // SAFETY: a stolen chain is ours.
         let stolen = unsafe { local.queue.append_reversed(Some(chain)) };
         stats::add(&shared.stats[me].stolen, stolen as u64);
+        trace_point!(
+            shared,
+            me,
+            crate::trace::Event::Stole { from: Some(victim as u32), tasks: stolen as u32 }
+        );
         return local.queue.pop_front();
     }
     None
@@ -305,7 +327,7 @@ fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNul
 /// Takes a task from another core's LIFO slot if it has sat there since
 /// this core's previous look (`super::lifo`): long enough for the strand
 /// that spawned or woke it to have blocked, had it been about to.
-fn steal_from_lifo_slots(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
+fn steal_from_lifo_slots(shared: &Shared, me: usize) -> Option<(usize, NonNull<Task>)> {
     // SAFETY: we are core `me`, between tasks; the reference ends here.
     let watch = &mut unsafe { shared.local(me) }.lifo_watch;
     watch.look(
@@ -380,6 +402,7 @@ impl Sleeper for CoreSleeper<'_> {
         // SAFETY: we are core `me`, between tasks.
         unsafe { self.shared.local(self.me) }.cache.trim();
         stats::add(&self.shared.stats[self.me].sleeps, 1);
+        trace_point!(self.shared, self.me, crate::trace::Event::Slept);
         self.slept_at = Some(Instant::now());
         self.shared.check_quiescence();
     }

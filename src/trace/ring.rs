@@ -113,11 +113,6 @@ impl Ring {
         slot.sequence.store(whole, Release);
     }
 
-    /// Events recorded so far, lost ones included.
-    pub fn recorded(&self) -> u64 {
-        self.next.load(Acquire)
-    }
-
     /// Reads the ring: the whole events it holds, oldest first, and how
     /// many of those recorded it does not.
     pub fn snapshot(&self) -> Snapshot {
@@ -157,7 +152,6 @@ mod tests {
         assert_eq!(data, [6, 7, 8, 9]);
         assert_eq!(snapshot.records[0], Record { index: 6, ticks: 106, data: 6 });
         assert_eq!(snapshot.lost, 6);
-        assert_eq!(ring.recorded(), 10);
     }
 
     #[test]

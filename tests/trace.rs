@@ -1,0 +1,105 @@
+//! The pool's trace (feature `trace`): a traced run whose events agree with
+//! its `CoreStats` exactly, since nothing was lost. Run with
+//! `cargo test -p roving --features std,trace --test trace`.
+#![cfg(all(feature = "std", feature = "trace"))]
+
+mod support;
+
+use roving::platform::host::Machine;
+use roving::trace::{CoreTrace, EVENTS_PER_CORE, Event};
+use roving::{CoreStats, Pool};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::Duration;
+use support::with_watchdog;
+
+const CORES: usize = 4;
+
+/// What the trace says a core did, in `CoreStats`' terms.
+fn counted(trace: &CoreTrace) -> [u64; 6] {
+    let mut counts = [0; 6];
+    for event in &trace.events {
+        let (slot, n) = match event.event {
+            Event::TaskBegin => (0, 1),
+            Event::Drained { tasks } => (1, tasks),
+            Event::Stole { tasks, .. } => (2, tasks),
+            Event::Injected { tasks } => (3, tasks),
+            Event::Slept => (4, 1),
+            Event::Woke { deep: true } => (5, 1),
+            _ => continue,
+        };
+        counts[slot] += u64::from(n);
+    }
+    counts
+}
+
+fn expected(stats: &CoreStats) -> [u64; 6] {
+    [stats.tasks_run, stats.received, stats.stolen, stats.injected, stats.sleeps, stats.deep_sleeps]
+}
+
+/// Posts hop between cores, spawns fan out (and are stolen), and the pool
+/// sleeps between rounds; 20 tasks came from outside the pool before.
+fn workload() {
+    let hops = Arc::new(AtomicUsize::new(0));
+    fn hop(left: usize, hops: Arc<AtomicUsize>) {
+        hops.fetch_add(1, SeqCst);
+        if left > 0 {
+            let core = left % CORES;
+            roving::post(core, move || hop(left - 1, hops)).unwrap();
+        }
+    }
+    fn fan_out(depth: u32) {
+        if depth > 0 {
+            for _ in 0..2 {
+                roving::spawn_task(move || {
+                    std::thread::sleep(Duration::from_micros(50));
+                    fan_out(depth - 1)
+                })
+                .unwrap();
+            }
+        }
+    }
+    for round in 0..4 {
+        roving::post(round % CORES, {
+            let hops = hops.clone();
+            move || hop(100, hops)
+        })
+        .unwrap();
+        roving::spawn_task(|| fan_out(6)).unwrap();
+        roving::strand::sleep(Duration::from_millis(5)).unwrap();
+    }
+}
+
+#[test]
+fn a_traced_run_agrees_with_the_counters() {
+    let pool = with_watchdog(Duration::from_secs(60), "a traced pool", || {
+        Machine::new(CORES)
+            .unwrap()
+            .run(|| {
+                let pool = Pool::new().unwrap();
+                // From outside the pool: through the injector.
+                for _ in 0..20 {
+                    pool.spawn_task(|| ()).unwrap();
+                }
+                pool.run(workload).unwrap();
+                pool
+            })
+            .unwrap()
+    });
+    let (stats, traces) = (pool.stats(), pool.trace());
+    assert_eq!(traces.len(), CORES);
+    for (core, (stats, trace)) in stats.iter().zip(&traces).enumerate() {
+        assert_eq!(trace.lost, 0, "core {core} lost events (its ring holds {EVENTS_PER_CORE})");
+        assert_eq!(counted(trace), expected(stats), "core {core}: trace against counters {stats:?}");
+        let woke = trace.events.iter().filter(|event| matches!(event.event, Event::Woke { .. })).count();
+        assert_eq!(woke as u64, stats.sleeps, "core {core}: every sleep ends");
+        assert!(
+            trace.events.windows(2).all(|pair| pair[0].ticks <= pair[1].ticks),
+            "core {core}: time ran back"
+        );
+    }
+    let total = |field: fn(&CoreStats) -> u64| stats.iter().map(field).sum::<u64>();
+    assert!(total(|s| s.tasks_run) > 400, "the workload did too little: {stats:?}");
+    assert!(total(|s| s.received) > 0 && total(|s| s.injected) == 20, "no post or no injection: {stats:?}");
+    assert!(total(|s| s.sleeps) > 0, "no core slept: {stats:?}");
+}
