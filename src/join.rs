@@ -43,7 +43,7 @@ pub(crate) use stack::JoinStack;
 
 use crate::platform::{self, Depth};
 use crate::pool::current;
-use crate::pool::shared::{Shared, ring};
+use crate::pool::shared::Shared;
 use crate::strand::control::Header;
 use crate::strand::scheduler;
 use crate::task::{Action, Task};
@@ -209,7 +209,7 @@ impl Here {
         // SAFETY: as above; it is settled only after it is taken back or ended.
         if unsafe { slot.publish(oldest) } {
             self.stack().published_oldest();
-            shared.sleep.new_jobs(1, Some(self.core), self.core + 1, ring);
+            shared.announce_for(self.core, 1);
         }
     }
 }

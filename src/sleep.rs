@@ -476,8 +476,16 @@ impl Sleep {
     /// few cores are idle and awake to take them. `from` is the pool core
     /// that made them, or `None` if they came from outside the pool (the
     /// fence of the proof); `start` is where to begin looking for sleepers,
-    /// to spread wake-ups. Returns how many cores it woke.
-    pub fn new_jobs(&self, jobs: usize, from: Option<usize>, start: usize, ring: impl Fn(usize)) -> usize {
+    /// to spread wake-ups. Calls `woken` with each core it woke (claimed or
+    /// nudged), and returns how many.
+    pub fn new_jobs(
+        &self,
+        jobs: usize,
+        from: Option<usize>,
+        start: usize,
+        ring: impl Fn(usize),
+        mut woken_one: impl FnMut(usize),
+    ) -> usize {
         if from.is_none() {
             fence(SeqCst);
         }
@@ -501,7 +509,9 @@ impl Sleep {
             if woken == wanted {
                 break;
             }
-            if self.wake((start + offset) % cores, &ring) {
+            let core = (start + offset) % cores;
+            if self.wake(core, &ring) {
+                woken_one(core);
                 woken += 1;
             }
         }
@@ -548,7 +558,7 @@ mod tests {
     fn an_idle_core_is_seen_by_its_group_at_once_and_by_the_others_once_sleepy() {
         let sleep = Sleep::with_idle_groups(32, 10, 8);
         // Work announced: the JEC is odd, nobody is sleepy.
-        assert_eq!(sleep.new_jobs(1, Some(0), 1, |_| unreachable!("nobody sleeps")), 0);
+        assert_eq!(sleep.new_jobs(1, Some(0), 1, |_| unreachable!("nobody sleeps"), |_| ()), 0);
         assert!(!sleep.anyone_idle(0));
         let mut idle = sleep.start_looking(20);
         search(&sleep, &mut idle, 20, QUIET_ROUNDS);

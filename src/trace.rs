@@ -8,7 +8,7 @@
 //! feature the trace points compile to nothing.
 //!
 //! The trace points so far are the pool loop's: tasks run, mailbox
-//! drains, steals, work from the injector, sleeps. Each is recorded where
+//! drains, steals, work from the injector, sleeps and wake-ups. Each is recorded where
 //! its [`CoreStats`](crate::CoreStats) counter is counted, so a trace that
 //! lost nothing agrees with the counters exactly.
 
@@ -56,6 +56,12 @@ pub enum Event {
         /// Whether it slept in the deep tier.
         deep: bool,
     },
+    /// It woke core `core` (which was asleep, or falling asleep and sent
+    /// back to searching): one per [`CoreStats::wakeups`](crate::CoreStats).
+    Wakeup {
+        /// The core it woke.
+        core: u32,
+    },
 }
 
 const NONE: u32 = 0xff_ffff;
@@ -72,6 +78,7 @@ impl Event {
             Event::Injected { tasks } => (4, 0, tasks),
             Event::Slept => (5, 0, 0),
             Event::Woke { deep } => (6, deep.into(), 0),
+            Event::Wakeup { core } => (7, core.min(NONE - 1), 0),
         };
         kind << 56 | u64::from(a & NONE) << 32 | u64::from(b)
     }
@@ -87,6 +94,7 @@ impl Event {
             4 => Event::Injected { tasks: b },
             5 => Event::Slept,
             6 => Event::Woke { deep: a != 0 },
+            7 => Event::Wakeup { core: a },
             _ => return None,
         })
     }
@@ -154,6 +162,7 @@ mod tests {
             Event::Slept,
             Event::Woke { deep: true },
             Event::Woke { deep: false },
+            Event::Wakeup { core: 300 },
         ];
         for event in events {
             assert_eq!(Event::decode(event.encode()), Some(event));

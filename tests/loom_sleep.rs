@@ -183,7 +183,7 @@ fn inject(pool: &Pool, announce: bool, doorbells: &Doorbells) {
     // SAFETY: the job is new and ours to give.
     let _ = unsafe { pool.injector.push(make_job()) };
     if announce {
-        pool.sleep.new_jobs(1, None, 0, |core| doorbells.ring(core));
+        pool.sleep.new_jobs(1, None, 0, |core| doorbells.ring(core), |_| ());
     }
 }
 
@@ -192,7 +192,7 @@ fn inject(pool: &Pool, announce: bool, doorbells: &Doorbells) {
 fn offer(pool: &Pool, doorbells: &Doorbells) {
     // SAFETY: the job is new and ours to give.
     let _ = unsafe { pool.offered.push(make_job()) };
-    pool.sleep.new_jobs(1, Some(0), 1, |core| doorbells.ring(core));
+    pool.sleep.new_jobs(1, Some(0), 1, |core| doorbells.ring(core), |_| ());
 }
 
 fn model(source: Source, search_rounds: u32, idle_group: usize) {

@@ -16,8 +16,8 @@ use support::with_watchdog;
 const CORES: usize = 4;
 
 /// What the trace says a core did, in `CoreStats`' terms.
-fn counted(trace: &CoreTrace) -> [u64; 6] {
-    let mut counts = [0; 6];
+fn counted(trace: &CoreTrace) -> [u64; 7] {
+    let mut counts = [0; 7];
     for event in &trace.events {
         let (slot, n) = match event.event {
             Event::TaskBegin => (0, 1),
@@ -26,6 +26,7 @@ fn counted(trace: &CoreTrace) -> [u64; 6] {
             Event::Injected { tasks } => (3, tasks),
             Event::Slept => (4, 1),
             Event::Woke { deep: true } => (5, 1),
+            Event::Wakeup { .. } => (6, 1),
             _ => continue,
         };
         counts[slot] += u64::from(n);
@@ -33,8 +34,16 @@ fn counted(trace: &CoreTrace) -> [u64; 6] {
     counts
 }
 
-fn expected(stats: &CoreStats) -> [u64; 6] {
-    [stats.tasks_run, stats.received, stats.stolen, stats.injected, stats.sleeps, stats.deep_sleeps]
+fn expected(stats: &CoreStats) -> [u64; 7] {
+    [
+        stats.tasks_run,
+        stats.received,
+        stats.stolen,
+        stats.injected,
+        stats.sleeps,
+        stats.deep_sleeps,
+        stats.wakeups,
+    ]
 }
 
 /// Posts hop between cores, spawns fan out (and are stolen), and the pool
@@ -101,5 +110,8 @@ fn a_traced_run_agrees_with_the_counters() {
     let total = |field: fn(&CoreStats) -> u64| stats.iter().map(field).sum::<u64>();
     assert!(total(|s| s.tasks_run) > 400, "the workload did too little: {stats:?}");
     assert!(total(|s| s.received) > 0 && total(|s| s.injected) == 20, "no post or no injection: {stats:?}");
-    assert!(total(|s| s.sleeps) > 0, "no core slept: {stats:?}");
+    assert!(
+        total(|s| s.sleeps) > 0 && total(|s| s.wakeups) > 0,
+        "no core slept, or none was woken: {stats:?}"
+    );
 }

@@ -597,11 +597,7 @@ impl Shared {
             // SAFETY: we are core `me`; the task is ours to give.
             match unsafe { self.inbound.send(CLOSURES, me, to, task) } {
                 Sent::Queued => {}
-                Sent::Wake(core) => {
-                    if self.sleep.wake(core, ring) {
-                        stats::add(&stats.wakeups, 1);
-                    }
-                }
+                Sent::Wake(core) => _ = self.wake_for(me, core),
                 Sent::Refused(task) => {
                     // The core left the pool since `post` looked.
                     // SAFETY: refused, so still ours; made with our cache.
@@ -643,8 +639,7 @@ impl Shared {
             // SAFETY: the task is ours to give; steal lists have no sentinel.
             let _ = unsafe { self.steal[me].push(task) };
             stats::add(&self.stats[me].offered, 1);
-            let woken = self.sleep.new_jobs(1, Some(me), me + 1, ring);
-            stats::add(&self.stats[me].wakeups, woken as u64);
+            self.announce_for(me, 1);
             return;
         }
         // SAFETY: we are core `me`, the slot's owner; the task is ours.
@@ -753,8 +748,7 @@ impl Shared {
         }
         // SAFETY: the task is ours to give.
         unsafe { self.turns.push(task, level) };
-        let woken = self.sleep.new_jobs(1, Some(me), me + 1, ring);
-        stats::add(&self.stats[me].wakeups, woken as u64);
+        self.announce_for(me, 1);
     }
 
     /// The fibre whose turn is next, if any (see [`Shared::requeue_preempted`]).
@@ -783,11 +777,7 @@ impl Shared {
                 // SAFETY: we are core `me`; the task is ours to give.
                 match unsafe { self.inbound.send(lane, me, to, task) } {
                     Sent::Queued => {}
-                    Sent::Wake(core) => {
-                        if self.sleep.wake(core, ring) {
-                            stats::add(&self.stats[me].wakeups, 1);
-                        }
-                    }
+                    Sent::Wake(core) => _ = self.wake_for(me, core),
                     // `to` left the pool: any core may run the fibre.
                     Sent::Refused(task) => self.inject(task, Some(me)),
                     // The mesh had no memory for a parcel: the direct list
@@ -816,7 +806,7 @@ impl Shared {
                         // mailbox if no core is idle (a strand woken by an
                         // interrupt should not wait for a long task).
                         Sent::Queued if !pinned => {
-                            self.sleep.new_jobs(1, None, to + 1, ring);
+                            self.sleep.new_jobs(1, None, to + 1, ring, |_| ());
                         }
                         Sent::Queued => {}
                         Sent::Wake(core) => {
@@ -835,10 +825,33 @@ impl Shared {
     pub(crate) fn inject(&self, task: NonNull<Task>, from: Option<usize>) {
         // SAFETY: the task is ours to give; the injector is never closed.
         let _ = unsafe { self.injector.push(task) };
-        let woken = self.sleep.new_jobs(1, from, from.map_or(0, |me| me + 1), ring);
-        if let Some(me) = from {
-            stats::add(&self.stats[me].wakeups, woken as u64);
+        match from {
+            Some(me) => self.announce_for(me, 1),
+            None => _ = self.sleep.new_jobs(1, None, 0, ring, |_| ()),
         }
+    }
+
+    /// Wakes `core` for core `me`, if it sleeps or is falling asleep: a
+    /// wake-up of `me`'s, counted and traced. Returns whether it woke it.
+    pub(crate) fn wake_for(&self, me: usize, core: usize) -> bool {
+        let woke = self.sleep.wake(core, ring);
+        if woke {
+            self.count_wakeup(me, core);
+        }
+        woke
+    }
+
+    /// Announces `jobs` new jobs that core `me` made for any core, waking
+    /// sleepers if too few cores are idle (`crate::sleep`); the wake-ups
+    /// are `me`'s, counted and traced.
+    pub(crate) fn announce_for(&self, me: usize, jobs: usize) {
+        self.sleep.new_jobs(jobs, Some(me), me + 1, ring, |core| self.count_wakeup(me, core));
+    }
+
+    fn count_wakeup(&self, me: usize, _core: usize) {
+        stats::add(&self.stats[me].wakeups, 1);
+        // `_core` is read by the trace point alone.
+        trace_point!(self, me, crate::trace::Event::Wakeup { core: _core as u32 });
     }
 
     /// The outside path: count the post in flight, check the state, make

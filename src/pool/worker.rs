@@ -37,7 +37,7 @@
 //!    one the pool cannot look quiescent (it is not asleep).
 
 use super::current::{self, Worker};
-use super::shared::{STOPPED, Shared, ring};
+use super::shared::{STOPPED, Shared};
 use super::stats;
 use crate::atomics::Ordering::SeqCst;
 use crate::platform::{self, Depth};
@@ -185,8 +185,7 @@ pub(super) fn offer_surplus(shared: &Shared, me: usize) {
     let _ = unsafe { shared.steal[me].push_chain(newest, oldest) };
     let stats = &shared.stats[me];
     stats::add(&stats.offered, count as u64);
-    let woken = shared.sleep.new_jobs(count, Some(me), me + 1, ring);
-    stats::add(&stats.wakeups, woken as u64);
+    shared.announce_for(me, count);
 }
 
 fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
@@ -250,11 +249,7 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
 /// in, or, arming, was found coming.
 fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, arm: bool) -> bool {
     let stats = &shared.stats[me];
-    let wake = |core: usize| {
-        if shared.sleep.wake(core, ring) {
-            stats::add(&stats.wakeups, 1);
-        }
-    };
+    let wake = |core: usize| _ = shared.wake_for(me, core);
     // SAFETY: we are core `me`.
     let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, arm, wake) };
     stats::add(&stats.received, took.received as u64);
@@ -343,9 +338,7 @@ fn steal_from_lifo_slots(shared: &Shared, me: usize) -> Option<(usize, NonNull<T
 fn hand_off_watch(shared: &Shared, me: usize) {
     let cores = shared.slots;
     let mut others = (1..cores).map(|offset| (me + offset) % cores).filter(|&core| shared.is_member(core));
-    if others.any(|core| shared.sleep.wake(core, ring)) {
-        stats::add(&shared.stats[me].wakeups, 1);
-    }
+    let _ = others.any(|core| shared.wake_for(me, core));
 }
 
 /// xorshift32: cheap, and good enough to spread thieves over victims.
