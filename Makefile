@@ -94,8 +94,10 @@ host-test:
 	# Every pool on the forwarding mesh, a ring of one link per core, so
 	# most messages are forwarded (docs/mesh.md).
 	ROVING_MAILBOXES=ring ROVING_STRESS_SECS=5 cargo test --quiet -p roving --features std $(HOST) --tests
-	# The trace points (feature trace) against the counters.
-	cargo test --quiet -p roving --features std,trace $(HOST) --test trace
+	# The trace points (feature trace) against the counters; then
+	# tools/trace on the sample dump and on that run's.
+	ROVING_TRACE_OUT=target/trace/host.trace cargo test --quiet -p roving --features std,trace $(HOST) --test trace
+	python3 tests/tools/trace_test.py target/trace/host.trace
 	cargo run --quiet -p roving --example hal_driver --features std $(HOST)
 
 ## miri: the host tests that do not switch stacks, under Stacked Borrows

@@ -31,6 +31,14 @@ pub(crate) fn warn(args: fmt::Arguments<'_>) {
     report(log::Level::Warn, args);
 }
 
+/// One line of a pool's trace dump, under its own target (`roving_trace`)
+/// so a logger can send it elsewhere; it is logged at `info`, and on the
+/// host it is dropped while no logger is installed.
+#[cfg(feature = "trace")]
+pub(crate) fn trace_line(args: fmt::Arguments<'_>) {
+    log::log!(target: "roving_trace", log::Level::Info, "{args}");
+}
+
 /// Worth a line in a log that someone reads.
 pub(crate) fn info(args: fmt::Arguments<'_>) {
     report(log::Level::Info, args);

@@ -334,6 +334,19 @@ impl Pool {
         self.shared.trace.read()
     }
 
+    /// Writes each core's trace as text, in the format `tools/trace` reads
+    /// ([`trace::dump`](crate::trace::dump)); feature `trace`.
+    #[cfg(feature = "trace")]
+    pub fn write_trace(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let mut result = Ok(());
+        crate::trace::dump::lines(&self.trace(), platform::tick_hz(), |line| {
+            if result.is_ok() {
+                result = writeln!(out, "{line}");
+            }
+        });
+        result
+    }
+
     /// Starts the pool's other cores, runs `main` here as the pool's root
     /// strand, then works as one of the pool's cores until the pool is
     /// quiescent (no task, no live strand, every core asleep) or shut
@@ -502,6 +515,10 @@ impl Pool {
                 "a pool stopped with {discarded} tasks unrun; they were discarded"
             ));
         }
+        // Every core has left: the trace is complete, and the log carries
+        // it off a bare-metal machine.
+        #[cfg(feature = "trace")]
+        crate::trace::dump::lines(&self.trace(), platform::tick_hz(), crate::diag::trace_line);
         discarded
     }
 }

@@ -4,14 +4,19 @@
 //! Each trace point records one [`Event`] with the platform's tick count
 //! into its core's ring (`src/trace/ring.rs`), which overwrites the
 //! oldest event when full and counts what it lost.
-//! [`Pool::trace`](crate::Pool::trace) reads the rings. Without the
-//! feature the trace points compile to nothing.
+//! [`Pool::trace`](crate::Pool::trace) reads the rings, and
+//! [`Pool::write_trace`](crate::Pool::write_trace) writes them as text
+//! ([`dump`]); a pool built with the feature also logs that text when its
+//! `run` ends, so a bare-metal run's console carries its trace out
+//! (`tools/trace` reads it). Without the feature the trace points
+//! compile to nothing.
 //!
 //! The trace points so far are the pool loop's: tasks run, mailbox
 //! drains, steals, work from the injector, sleeps and wake-ups. Each is recorded where
 //! its [`CoreStats`](crate::CoreStats) counter is counted, so a trace that
 //! lost nothing agrees with the counters exactly.
 
+pub mod dump;
 pub(crate) mod ring;
 
 use alloc::vec::Vec;

@@ -107,6 +107,19 @@ fn a_traced_run_agrees_with_the_counters() {
             "core {core}: time ran back"
         );
     }
+    // The text dump: a line per event, and one per core, around them a
+    // header and an end. With ROVING_TRACE_OUT set, it is kept there for
+    // `tools/trace`'s own test.
+    let mut dump = String::new();
+    pool.write_trace(&mut dump).unwrap();
+    let events: usize = traces.iter().map(|trace| trace.events.len()).sum();
+    assert_eq!(dump.lines().count(), events + CORES + 2);
+    assert!(dump.lines().all(|line| line.starts_with("roving-trace ")));
+    if let Ok(path) = std::env::var("ROVING_TRACE_OUT") {
+        let path = std::path::Path::new(&path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, dump).unwrap();
+    }
     let total = |field: fn(&CoreStats) -> u64| stats.iter().map(field).sum::<u64>();
     assert!(total(|s| s.tasks_run) > 400, "the workload did too little: {stats:?}");
     assert!(total(|s| s.received) > 0 && total(|s| s.injected) == 20, "no post or no injection: {stats:?}");

@@ -1,0 +1,106 @@
+//! The trace's text dump: what [`Pool::write_trace`](crate::Pool::write_trace)
+//! writes, what a pool built with feature `trace` logs when its `run`
+//! ends, and what `tools/trace` reads.
+//!
+//! Every line starts with `roving-trace `, so the dump can be picked out
+//! of a console log whatever the logger puts before it:
+//!
+//! ```text
+//! roving-trace 1 cores=2 tick_hz=62500000
+//! roving-trace core 0 offset=0 lost=0
+//! roving-trace e 0 1234567 task-begin
+//! roving-trace e 0 1234600 drained 5
+//! roving-trace e 0 1234610 stole 1 2
+//! roving-trace e 0 1234700 wakeup 1
+//! roving-trace core 1 offset=0 lost=12
+//! roving-trace e 1 1234650 woke light
+//! roving-trace end
+//! ```
+//!
+//! The first line gives the format's version, the pool's cores and the
+//! ticks per second. Each core's events follow its `core` line, oldest
+//! first: `e`, the core, the tick count, the event's name and its
+//! arguments. `stole` gives the victim (`-` if none) and the count; `woke`
+//! the tier (`light` or `deep`). `offset` is what to add to the core's
+//! ticks to put them on one clock: 0 on every platform roving has, whose
+//! tick counters are machine-wide.
+
+use super::{CoreTrace, Event};
+use core::fmt;
+
+/// The dump format's version, on its first line.
+pub const VERSION: u32 = 1;
+
+/// The prefix of every line.
+pub const PREFIX: &str = "roving-trace";
+
+/// Hands each line of the dump of `traces` to `line`, without its end.
+pub fn lines(traces: &[CoreTrace], tick_hz: u64, mut line: impl FnMut(fmt::Arguments<'_>)) {
+    line(format_args!("{PREFIX} {VERSION} cores={} tick_hz={tick_hz}", traces.len()));
+    for (core, trace) in traces.iter().enumerate() {
+        line(format_args!("{PREFIX} core {core} offset=0 lost={}", trace.lost));
+        for event in &trace.events {
+            line(format_args!("{PREFIX} e {core} {} {}", event.ticks, Named(event.event)));
+        }
+    }
+    line(format_args!("{PREFIX} end"));
+}
+
+/// An event as the dump names it.
+struct Named(Event);
+
+impl fmt::Display for Named {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Event::TaskBegin => f.write_str("task-begin"),
+            Event::TaskEnd => f.write_str("task-end"),
+            Event::Drained { tasks } => write!(f, "drained {tasks}"),
+            Event::Stole { from: Some(from), tasks } => write!(f, "stole {from} {tasks}"),
+            Event::Stole { from: None, tasks } => write!(f, "stole - {tasks}"),
+            Event::Injected { tasks } => write!(f, "injected {tasks}"),
+            Event::Slept => f.write_str("slept"),
+            Event::Woke { deep } => write!(f, "woke {}", if deep { "deep" } else { "light" }),
+            Event::Wakeup { core } => write!(f, "wakeup {core}"),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::trace::TraceEvent;
+    use alloc::string::{String, ToString};
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn a_dump_names_every_event_in_order() {
+        let event = |ticks, event| TraceEvent { ticks, event };
+        let traces = [
+            CoreTrace {
+                events: vec![
+                    event(5, Event::TaskBegin),
+                    event(6, Event::Stole { from: None, tasks: 1 }),
+                    event(7, Event::Wakeup { core: 1 }),
+                ],
+                lost: 0,
+            },
+            CoreTrace { events: vec![event(9, Event::Woke { deep: true })], lost: 3 },
+        ];
+        let mut dump: Vec<String> = Vec::new();
+        lines(&traces, 1000, |line| dump.push(line.to_string()));
+        assert_eq!(
+            dump,
+            [
+                "roving-trace 1 cores=2 tick_hz=1000",
+                "roving-trace core 0 offset=0 lost=0",
+                "roving-trace e 0 5 task-begin",
+                "roving-trace e 0 6 stole - 1",
+                "roving-trace e 0 7 wakeup 1",
+                "roving-trace core 1 offset=0 lost=3",
+                "roving-trace e 1 9 woke deep",
+                "roving-trace end",
+            ]
+        );
+    }
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""tools/trace's own test: a dump read back, its Perfetto JSON checked
+against the trace-event format, its SVG parsed as XML with one lane per
+core, and its summary's figures checked.
+
+    python3 tests/tools/trace_test.py [DUMP ...]
+
+With no argument it checks a small dump written here; each DUMP (such as
+the one `tests/trace.rs` writes when ROVING_TRACE_OUT is set) is checked
+the same way, with the figures it can know.
+"""
+
+import importlib.machinery
+import importlib.util
+import json
+import pathlib
+import sys
+import xml.etree.ElementTree as ElementTree
+
+TOOL = pathlib.Path(__file__).resolve().parents[2] / "tools" / "trace"
+loader = importlib.machinery.SourceFileLoader("trace_tool", str(TOOL))
+spec = importlib.util.spec_from_loader("trace_tool", loader)
+trace = importlib.util.module_from_spec(spec)
+loader.exec_module(trace)
+
+# Two cores at 1 MHz (a tick is a microsecond), inside a console log.
+SAMPLE = """\
+boot: some line before
+[core 0] roving_trace: roving-trace 1 cores=2 tick_hz=1000000
+[core 0] roving_trace: roving-trace core 0 offset=0 lost=0
+[core 0] roving_trace: roving-trace e 0 100 task-begin
+[core 0] roving_trace: roving-trace e 0 110 wakeup 1
+[core 0] roving_trace: roving-trace e 0 150 task-end
+[core 0] roving_trace: roving-trace e 0 160 slept
+[core 0] roving_trace: roving-trace e 0 300 woke light
+[core 0] roving_trace: roving-trace core 1 offset=0 lost=4
+[core 0] roving_trace: roving-trace e 1 50 slept
+[core 0] roving_trace: roving-trace e 1 130 woke deep
+[core 0] roving_trace: roving-trace e 1 131 drained 2
+[core 0] roving_trace: roving-trace e 1 132 task-begin
+[core 0] roving_trace: roving-trace e 1 200 task-end
+[core 0] roving_trace: roving-trace end
+a line after
+"""
+
+REQUIRED = {"X": {"name", "ph", "pid", "tid", "ts", "dur"}, "i": {"name", "ph", "pid", "tid", "ts", "s"},
+            "M": {"name", "ph", "pid", "args"}, "s": {"name", "ph", "pid", "tid", "ts", "id"},
+            "f": {"name", "ph", "pid", "tid", "ts", "id", "bp"}}
+
+
+def check_perfetto(dump):
+    """The JSON parses back, and every event is a well-formed trace event."""
+    document = json.loads(json.dumps(trace.perfetto(dump)))
+    events = document["traceEvents"]
+    for event in events:
+        missing = REQUIRED[event["ph"]] - event.keys()
+        assert not missing, f"{event} lacks {missing}"
+        if event["ph"] == "X":
+            assert event["dur"] >= 0, event
+    names = {event["tid"]: event["args"]["name"] for event in events if event["name"] == "thread_name"}
+    assert names == {core.index: f"core {core.index}" for core in dump.cores}, names
+    starts = {event["id"] for event in events if event["ph"] == "s"}
+    finishes = {event["id"] for event in events if event["ph"] == "f"}
+    assert finishes <= starts, "an arrow ends that never started"
+    return events
+
+
+def check_svg(dump):
+    """The SVG is well-formed XML with one lane per core."""
+    root = ElementTree.fromstring(trace.svg(dump))
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    lanes = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "lane"]
+    assert [int(g.get("data-core")) for g in lanes] == list(range(len(dump.cores))), "one lane per core"
+    return root
+
+
+def test_sample():
+    dump = trace.parse(SAMPLE)
+    assert dump.tick_hz == 1_000_000 and len(dump.cores) == 2
+    assert [len(core.events) for core in dump.cores] == [5, 5] and dump.cores[1].lost == 4
+    spans, wakes = trace.timeline(dump)
+    assert sorted((s.core, s.start, s.end, s.kind) for s in spans) == [
+        (0, 100, 150, "task"), (0, 160, 300, "light"), (1, 50, 130, "deep"), (1, 132, 200, "task")]
+    assert [(w.waker, w.woken, w.at, w.woke_at) for w in wakes] == [(0, 1, 110, 130)]
+    events = check_perfetto(dump)
+    assert sum(1 for event in events if event["ph"] == "f") == 1
+    task = next(event for event in events if event["ph"] == "X" and event["tid"] == 0 and event["cat"] == "task")
+    assert (task["ts"], task["dur"]) == (50.0, 50.0), task  # 100 ticks after the first event at 50
+    root = check_svg(dump)
+    assert len([e for e in root.iter() if e.get("class") == "wake"]) == 1
+    text = trace.summary(dump)
+    assert "core 0: tasks  20.0%, light sleep  56.0%" in text, text
+    assert "latency mean 20.0 µs" in text, text
+
+
+def test_errors():
+    for bad, says in [("nothing here\n", "no complete"), ("roving-trace 9 cores=1 tick_hz=1\nroving-trace end\n", "format 9"),
+                      ("roving-trace 1 cores=1 tick_hz=1\nroving-trace e 5 1 slept\n", "line 2")]:
+        try:
+            trace.parse(bad)
+        except trace.DumpError as error:
+            assert says in str(error), error
+        else:
+            raise AssertionError(f"accepted {bad!r}")
+
+
+def test_dump(path):
+    dump = trace.parse(pathlib.Path(path).read_text(encoding="utf-8"))
+    check_perfetto(dump)
+    check_svg(dump)
+    trace.summary(dump)
+    events = sum(len(core.events) for core in dump.cores)
+    assert events > 0, f"{path}: an empty trace"
+    print(f"trace_test: {path}: {len(dump.cores)} cores, {events} events: JSON, SVG and summary check out")
+
+
+if __name__ == "__main__":
+    test_sample()
+    test_errors()
+    print("trace_test: the sample dump and the malformed ones check out")
+    for path in sys.argv[1:]:
+        test_dump(path)
