@@ -14,6 +14,7 @@ SHELL := /bin/bash
 
 CORES ?= 4
 BOARD ?= virt
+TRACE_EVENTS ?= 65536
 APP ?= demo
 LOG ?= text
 LOGS := text defmt
@@ -35,13 +36,25 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-metal clean
+.PHONY: run trace image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
 run: check-board check-cores check-app check-log setup
 	@[[ $(LOG) != defmt ]] || tools/setup --defmt
 	DEFMT_LOG=trace ROVING_LOG=$(LOG) ROVING_CORES=$(CORES) cargo run --quiet $(board_flags) $(log_flags_$(LOG)) --bin $(APP)
+
+## trace: boot $(APP) (the demo by default) like make run, with every pool
+## traced (TRACE_EVENTS per core, the newest kept); its console log,
+## Perfetto JSON (open at ui.perfetto.dev), SVG timeline and summary go to
+## target/trace/$(BOARD)/$(APP).*
+trace: check-board check-cores check-app setup
+	mkdir -p target/trace/$(BOARD)
+	ROVING_TRACE_EVENTS=$(TRACE_EVENTS) ROVING_CORES=$(CORES) cargo run --quiet $(board_flags) --features trace --bin $(APP) </dev/null \
+		>target/trace/$(BOARD)/$(APP).log 2>&1 || { tail -20 target/trace/$(BOARD)/$(APP).log; exit 1; }
+	tools/trace target/trace/$(BOARD)/$(APP).log --json target/trace/$(BOARD)/$(APP).json \
+		--svg target/trace/$(BOARD)/$(APP).svg --summary
+	@echo "trace: target/trace/$(BOARD)/$(APP).json (open at ui.perfetto.dev) and .svg"
 
 ## image: what BOARD boots from, in target/image/$(BOARD)/
 image: check-board setup

@@ -21,8 +21,26 @@ pub(crate) mod ring;
 
 use alloc::vec::Vec;
 
-/// Events each core's ring holds before the oldest are overwritten.
-pub const EVENTS_PER_CORE: usize = 4096;
+/// Events each core's ring holds before the oldest are overwritten: 4096
+/// (96 KiB per core), or what `ROVING_TRACE_EVENTS` says at build time.
+pub const EVENTS_PER_CORE: usize = match option_env!("ROVING_TRACE_EVENTS") {
+    Some(text) => parse_count(text),
+    None => 4096,
+};
+
+/// A whole number from 1 up, at compile time.
+const fn parse_count(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    assert!(!bytes.is_empty(), "ROVING_TRACE_EVENTS must be a whole number of events");
+    let (mut value, mut at) = (0usize, 0);
+    while at < bytes.len() {
+        assert!(bytes[at].is_ascii_digit(), "ROVING_TRACE_EVENTS must be a whole number of events");
+        value = value * 10 + (bytes[at] - b'0') as usize;
+        at += 1;
+    }
+    assert!(value > 0, "ROVING_TRACE_EVENTS must be at least 1");
+    value
+}
 
 /// What a core did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

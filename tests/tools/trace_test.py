@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools/trace's own test: a dump read back, its Perfetto JSON checked
-against the trace-event format, its SVG parsed as XML with one lane per
-core, and its summary's figures checked.
+against the trace-event format, its SVG parsed as XML with two panels of
+one lane per core, and its summary's figures checked.
 
     python3 tests/tools/trace_test.py [DUMP ...]
 
@@ -69,8 +69,12 @@ def check_svg(dump):
     """The SVG is well-formed XML with one lane per core."""
     root = ElementTree.fromstring(trace.svg(dump))
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    lanes = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "lane"]
-    assert [int(g.get("data-core")) for g in lanes] == list(range(len(dump.cores))), "one lane per core"
+    groups = lambda parent, kind: [g for g in parent.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == kind]
+    panels = groups(root, "panel")
+    assert len(panels) == 2, "the whole run, and a stretch in detail"
+    for panel in panels:
+        lanes = [int(g.get("data-core")) for g in groups(panel, "lane")]
+        assert lanes == list(range(len(dump.cores))), f"one lane per core, not {lanes}"
     return root
 
 
