@@ -36,7 +36,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run trace image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-metal clean
+.PHONY: run trace trace-check image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -52,19 +52,25 @@ trace: check-board check-cores check-app setup
 	mkdir -p target/trace/$(BOARD)
 	ROVING_TRACE_EVENTS=$(TRACE_EVENTS) ROVING_CORES=$(CORES) cargo run --quiet $(board_flags) --features trace --bin $(APP) </dev/null \
 		>target/trace/$(BOARD)/$(APP).log 2>&1 || { tail -20 target/trace/$(BOARD)/$(APP).log; exit 1; }
-	tools/trace target/trace/$(BOARD)/$(APP).log --json target/trace/$(BOARD)/$(APP).json \
-		--svg target/trace/$(BOARD)/$(APP).svg --summary
+	tools/trace target/trace/$(BOARD)/$(APP).log --check --summary --json target/trace/$(BOARD)/$(APP).json \
+		--svg target/trace/$(BOARD)/$(APP).svg
 	@echo "trace: target/trace/$(BOARD)/$(APP).json (open at ui.perfetto.dev) and .svg"
+
+## trace-check: make trace at 4 cores on virt and x86-pc; its dump must
+## parse, and every wake must end a sleep
+trace-check:
+	$(MAKE) --no-print-directory trace BOARD=virt CORES=4
+	$(MAKE) --no-print-directory trace BOARD=x86-pc CORES=4
 
 ## image: what BOARD boots from, in target/image/$(BOARD)/
 image: check-board setup
 	tools/image $(BOARD)
 
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
-## test, ThreadSanitizer, no_std builds, the custom-platform check, the
-## from-scratch embedding kernel, the crates' publish dry run, the QEMU suite at 1/2/4/8 cores, and the
-## idle-CPU check
-test: setup lint setup-check host-test loom miri stress no-std custom-platform embed publish-check qemu-test idle-check
+## test, no_std builds, the custom-platform check, the from-scratch
+## embedding kernel, the crates' publish dry run, the QEMU suite at 1/2/4/8
+## cores, a traced demo on virt and the PC, and the idle-CPU check
+test: setup lint setup-check host-test loom miri stress no-std custom-platform embed publish-check qemu-test trace-check idle-check
 	@echo "make test: everything passed"
 
 setup:

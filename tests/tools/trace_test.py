@@ -97,6 +97,17 @@ def test_sample():
     assert "latency mean 20.0 µs" in text, text
 
 
+def test_check():
+    assert trace.check(trace.parse(SAMPLE)) == []
+    broken = SAMPLE.replace("roving-trace e 1 50 slept", "roving-trace e 1 50 task-end")
+    problems = trace.check(trace.parse(broken.replace("lost=4", "lost=0")))
+    assert problems == ["core 1 at tick 50: a task ended that never began", "core 1 at tick 130: woke without a sleep"], problems
+    # With events lost, the ring may start mid-sleep or mid-task.
+    assert trace.check(trace.parse(broken)) == []
+    asleep = SAMPLE.replace("roving-trace e 0 300 woke light", "roving-trace e 0 300 drained 1")
+    assert trace.check(trace.parse(asleep)) == ["core 0: still asleep when the trace ends"]
+
+
 def test_errors():
     for bad, says in [("nothing here\n", "no complete"), ("roving-trace 9 cores=1 tick_hz=1\nroving-trace end\n", "format 9"),
                       ("roving-trace 1 cores=1 tick_hz=1\nroving-trace e 5 1 slept\n", "line 2")]:
@@ -113,6 +124,7 @@ def test_dump(path):
     check_perfetto(dump)
     check_svg(dump)
     trace.summary(dump)
+    assert trace.check(dump) == [], trace.check(dump)[:5]
     events = sum(len(core.events) for core in dump.cores)
     assert events > 0, f"{path}: an empty trace"
     print(f"trace_test: {path}: {len(dump.cores)} cores, {events} events: JSON, SVG and summary check out")
@@ -121,6 +133,7 @@ def test_dump(path):
 if __name__ == "__main__":
     test_sample()
     test_errors()
+    test_check()
     print("trace_test: the sample dump and the malformed ones check out")
     for path in sys.argv[1:]:
         test_dump(path)
