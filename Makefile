@@ -36,7 +36,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run trace trace-check image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-metal clean
+.PHONY: run trace trace-check image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -208,7 +208,14 @@ qemu-test:
 ## in BENCHMARKS.md)
 bench: setup
 	cargo bench --quiet -p roving-bench $(HOST)
+	cargo bench --quiet -p roving-bench $(HOST) --features trace --bench trace
 	benches/bare-metal
+
+## bench-trace: what tracing costs, the trace bench without and with
+## feature trace
+bench-trace: setup
+	cargo bench --quiet -p roving-bench $(HOST) --bench trace
+	cargo bench --quiet -p roving-bench $(HOST) --features trace --bench trace
 
 ## bench-metal: the bare-metal figures alone, counted in instructions under
 ## QEMU's -icount on virt and the PC: the latency table (Zephyr's rows and

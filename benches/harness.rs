@@ -64,6 +64,7 @@ pub fn compare(rounds: usize, ops: u64, contenders: &[Contender]) -> Vec<Row> {
 }
 
 /// Prints each row's ratio to the named baselines.
+#[allow(dead_code, reason = "each bench includes this module; only some use this")]
 pub fn ratios(rows: &[Row], baselines: &[&str]) {
     let find = |name: &str| rows.iter().find(|row| row.name == name).map(|row| row.ns_per_op);
     for baseline in baselines {
