@@ -99,6 +99,16 @@
 
 extern crate alloc;
 
+/// Records a trace event for core `$core` of the pool whose shared state
+/// is `$shared` (`crate::trace`), with feature `trace`; without it, the
+/// statement and its arguments compile to nothing.
+macro_rules! trace_point {
+    ($shared:expr, $core:expr, $event:expr) => {
+        #[cfg(feature = "trace")]
+        $shared.trace.record($core, $event);
+    };
+}
+
 // The README's quick start, compiled and run with the doctests.
 #[cfg(all(doctest, feature = "std"))]
 #[doc = include_str!("../README.md")]

@@ -41,15 +41,6 @@
 //! }).unwrap();
 //! ```
 
-/// Records a trace event for a core of a pool, with feature `trace`; with
-/// out it, the statement and its arguments compile to nothing.
-macro_rules! trace_point {
-    ($shared:expr, $core:expr, $event:expr) => {
-        #[cfg(feature = "trace")]
-        $shared.trace.record($core, $event);
-    };
-}
-
 mod census;
 mod config;
 pub(crate) mod current;

@@ -11,14 +11,17 @@
 //! (`tools/trace` reads it). Without the feature the trace points
 //! compile to nothing.
 //!
-//! The trace points so far are the pool loop's: tasks run, mailbox
-//! drains, steals, work from the injector, sleeps and wake-ups. Each is recorded where
+//! The trace points so far: the pool loop's (tasks run, mailbox drains,
+//! steals, work from the injector, sleeps and wake-ups), and the
+//! strands' (each turn's start and end, with why it ended, and copy-swap's
+//! stack copies). Each is recorded where
 //! its [`CoreStats`](crate::CoreStats) counter is counted, so a trace that
 //! lost nothing agrees with the counters exactly.
 
 pub mod dump;
 pub(crate) mod ring;
 
+use crate::strand::BlockReason;
 use alloc::vec::Vec;
 
 /// Events each core's ring holds before the oldest are overwritten: 4096
@@ -85,6 +88,65 @@ pub enum Event {
         /// The core it woke.
         core: u32,
     },
+    /// A strand's turn began on it: the low 32 bits of its
+    /// [`StrandId`](crate::strand::StrandId).
+    StrandIn {
+        /// The strand (its id's low 32 bits).
+        strand: u32,
+    },
+    /// A strand's turn on it ended, and why. A strand that hands the core
+    /// straight to another has the other's `StrandIn` first.
+    StrandOut {
+        /// The strand (its id's low 32 bits).
+        strand: u32,
+        /// Why its turn ended.
+        left: Left,
+    },
+    /// Copy-swap: it copied the resident strand's stack out of the fibre,
+    /// `bytes` long, to let another strand in.
+    StackSaved {
+        /// The bytes copied.
+        bytes: u32,
+    },
+    /// Copy-swap: it copied a strand's stack back into its fibre.
+    StackRestored {
+        /// The bytes copied.
+        bytes: u32,
+    },
+}
+
+/// Why a strand's turn ended ([`Event::StrandOut`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Left {
+    /// It yielded.
+    Yielded,
+    /// Its time slice ended.
+    Preempted,
+    /// It blocked, for this reason.
+    Blocked(BlockReason),
+    /// Its closure returned.
+    Finished,
+}
+
+impl Left {
+    fn encode(self) -> u32 {
+        match self {
+            Left::Yielded => 0,
+            Left::Preempted => 1,
+            Left::Finished => 2,
+            Left::Blocked(reason) => 16 + reason as u32,
+        }
+    }
+
+    fn decode(code: u32) -> Option<Self> {
+        Some(match code {
+            0 => Left::Yielded,
+            1 => Left::Preempted,
+            2 => Left::Finished,
+            16..=271 => Left::Blocked(BlockReason::from_raw((code - 16) as u8)),
+            _ => return None,
+        })
+    }
 }
 
 const NONE: u32 = 0xff_ffff;
@@ -102,6 +164,10 @@ impl Event {
             Event::Slept => (5, 0, 0),
             Event::Woke { deep } => (6, deep.into(), 0),
             Event::Wakeup { core } => (7, core.min(NONE - 1), 0),
+            Event::StrandIn { strand } => (8, 0, strand),
+            Event::StrandOut { strand, left } => (9, left.encode(), strand),
+            Event::StackSaved { bytes } => (10, 0, bytes),
+            Event::StackRestored { bytes } => (11, 0, bytes),
         };
         kind << 56 | u64::from(a & NONE) << 32 | u64::from(b)
     }
@@ -118,6 +184,10 @@ impl Event {
             5 => Event::Slept,
             6 => Event::Woke { deep: a != 0 },
             7 => Event::Wakeup { core: a },
+            8 => Event::StrandIn { strand: b },
+            9 => Event::StrandOut { strand: b, left: Left::decode(a)? },
+            10 => Event::StackSaved { bytes: b },
+            11 => Event::StackRestored { bytes: b },
             _ => return None,
         })
     }
@@ -186,6 +256,14 @@ mod tests {
             Event::Woke { deep: true },
             Event::Woke { deep: false },
             Event::Wakeup { core: 300 },
+            Event::StrandIn { strand: u32::MAX },
+            Event::StrandOut { strand: 7, left: Left::Yielded },
+            Event::StrandOut { strand: 7, left: Left::Preempted },
+            Event::StrandOut { strand: 7, left: Left::Finished },
+            Event::StrandOut { strand: 7, left: Left::Blocked(BlockReason::Parked) },
+            Event::StrandOut { strand: 7, left: Left::Blocked(BlockReason::None) },
+            Event::StackSaved { bytes: 4096 },
+            Event::StackRestored { bytes: 1 },
         ];
         for event in events {
             assert_eq!(Event::decode(event.encode()), Some(event));

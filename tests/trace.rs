@@ -1,12 +1,13 @@
 //! The pool's trace (feature `trace`): a traced run whose events agree with
-//! its `CoreStats` exactly, since nothing was lost. Run with
+//! its `CoreStats` exactly, since nothing was lost, and whose strands'
+//! turns and stack copies add up. Run with
 //! `cargo test -p roving --features std,trace --test trace`.
 #![cfg(all(feature = "std", feature = "trace"))]
 
 mod support;
 
 use roving::platform::host::Machine;
-use roving::trace::{CoreTrace, EVENTS_PER_CORE, Event};
+use roving::trace::{CoreTrace, EVENTS_PER_CORE, Event, Left};
 use roving::{CoreStats, Pool};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -46,8 +47,13 @@ fn expected(stats: &CoreStats) -> [u64; 7] {
     ]
 }
 
+/// Strands beyond the pool's 64 fibres, so that some share one and their
+/// stacks are copied in and out.
+const STRANDS: usize = 100;
+
 /// Posts hop between cores, spawns fan out (and are stolen), and the pool
 /// sleeps between rounds; 20 tasks came from outside the pool before.
+/// Then `STRANDS` strands yield, take turns on a mutex and finish.
 fn workload() {
     let hops = Arc::new(AtomicUsize::new(0));
     fn hop(left: usize, hops: Arc<AtomicUsize>) {
@@ -77,6 +83,23 @@ fn workload() {
         roving::spawn_task(|| fan_out(6)).unwrap();
         roving::strand::sleep(Duration::from_millis(5)).unwrap();
     }
+    let lock = Arc::new(roving::sync::Mutex::new(0u64));
+    let strands: Vec<_> = (0..STRANDS)
+        .map(|_| {
+            let lock = lock.clone();
+            roving::strand::spawn(move || {
+                for _ in 0..2 {
+                    roving::strand::yield_now().unwrap();
+                    *lock.lock().unwrap() += 1;
+                }
+            })
+            .unwrap()
+        })
+        .collect();
+    for strand in strands {
+        strand.join().unwrap();
+    }
+    assert_eq!(*lock.lock().unwrap(), 2 * STRANDS as u64);
 }
 
 #[test]
@@ -120,6 +143,25 @@ fn a_traced_run_agrees_with_the_counters() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, dump).unwrap();
     }
+    // Strands: each turn begins and ends on one core; every strand
+    // finishes once; and with more strands than fibres, stacks were copied.
+    let count = |core: &CoreTrace, wanted: fn(&Event) -> bool| {
+        core.events.iter().filter(|e| wanted(&e.event)).count()
+    };
+    for (core, trace) in traces.iter().enumerate() {
+        let ins = count(trace, |event| matches!(event, Event::StrandIn { .. }));
+        let outs = count(trace, |event| matches!(event, Event::StrandOut { .. }));
+        assert_eq!(ins, outs, "core {core}: strand turns begun and ended");
+    }
+    let all = |wanted: fn(&Event) -> bool| traces.iter().map(|trace| count(trace, wanted)).sum::<usize>();
+    let finished = all(|event| matches!(event, Event::StrandOut { left: Left::Finished, .. }));
+    assert_eq!(finished, STRANDS + 1, "every strand and main finish once");
+    assert!(all(|event| matches!(event, Event::StrandOut { left: Left::Yielded, .. })) >= 2 * STRANDS);
+    assert!(
+        all(|event| matches!(event, Event::StackSaved { bytes } if *bytes > 0)) > 0,
+        "no stack was copied out"
+    );
+    assert!(all(|event| matches!(event, Event::StackRestored { .. })) > 0, "no stack was copied in");
     let total = |field: fn(&CoreStats) -> u64| stats.iter().map(field).sum::<u64>();
     assert!(total(|s| s.tasks_run) > 400, "the workload did too little: {stats:?}");
     assert!(total(|s| s.received) > 0 && total(|s| s.injected) == 20, "no post or no injection: {stats:?}");

@@ -107,7 +107,7 @@ pub enum BlockReason {
 }
 
 impl BlockReason {
-    fn from_raw(raw: u8) -> Self {
+    pub(crate) fn from_raw(raw: u8) -> Self {
         const ALL: [BlockReason; 14] = [
             BlockReason::None,
             BlockReason::Sleeping,

@@ -110,7 +110,7 @@ pub(super) unsafe fn switch(shared: &Shared, me: usize, from: *mut Header, next:
     // SAFETY: the caller's contract; our core's slots; both headers are
     // live (their strands' own references).
     unsafe {
-        enter(shared, core, next.fibre, next.strand, next.more);
+        enter(shared, me, next.fibre, next.strand, next.more);
         *core.handed_from.get() = from;
         context::hand_off(
             (*from).context.get(),

@@ -74,19 +74,19 @@ impl SaveArea {
     }
 
     /// Copies the image back so that it ends at `top`, and marks the area
-    /// empty (its memory stays, for reuse).
+    /// empty (its memory stays, for reuse). Returns the bytes copied.
     ///
     /// # Safety
     ///
     /// `[top - len(), top)` is writable and not in use.
-    pub(crate) unsafe fn restore(&mut self, top: *mut u8) {
+    pub(crate) unsafe fn restore(&mut self, top: *mut u8) -> usize {
+        let len = self.len as usize;
         if let Some(memory) = self.memory {
             // SAFETY: the caller's contract; the area holds `len` bytes.
-            unsafe {
-                ptr::copy_nonoverlapping(memory.as_ptr(), top.sub(self.len as usize), self.len as usize)
-            };
+            unsafe { ptr::copy_nonoverlapping(memory.as_ptr(), top.sub(len), len) };
         }
         self.len = 0;
+        len
     }
 
     /// Writes the first frame of a new context as the image, placed as

@@ -359,7 +359,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     let core = &shared.strands[me];
     // SAFETY: the strand is resident and ours to run; our core's slots.
     let (strand, outcome) = unsafe {
-        enter(shared, core, fibre, strand, more);
+        enter(shared, me, fibre, strand, more);
         context::resume(strand.as_ref().context.get(), core.scheduler.get());
         // Whichever strand came back: the one resumed, or the last of
         // those that handed the core on (`hand_off`).
@@ -393,7 +393,7 @@ pub(super) fn take_runnable(
         return None;
     };
     let strand = Header::from_task(task);
-    if !make_resident(fibre, owned, strand) {
+    if !make_resident(shared, me, fibre, owned, strand) {
         // The resident strand cannot be moved out now (no memory for its
         // stack, or its stack is lent): try again later rather than fail.
         // SAFETY: the task came out of this queue.
@@ -404,25 +404,21 @@ pub(super) fn take_runnable(
     Some((strand, owned.runnable.len() > 0))
 }
 
-/// Names `strand`, resident on `fibre`, as the strand `core` runs next,
-/// and starts its time slice.
+/// Names `strand`, resident on `fibre`, as the strand core `me` runs
+/// next, and starts its time slice.
 ///
 /// # Safety
 ///
-/// `core` is the calling core's; the strand is ours to run (from
+/// `me` is the calling core; the strand is ours to run (from
 /// [`take_runnable`]), `more` as that returned.
 #[inline(always)]
-pub(super) unsafe fn enter(
-    shared: &Shared,
-    core: &StrandCore,
-    fibre: &Fibre,
-    strand: NonNull<Header>,
-    more: bool,
-) {
+pub(super) unsafe fn enter(shared: &Shared, me: usize, fibre: &Fibre, strand: NonNull<Header>, more: bool) {
+    let core = &shared.strands[me];
     // SAFETY: the strand's own reference keeps its header live; our
     // core's slots.
     unsafe {
         let header = strand.as_ref();
+        trace_point!(shared, me, crate::trace::Event::StrandIn { strand: header.id.get() as u32 });
         fibre.resident_id.store(header.id.get(), Relaxed);
         fibre.running.store(strand.as_ptr(), Relaxed);
         // Named before the tick is asked for: a tick that comes before the
@@ -451,6 +447,16 @@ pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, ou
     let owned = unsafe { fibre.owned() };
     let task = Header::task(strand);
     assert!(fibre.canary_intact(), "strand {} overflowed the stack of fibre {}", header.id, fibre.index());
+    trace_point!(shared, me, {
+        use crate::trace::{Event, Left};
+        let left = match outcome {
+            Outcome::Yielded => Left::Yielded,
+            Outcome::Preempted => Left::Preempted,
+            Outcome::Blocked => Left::Blocked(header.reason()),
+            Outcome::Finished => Left::Finished,
+        };
+        Event::StrandOut { strand: header.id.get() as u32, left }
+    });
     match outcome {
         // SAFETY: the strand is runnable and in no list.
         Outcome::Yielded => unsafe { owned.runnable.push_back(task) },
@@ -500,14 +506,27 @@ fn requeue(shared: &Shared, me: usize, fibre: &'static Fibre) {
 /// memory for the save ran out, or if the resident's stack is lent to
 /// scoped children.
 #[inline(always)]
-fn make_resident(fibre: &'static Fibre, owned: &mut Owned, strand: NonNull<Header>) -> bool {
-    owned.resident == strand.as_ptr() || swap_in(fibre, owned, strand)
+fn make_resident(
+    shared: &Shared,
+    me: usize,
+    fibre: &'static Fibre,
+    owned: &mut Owned,
+    strand: NonNull<Header>,
+) -> bool {
+    owned.resident == strand.as_ptr() || swap_in(shared, me, fibre, owned, strand)
 }
 
 /// [`make_resident`] when another strand's stack (or none) is in the
-/// fibre: copies it out, and `strand`'s in.
+/// fibre: copies it out, and `strand`'s in. `shared` and `me` are for
+/// the trace points alone.
 #[inline(never)]
-fn swap_in(fibre: &'static Fibre, owned: &mut Owned, strand: NonNull<Header>) -> bool {
+fn swap_in(
+    _shared: &Shared,
+    _me: usize,
+    fibre: &'static Fibre,
+    owned: &mut Owned,
+    strand: NonNull<Header>,
+) -> bool {
     let top = fibre.stack_top();
     if let Some(outgoing) = NonNull::new(owned.resident) {
         // SAFETY: the resident strand's header is live.
@@ -530,14 +549,17 @@ fn swap_in(fibre: &'static Fibre, owned: &mut Owned, strand: NonNull<Header>) ->
         // SAFETY: `[stack_pointer, top)` is the outgoing strand's used stack.
         unsafe { area.save(top, used) };
         *saved = area;
+        trace_point!(_shared, _me, crate::trace::Event::StackSaved { bytes: used as u32 });
     }
     // SAFETY: the incoming strand is not running (we hold the fibre); its
     // image ends at the stack top, which nothing uses now.
-    unsafe {
+    let _restored = unsafe {
         let incoming = &mut *strand.as_ref().saved.get();
-        incoming.restore(top);
+        let restored = incoming.restore(top);
         owned.spare = mem::replace(incoming, super::save::SaveArea::empty());
-    }
+        restored
+    };
+    trace_point!(_shared, _me, crate::trace::Event::StackRestored { bytes: _restored as u32 });
     owned.resident = strand.as_ptr();
     true
 }

@@ -21,11 +21,15 @@
 //! ticks per second. Each core's events follow its `core` line, oldest
 //! first: `e`, the core, the tick count, the event's name and its
 //! arguments. `stole` gives the victim (`-` if none) and the count; `woke`
-//! the tier (`light` or `deep`). `offset` is what to add to the core's
+//! the tier (`light` or `deep`); `strand-in` the strand (its id's low 32
+//! bits), and `strand-out` the strand and why its turn ended (`yielded`,
+//! `preempted`, `finished`, or `blocked` and the reason, as
+//! `BlockReason` names it); `stack-saved` and `stack-restored` the bytes
+//! copy-swap copied. `offset` is what to add to the core's
 //! ticks to put them on one clock: 0 on every platform roving has, whose
 //! tick counters are machine-wide.
 
-use super::{CoreTrace, Event};
+use super::{CoreTrace, Event, Left};
 use core::fmt;
 
 /// The dump format's version, on its first line.
@@ -61,6 +65,15 @@ impl fmt::Display for Named {
             Event::Slept => f.write_str("slept"),
             Event::Woke { deep } => write!(f, "woke {}", if deep { "deep" } else { "light" }),
             Event::Wakeup { core } => write!(f, "wakeup {core}"),
+            Event::StrandIn { strand } => write!(f, "strand-in {strand}"),
+            Event::StrandOut { strand, left: Left::Yielded } => write!(f, "strand-out {strand} yielded"),
+            Event::StrandOut { strand, left: Left::Preempted } => write!(f, "strand-out {strand} preempted"),
+            Event::StrandOut { strand, left: Left::Finished } => write!(f, "strand-out {strand} finished"),
+            Event::StrandOut { strand, left: Left::Blocked(reason) } => {
+                write!(f, "strand-out {strand} blocked {reason:?}")
+            }
+            Event::StackSaved { bytes } => write!(f, "stack-saved {bytes}"),
+            Event::StackRestored { bytes } => write!(f, "stack-restored {bytes}"),
         }
     }
 }

@@ -29,7 +29,12 @@ boot: some line before
 [core 0] roving_trace: roving-trace 1 cores=2 tick_hz=1000000
 [core 0] roving_trace: roving-trace core 0 offset=0 lost=0
 [core 0] roving_trace: roving-trace e 0 100 task-begin
+[core 0] roving_trace: roving-trace e 0 101 stack-restored 512
+[core 0] roving_trace: roving-trace e 0 102 strand-in 7
 [core 0] roving_trace: roving-trace e 0 110 wakeup 1
+[core 0] roving_trace: roving-trace e 0 120 strand-in 8
+[core 0] roving_trace: roving-trace e 0 121 strand-out 7 blocked Mutex
+[core 0] roving_trace: roving-trace e 0 140 strand-out 8 finished
 [core 0] roving_trace: roving-trace e 0 150 task-end
 [core 0] roving_trace: roving-trace e 0 160 slept
 [core 0] roving_trace: roving-trace e 0 300 woke light
@@ -58,7 +63,9 @@ def check_perfetto(dump):
         if event["ph"] == "X":
             assert event["dur"] >= 0, event
     names = {event["tid"]: event["args"]["name"] for event in events if event["name"] == "thread_name"}
-    assert names == {core.index: f"core {core.index}" for core in dump.cores}, names
+    expected = {core.index: f"core {core.index}" for core in dump.cores}
+    expected.update({1000 + core.index: f"core {core.index}: strands" for core in dump.cores})
+    assert names == expected, names
     starts = {event["id"] for event in events if event["ph"] == "s"}
     finishes = {event["id"] for event in events if event["ph"] == "f"}
     assert finishes <= starts, "an arrow ends that never started"
@@ -81,7 +88,9 @@ def check_svg(dump):
 def test_sample():
     dump = trace.parse(SAMPLE)
     assert dump.tick_hz == 1_000_000 and len(dump.cores) == 2
-    assert [len(core.events) for core in dump.cores] == [5, 5] and dump.cores[1].lost == 4
+    assert [len(core.events) for core in dump.cores] == [10, 5] and dump.cores[1].lost == 4
+    assert [(t.core, t.strand, t.start, t.end, t.why) for t in trace.turns(dump)] == [
+        (0, "7", 102, 120, "blocked Mutex"), (0, "8", 120, 140, "finished")]
     spans, wakes = trace.timeline(dump)
     assert sorted((s.core, s.start, s.end, s.kind) for s in spans) == [
         (0, 100, 150, "task"), (0, 160, 300, "light"), (1, 50, 130, "deep"), (1, 132, 200, "task")]
@@ -93,7 +102,7 @@ def test_sample():
     root = check_svg(dump)
     assert len([e for e in root.iter() if e.get("class") == "wake"]) == 1
     text = trace.summary(dump)
-    assert "core 0: tasks  20.0%, light sleep  56.0%" in text, text
+    assert "core 0: tasks  20.0%, light sleep  56.0%, deep sleep   0.0%, 2 strand turns, 512 stack bytes copied" in text, text
     assert "latency mean 20.0 µs" in text, text
 
 
@@ -106,6 +115,11 @@ def test_check():
     assert trace.check(trace.parse(broken)) == []
     asleep = SAMPLE.replace("roving-trace e 0 300 woke light", "roving-trace e 0 300 drained 1")
     assert trace.check(trace.parse(asleep)) == ["core 0: still asleep when the trace ends"]
+    unended = SAMPLE.replace("roving-trace e 0 140 strand-out 8 finished", "roving-trace e 0 140 drained 1")
+    assert trace.check(trace.parse(unended)) == ["core 0: the turns of strands 8 never ended"]
+    stray = SAMPLE.replace("strand-out 8 finished", "strand-out 9 finished")
+    assert trace.check(trace.parse(stray)) == [
+        "core 0 at tick 140: strand 9's turn ended that never began here", "core 0: the turns of strands 8 never ended"]
 
 
 def test_errors():
