@@ -267,7 +267,8 @@ impl<T: Send + 'static> Loop<T> {
                     || {
                         // SAFETY: the claim made us the drainer, the only
                         // one touching the state now.
-                        op.run(unsafe { &mut *self.state_ptr() }, self)
+                        op.run(unsafe { &mut *self.state_ptr() }, self);
+                        1
                     },
                     usize::MAX,
                 );
@@ -294,11 +295,12 @@ impl<T: Send + 'static> Loop<T> {
     /// Runs operations as the drainer, until the queue is empty or `budget`
     /// have run. If an operation panics, the loop is stopped.
     fn drain(&self, budget: usize) -> Drained {
-        self.drain_after(|| {}, budget)
+        self.drain_after(|| 0, budget)
     }
 
-    /// As [`Loop::drain`], running `first` before the queued operations.
-    fn drain_after(&self, first: impl FnOnce(), budget: usize) -> Drained {
+    /// As [`Loop::drain`], running `first` before the queued operations;
+    /// `first` returns how many operations it ran (for the trace).
+    fn drain_after(&self, first: impl FnOnce() -> u32, budget: usize) -> Drained {
         struct StopOnUnwind<'a, T: Send + 'static>(&'a Loop<T>, u64);
         impl<T: Send + 'static> Drop for StopOnUnwind<'_, T> {
             fn drop(&mut self) {
@@ -310,11 +312,17 @@ impl<T: Send + 'static> Loop<T> {
         let me = crate::strand::current().map_or(0, |id| id.get());
         self.inner.drainer.store(me, Relaxed);
         let guard = StopOnUnwind(self, me);
-        first();
+        let mut _ran = first();
         // SAFETY: the caller is the drainer (it won the drain, or holds the
         // drain task); each operation is run once, by `op::run`, with this
         // loop, which made it.
-        let drained = unsafe { self.inner.handoff.drain(budget, |node| op::run(node, Some(self))) };
+        let drained = unsafe {
+            self.inner.handoff.drain(budget, |node| {
+                _ran += 1;
+                op::run(node, Some(self))
+            })
+        };
+        trace_here!(crate::trace::Event::LoopDrained { operations: _ran });
         core::mem::forget(guard);
         self.unmark_drainer(me);
         drained

@@ -209,6 +209,7 @@ impl Here {
         // SAFETY: as above; it is settled only after it is taken back or ended.
         if unsafe { slot.publish(oldest) } {
             self.stack().published_oldest();
+            trace_point!(shared, self.core, crate::trace::Event::JoinPublished);
             shared.announce_for(self.core, 1);
         }
     }
@@ -274,6 +275,7 @@ fn settle_published(shared: &Shared, frame: NonNull<Frame>) -> Settled {
     // SAFETY: ours until settled.
     let published_in = unsafe { frame.as_ref() }.published_in.get() as usize;
     if shared.join_slots[published_in].take_back(frame) {
+        trace_here!(crate::trace::Event::JoinTakenBack);
         return Settled::Unrun;
     }
     // SAFETY: as above.

@@ -109,6 +109,15 @@ macro_rules! trace_point {
     };
 }
 
+/// Records a trace event for the calling core, if it is a worker of a
+/// pool; as [`trace_point!`], nothing without feature `trace`.
+macro_rules! trace_here {
+    ($event:expr) => {
+        #[cfg(feature = "trace")]
+        crate::pool::shared::trace_here($event);
+    };
+}
+
 // The README's quick start, compiled and run with the doctests.
 #[cfg(all(doctest, feature = "std"))]
 #[doc = include_str!("../README.md")]

@@ -12,9 +12,10 @@
 //! compile to nothing.
 //!
 //! The trace points so far: the pool loop's (tasks run, mailbox drains,
-//! steals, work from the injector, sleeps and wake-ups), and the
-//! strands' (each turn's start and end, with why it ended, and copy-swap's
-//! stack copies). Each is recorded where
+//! steals, work from the injector, sleeps and wake-ups); the strands'
+//! (each turn's start and end, with why it ended, and copy-swap's stack
+//! copies); and the programming models' (actor turns, event-loop drains,
+//! futures completed, `join`'s jobs published and taken back). Each is recorded where
 //! its [`CoreStats`](crate::CoreStats) counter is counted, so a trace that
 //! lost nothing agrees with the counters exactly.
 
@@ -113,6 +114,27 @@ pub enum Event {
         /// The bytes copied.
         bytes: u32,
     },
+    /// An actor's turn on it ended (or yielded the core after its quota),
+    /// having handled `messages` messages.
+    ActorTurn {
+        /// Messages handled in the turn.
+        messages: u32,
+    },
+    /// It drained an event loop's queue, running `operations` operations.
+    LoopDrained {
+        /// Operations run.
+        operations: u32,
+    },
+    /// A [`Future`](crate::future::Future) completed on it; `broken` if it
+    /// holds an error rather than a value.
+    FutureCompleted {
+        /// Whether it completed with an error.
+        broken: bool,
+    },
+    /// `join` published its oldest job for another core to take.
+    JoinPublished,
+    /// `join` took a published job back, nobody having taken it.
+    JoinTakenBack,
 }
 
 /// Why a strand's turn ended ([`Event::StrandOut`]).
@@ -168,6 +190,11 @@ impl Event {
             Event::StrandOut { strand, left } => (9, left.encode(), strand),
             Event::StackSaved { bytes } => (10, 0, bytes),
             Event::StackRestored { bytes } => (11, 0, bytes),
+            Event::ActorTurn { messages } => (12, 0, messages),
+            Event::LoopDrained { operations } => (13, 0, operations),
+            Event::FutureCompleted { broken } => (14, broken.into(), 0),
+            Event::JoinPublished => (15, 0, 0),
+            Event::JoinTakenBack => (16, 0, 0),
         };
         kind << 56 | u64::from(a & NONE) << 32 | u64::from(b)
     }
@@ -188,6 +215,11 @@ impl Event {
             9 => Event::StrandOut { strand: b, left: Left::decode(a)? },
             10 => Event::StackSaved { bytes: b },
             11 => Event::StackRestored { bytes: b },
+            12 => Event::ActorTurn { messages: b },
+            13 => Event::LoopDrained { operations: b },
+            14 => Event::FutureCompleted { broken: a != 0 },
+            15 => Event::JoinPublished,
+            16 => Event::JoinTakenBack,
             _ => return None,
         })
     }
@@ -264,6 +296,12 @@ mod tests {
             Event::StrandOut { strand: 7, left: Left::Blocked(BlockReason::None) },
             Event::StackSaved { bytes: 4096 },
             Event::StackRestored { bytes: 1 },
+            Event::ActorTurn { messages: 3 },
+            Event::LoopDrained { operations: 9 },
+            Event::FutureCompleted { broken: true },
+            Event::FutureCompleted { broken: false },
+            Event::JoinPublished,
+            Event::JoinTakenBack,
         ];
         for event in events {
             assert_eq!(Event::decode(event.encode()), Some(event));

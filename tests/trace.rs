@@ -6,7 +6,10 @@
 
 mod support;
 
+use roving::actor::{Actor, ActorContext};
+use roving::event_loop::Loop;
 use roving::platform::host::Machine;
+use roving::sync::Event as Flag;
 use roving::trace::{CoreTrace, EVENTS_PER_CORE, Event, Left};
 use roving::{CoreStats, Pool};
 use std::sync::Arc;
@@ -50,6 +53,53 @@ fn expected(stats: &CoreStats) -> [u64; 7] {
 /// Strands beyond the pool's 64 fibres, so that some share one and their
 /// stacks are copied in and out.
 const STRANDS: usize = 100;
+/// Messages to the actor, operations on the event loop, futures.
+const MESSAGES: usize = 300;
+const OPERATIONS: usize = 200;
+const FUTURES: usize = 10;
+
+/// Counts its messages, and says when it has them all.
+struct Counter {
+    handled: usize,
+    done: Arc<Flag>,
+}
+
+impl Actor for Counter {
+    type Message = ();
+    fn handle(&mut self, (): (), _: &mut ActorContext<'_, Self>) {
+        self.handled += 1;
+        if self.handled == MESSAGES {
+            self.done.set();
+        }
+    }
+}
+
+/// An actor, an event loop, futures and fork-join, for their trace points.
+fn models() {
+    let pool = Pool::current().expect("on the pool");
+    let done = Arc::new(Flag::new());
+    let counter = pool.spawn_actor(Counter { handled: 0, done: done.clone() });
+    for _ in 0..MESSAGES {
+        counter.send(()).unwrap();
+    }
+    done.wait().unwrap();
+    let lp: Loop<usize> = Loop::new(0);
+    for _ in 0..OPERATIONS {
+        lp.defer(|n: &mut usize, _: &Loop<usize>| *n += 1).unwrap();
+    }
+    let futures: Vec<_> =
+        (0..FUTURES).map(|n| roving::future::future_on(n % CORES, move || n).unwrap()).collect();
+    let sum: usize = futures.into_iter().map(|future| future.wait().unwrap()).sum();
+    assert_eq!(sum, (0..FUTURES).sum());
+    fn fib(n: u64) -> u64 {
+        if n < 2 {
+            return n;
+        }
+        let (a, b) = roving::join(|| fib(n - 1), || fib(n - 2));
+        a + b
+    }
+    std::hint::black_box(fib(20));
+}
 
 /// Posts hop between cores, spawns fan out (and are stolen), and the pool
 /// sleeps between rounds; 20 tasks came from outside the pool before.
@@ -100,6 +150,7 @@ fn workload() {
         strand.join().unwrap();
     }
     assert_eq!(*lock.lock().unwrap(), 2 * STRANDS as u64);
+    models();
 }
 
 #[test]
@@ -162,6 +213,21 @@ fn a_traced_run_agrees_with_the_counters() {
         "no stack was copied out"
     );
     assert!(all(|event| matches!(event, Event::StackRestored { .. })) > 0, "no stack was copied in");
+    // The programming models: every message handled in some actor turn,
+    // every operation in some drain, every future completed once.
+    let sum = |of: fn(&Event) -> Option<u32>| -> usize {
+        traces.iter().flat_map(|trace| &trace.events).filter_map(|e| of(&e.event)).map(|n| n as usize).sum()
+    };
+    assert_eq!(
+        sum(|event| if let Event::ActorTurn { messages } = event { Some(*messages) } else { None }),
+        MESSAGES
+    );
+    let drained =
+        sum(|event| if let Event::LoopDrained { operations } = event { Some(*operations) } else { None });
+    assert_eq!(drained, OPERATIONS);
+    assert_eq!(all(|event| matches!(event, Event::FutureCompleted { broken: false })), FUTURES);
+    let published = all(|event| matches!(event, Event::JoinPublished));
+    assert!(all(|event| matches!(event, Event::JoinTakenBack)) <= published);
     let total = |field: fn(&CoreStats) -> u64| stats.iter().map(field).sum::<u64>();
     assert!(total(|s| s.tasks_run) > 400, "the workload did too little: {stats:?}");
     assert!(total(|s| s.received) > 0 && total(|s| s.injected) == 20, "no post or no injection: {stats:?}");

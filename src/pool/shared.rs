@@ -1212,3 +1212,16 @@ impl Drop for Shared {
         unsafe { self.discard_everything(0) };
     }
 }
+
+/// Records `event` for the calling core, if it is a worker of a pool
+/// (`trace_here!`).
+#[cfg(feature = "trace")]
+pub(crate) fn trace_here(event: crate::trace::Event) {
+    current::with(|worker| {
+        if let Some(worker) = worker {
+            // SAFETY: a worker's pool outlives its time as the current
+            // worker; the reference ends with this call.
+            unsafe { &*worker.shared }.trace.record(worker.core, event);
+        }
+    });
+}

@@ -25,7 +25,8 @@
 //! bits), and `strand-out` the strand and why its turn ended (`yielded`,
 //! `preempted`, `finished`, or `blocked` and the reason, as
 //! `BlockReason` names it); `stack-saved` and `stack-restored` the bytes
-//! copy-swap copied. `offset` is what to add to the core's
+//! copy-swap copied; `actor-turn` the messages handled, `loop-drained`
+//! the operations run, `future-completed` `ok` or `broken`. `offset` is what to add to the core's
 //! ticks to put them on one clock: 0 on every platform roving has, whose
 //! tick counters are machine-wide.
 
@@ -74,6 +75,13 @@ impl fmt::Display for Named {
             }
             Event::StackSaved { bytes } => write!(f, "stack-saved {bytes}"),
             Event::StackRestored { bytes } => write!(f, "stack-restored {bytes}"),
+            Event::ActorTurn { messages } => write!(f, "actor-turn {messages}"),
+            Event::LoopDrained { operations } => write!(f, "loop-drained {operations}"),
+            Event::FutureCompleted { broken } => {
+                write!(f, "future-completed {}", if broken { "broken" } else { "ok" })
+            }
+            Event::JoinPublished => f.write_str("join-published"),
+            Event::JoinTakenBack => f.write_str("join-taken-back"),
         }
     }
 }
