@@ -96,6 +96,8 @@ lint:
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
+	cargo clippy --quiet -p roving-examples --features trace -- -D warnings
+	cargo clippy --quiet -p roving-examples --features trace --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std,trace $(HOST)

@@ -14,8 +14,9 @@
 //! The trace points so far: the pool loop's (tasks run, mailbox drains,
 //! steals, work from the injector, sleeps and wake-ups); the strands'
 //! (each turn's start and end, with why it ended, and copy-swap's stack
-//! copies); and the programming models' (actor turns, event-loop drains,
-//! futures completed, `join`'s jobs published and taken back). Each is recorded where
+//! copies); the programming models' (actor turns, event-loop drains,
+//! futures completed, `join`'s jobs published and taken back); and
+//! interrupt handlers', from platform code ([`interrupt_begins`]). Each is recorded where
 //! its [`CoreStats`](crate::CoreStats) counter is counted, so a trace that
 //! lost nothing agrees with the counters exactly.
 
@@ -135,6 +136,34 @@ pub enum Event {
     JoinPublished,
     /// `join` took a published job back, nobody having taken it.
     JoinTakenBack,
+    /// An interrupt handler for `line` started on it
+    /// ([`interrupt_begins`]).
+    InterruptBegins {
+        /// The interrupt line.
+        line: u32,
+    },
+    /// The handler for `line` returned ([`interrupt_ends`]).
+    InterruptEnds {
+        /// The interrupt line.
+        line: u32,
+    },
+}
+
+/// For platform code: an interrupt handler for `line` starts on the
+/// calling core. Recorded in the trace of the pool the core works for, if
+/// any; a handler may interrupt a trace point, which is safe (its event,
+/// or rarely the interrupted one, is counted lost, never torn). The
+/// roving-kernel crate calls it around every handler it dispatches, with
+/// its feature `trace`.
+#[cfg(feature = "trace")]
+pub fn interrupt_begins(line: u32) {
+    crate::pool::shared::trace_interrupted(Event::InterruptBegins { line });
+}
+
+/// For platform code: the handler [`interrupt_begins`] announced returned.
+#[cfg(feature = "trace")]
+pub fn interrupt_ends(line: u32) {
+    crate::pool::shared::trace_interrupted(Event::InterruptEnds { line });
 }
 
 /// Why a strand's turn ended ([`Event::StrandOut`]).
@@ -195,6 +224,8 @@ impl Event {
             Event::FutureCompleted { broken } => (14, broken.into(), 0),
             Event::JoinPublished => (15, 0, 0),
             Event::JoinTakenBack => (16, 0, 0),
+            Event::InterruptBegins { line } => (17, 0, line),
+            Event::InterruptEnds { line } => (18, 0, line),
         };
         kind << 56 | u64::from(a & NONE) << 32 | u64::from(b)
     }
@@ -220,6 +251,8 @@ impl Event {
             14 => Event::FutureCompleted { broken: a != 0 },
             15 => Event::JoinPublished,
             16 => Event::JoinTakenBack,
+            17 => Event::InterruptBegins { line: b },
+            18 => Event::InterruptEnds { line: b },
             _ => return None,
         })
     }
@@ -302,6 +335,8 @@ mod tests {
             Event::FutureCompleted { broken: false },
             Event::JoinPublished,
             Event::JoinTakenBack,
+            Event::InterruptBegins { line: 33 },
+            Event::InterruptEnds { line: 1023 },
         ];
         for event in events {
             assert_eq!(Event::decode(event.encode()), Some(event));

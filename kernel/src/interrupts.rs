@@ -497,7 +497,11 @@ pub(crate) fn dispatch(line: u32) -> bool {
     state.fired.fetch_add(1, Relaxed);
     let me = cores::current().and_then(|core| HANDLING.get(core.index));
     let outer = me.map(|slot| slot.swap(line, Relaxed));
+    #[cfg(feature = "trace")]
+    roving::trace::interrupt_begins(line);
     let handled = handler(line);
+    #[cfg(feature = "trace")]
+    roving::trace::interrupt_ends(line);
     if let (Some(slot), Some(outer)) = (me, outer) {
         slot.store(outer, Relaxed);
     }

@@ -1213,6 +1213,16 @@ impl Drop for Shared {
     }
 }
 
+/// Records `event` for the core an interrupt handler runs on, if that core
+/// works for a pool (`crate::trace::interrupt_begins`): an interrupt
+/// handler is no worker, but the core it interrupted may be one.
+#[cfg(feature = "trace")]
+pub(crate) fn trace_interrupted(event: crate::trace::Event) {
+    if let Some((shared, core)) = current::interrupted_worker() {
+        shared.trace.record(core, event);
+    }
+}
+
 /// Records `event` for the calling core, if it is a worker of a pool
 /// (`trace_here!`).
 #[cfg(feature = "trace")]

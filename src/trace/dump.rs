@@ -26,7 +26,8 @@
 //! `preempted`, `finished`, or `blocked` and the reason, as
 //! `BlockReason` names it); `stack-saved` and `stack-restored` the bytes
 //! copy-swap copied; `actor-turn` the messages handled, `loop-drained`
-//! the operations run, `future-completed` `ok` or `broken`. `offset` is what to add to the core's
+//! the operations run, `future-completed` `ok` or `broken`; `irq-begins`
+//! and `irq-ends` the interrupt line. `offset` is what to add to the core's
 //! ticks to put them on one clock: 0 on every platform roving has, whose
 //! tick counters are machine-wide.
 
@@ -82,6 +83,8 @@ impl fmt::Display for Named {
             }
             Event::JoinPublished => f.write_str("join-published"),
             Event::JoinTakenBack => f.write_str("join-taken-back"),
+            Event::InterruptBegins { line } => write!(f, "irq-begins {line}"),
+            Event::InterruptEnds { line } => write!(f, "irq-ends {line}"),
         }
     }
 }

@@ -31,6 +31,8 @@ boot: some line before
 [core 0] roving_trace: roving-trace e 0 100 task-begin
 [core 0] roving_trace: roving-trace e 0 101 stack-restored 512
 [core 0] roving_trace: roving-trace e 0 102 strand-in 7
+[core 0] roving_trace: roving-trace e 0 105 irq-begins 33
+[core 0] roving_trace: roving-trace e 0 107 irq-ends 33
 [core 0] roving_trace: roving-trace e 0 110 wakeup 1
 [core 0] roving_trace: roving-trace e 0 120 strand-in 8
 [core 0] roving_trace: roving-trace e 0 121 strand-out 7 blocked Mutex
@@ -88,21 +90,23 @@ def check_svg(dump):
 def test_sample():
     dump = trace.parse(SAMPLE)
     assert dump.tick_hz == 1_000_000 and len(dump.cores) == 2
-    assert [len(core.events) for core in dump.cores] == [10, 5] and dump.cores[1].lost == 4
+    assert [len(core.events) for core in dump.cores] == [12, 5] and dump.cores[1].lost == 4
     assert [(t.core, t.strand, t.start, t.end, t.why) for t in trace.turns(dump)] == [
         (0, "7", 102, 120, "blocked Mutex"), (0, "8", 120, 140, "finished")]
     spans, wakes = trace.timeline(dump)
     assert sorted((s.core, s.start, s.end, s.kind) for s in spans) == [
-        (0, 100, 150, "task"), (0, 160, 300, "light"), (1, 50, 130, "deep"), (1, 132, 200, "task")]
+        (0, 100, 150, "task"), (0, 105, 107, "irq"), (0, 160, 300, "light"), (1, 50, 130, "deep"), (1, 132, 200, "task")]
     assert [(w.waker, w.woken, w.at, w.woke_at) for w in wakes] == [(0, 1, 110, 130)]
     events = check_perfetto(dump)
     assert sum(1 for event in events if event["ph"] == "f") == 1
+    irq = next(event for event in events if event["ph"] == "X" and event["cat"] == "irq")
+    assert (irq["name"], irq["ts"], irq["dur"]) == ("irq 33", 55.0, 2.0), irq
     task = next(event for event in events if event["ph"] == "X" and event["tid"] == 0 and event["cat"] == "task")
     assert (task["ts"], task["dur"]) == (50.0, 50.0), task  # 100 ticks after the first event at 50
     root = check_svg(dump)
     assert len([e for e in root.iter() if e.get("class") == "wake"]) == 1
     text = trace.summary(dump)
-    assert "core 0: tasks  20.0%, light sleep  56.0%, deep sleep   0.0%, 2 strand turns, 512 stack bytes copied" in text, text
+    assert "core 0: tasks  20.0%, interrupts  0.8%, light sleep  56.0%, deep sleep   0.0%, 2 strand turns, 512 stack bytes copied, 1 interrupts" in text, text
     assert "latency mean 20.0 µs" in text, text
 
 
@@ -117,6 +121,10 @@ def test_check():
     assert trace.check(trace.parse(asleep)) == ["core 0: still asleep when the trace ends"]
     unended = SAMPLE.replace("roving-trace e 0 140 strand-out 8 finished", "roving-trace e 0 140 drained 1")
     assert trace.check(trace.parse(unended)) == ["core 0: the turns of strands 8 never ended"]
+    unended_irq = SAMPLE.replace("roving-trace e 0 107 irq-ends 33", "roving-trace e 0 107 irq-ends 34")
+    assert trace.check(trace.parse(unended_irq)) == [
+        "core 0 at tick 107: the handler of line 34 ended, not the innermost begun",
+        "core 0: the handlers of lines 33 never ended"]
     stray = SAMPLE.replace("strand-out 8 finished", "strand-out 9 finished")
     assert trace.check(trace.parse(stray)) == [
         "core 0 at tick 140: strand 9's turn ended that never began here", "core 0: the turns of strands 8 never ended"]
