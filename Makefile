@@ -15,6 +15,8 @@ SHELL := /bin/bash
 CORES ?= 4
 BOARD ?= virt
 TRACE_EVENTS ?= 65536
+# What make trace types on the program's serial console.
+TRACE_INPUT ?= /dev/null
 APP ?= demo
 LOG ?= text
 LOGS := text defmt
@@ -50,17 +52,20 @@ run: check-board check-cores check-app check-log setup
 ## target/trace/$(BOARD)/$(APP).*
 trace: check-board check-cores check-app setup
 	mkdir -p target/trace/$(BOARD)
-	ROVING_TRACE_EVENTS=$(TRACE_EVENTS) ROVING_CORES=$(CORES) cargo run --quiet $(board_flags) --features trace --bin $(APP) </dev/null \
+	ROVING_TRACE_EVENTS=$(TRACE_EVENTS) ROVING_CORES=$(CORES) cargo run --quiet $(board_flags) --features trace --bin $(APP) <$(TRACE_INPUT) \
 		>target/trace/$(BOARD)/$(APP).log 2>&1 || { tail -20 target/trace/$(BOARD)/$(APP).log; exit 1; }
 	tools/trace target/trace/$(BOARD)/$(APP).log --check --summary --json target/trace/$(BOARD)/$(APP).json \
 		--svg target/trace/$(BOARD)/$(APP).svg
 	@echo "trace: target/trace/$(BOARD)/$(APP).json (open at ui.perfetto.dev) and .svg"
 
 ## trace-check: make trace at 4 cores on virt and x86-pc; its dump must
-## parse, and every wake must end a sleep
+## parse, and every wake must end a sleep. Then the shell on virt, asked
+## for its trace mid-run: that dump too
 trace-check:
 	$(MAKE) --no-print-directory trace BOARD=virt CORES=4
 	$(MAKE) --no-print-directory trace BOARD=x86-pc CORES=4
+	$(MAKE) --no-print-directory trace BOARD=virt CORES=4 APP=shell TRACE_INPUT=tests/tools/shell-trace.txt
+	tools/trace target/trace/virt/shell.log --dump 1 --check
 
 ## image: what BOARD boots from, in target/image/$(BOARD)/
 image: check-board setup

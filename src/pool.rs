@@ -330,7 +330,8 @@ impl Pool {
     #[cfg(feature = "trace")]
     pub fn write_trace(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
         let mut result = Ok(());
-        crate::trace::dump::lines(&self.trace(), platform::tick_hz(), |line| {
+        let ended = self.is_stopped() && self.shared.running.load(SeqCst) == 0;
+        crate::trace::dump::lines(&self.trace(), platform::tick_hz(), ended, |line| {
             if result.is_ok() {
                 result = writeln!(out, "{line}");
             }
@@ -509,7 +510,7 @@ impl Pool {
         // Every core has left: the trace is complete, and the log carries
         // it off a bare-metal machine.
         #[cfg(feature = "trace")]
-        crate::trace::dump::lines(&self.trace(), platform::tick_hz(), crate::diag::trace_line);
+        crate::trace::dump::lines(&self.trace(), platform::tick_hz(), true, crate::diag::trace_line);
         discarded
     }
 }

@@ -134,10 +134,14 @@ fn workload() {
         roving::strand::sleep(Duration::from_millis(5)).unwrap();
     }
     let lock = Arc::new(roving::sync::Mutex::new(0u64));
+    // Every strand waits at the gate until all are spawned: more blocked
+    // strands than fibres, so some share one.
+    let gate = Arc::new(Flag::new());
     let strands: Vec<_> = (0..STRANDS)
         .map(|_| {
-            let lock = lock.clone();
+            let (lock, gate) = (lock.clone(), gate.clone());
             roving::strand::spawn(move || {
+                gate.wait().unwrap();
                 for _ in 0..2 {
                     roving::strand::yield_now().unwrap();
                     *lock.lock().unwrap() += 1;
@@ -146,6 +150,7 @@ fn workload() {
             .unwrap()
         })
         .collect();
+    gate.set();
     for strand in strands {
         strand.join().unwrap();
     }
@@ -207,7 +212,12 @@ fn a_traced_run_agrees_with_the_counters() {
     let all = |wanted: fn(&Event) -> bool| traces.iter().map(|trace| count(trace, wanted)).sum::<usize>();
     let finished = all(|event| matches!(event, Event::StrandOut { left: Left::Finished, .. }));
     assert_eq!(finished, STRANDS + 1, "every strand and main finish once");
-    assert!(all(|event| matches!(event, Event::StrandOut { left: Left::Yielded, .. })) >= 2 * STRANDS);
+    // A yield with nothing else to run here returns at once, without a
+    // turn ending; with a hundred strands some must have switched.
+    assert!(
+        all(|event| matches!(event, Event::StrandOut { left: Left::Yielded, .. })) > 0,
+        "no strand yielded"
+    );
     assert!(
         all(|event| matches!(event, Event::StackSaved { bytes } if *bytes > 0)) > 0,
         "no stack was copied out"

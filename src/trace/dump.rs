@@ -6,7 +6,7 @@
 //! of a console log whatever the logger puts before it:
 //!
 //! ```text
-//! roving-trace 1 cores=2 tick_hz=62500000
+//! roving-trace 1 cores=2 tick_hz=62500000 complete=yes
 //! roving-trace core 0 offset=0 lost=0
 //! roving-trace e 0 1234567 task-begin
 //! roving-trace e 0 1234600 drained 5
@@ -17,8 +17,10 @@
 //! roving-trace end
 //! ```
 //!
-//! The first line gives the format's version, the pool's cores and the
-//! ticks per second. Each core's events follow its `core` line, oldest
+//! The first line gives the format's version, the pool's cores, the
+//! ticks per second, and whether the pool's run had ended (`complete=no`
+//! for a dump taken mid-run, in which cores may be asleep and strands
+//! running). Each core's events follow its `core` line, oldest
 //! first: `e`, the core, the tick count, the event's name and its
 //! arguments. `stole` gives the victim (`-` if none) and the count; `woke`
 //! the tier (`light` or `deep`); `strand-in` the strand (its id's low 32
@@ -41,8 +43,11 @@ pub const VERSION: u32 = 1;
 pub const PREFIX: &str = "roving-trace";
 
 /// Hands each line of the dump of `traces` to `line`, without its end.
-pub fn lines(traces: &[CoreTrace], tick_hz: u64, mut line: impl FnMut(fmt::Arguments<'_>)) {
-    line(format_args!("{PREFIX} {VERSION} cores={} tick_hz={tick_hz}", traces.len()));
+/// `complete` says the pool's run has ended, so every turn and sleep in
+/// the traces has ended too.
+pub fn lines(traces: &[CoreTrace], tick_hz: u64, complete: bool, mut line: impl FnMut(fmt::Arguments<'_>)) {
+    let complete = if complete { "yes" } else { "no" };
+    line(format_args!("{PREFIX} {VERSION} cores={} tick_hz={tick_hz} complete={complete}", traces.len()));
     for (core, trace) in traces.iter().enumerate() {
         line(format_args!("{PREFIX} core {core} offset=0 lost={}", trace.lost));
         for event in &trace.events {
@@ -112,11 +117,11 @@ mod tests {
             CoreTrace { events: vec![event(9, Event::Woke { deep: true })], lost: 3 },
         ];
         let mut dump: Vec<String> = Vec::new();
-        lines(&traces, 1000, |line| dump.push(line.to_string()));
+        lines(&traces, 1000, true, |line| dump.push(line.to_string()));
         assert_eq!(
             dump,
             [
-                "roving-trace 1 cores=2 tick_hz=1000",
+                "roving-trace 1 cores=2 tick_hz=1000 complete=yes",
                 "roving-trace core 0 offset=0 lost=0",
                 "roving-trace e 0 5 task-begin",
                 "roving-trace e 0 6 stole - 1",

@@ -26,7 +26,7 @@ loader.exec_module(trace)
 # Two cores at 1 MHz (a tick is a microsecond), inside a console log.
 SAMPLE = """\
 boot: some line before
-[core 0] roving_trace: roving-trace 1 cores=2 tick_hz=1000000
+[core 0] roving_trace: roving-trace 1 cores=2 tick_hz=1000000 complete=yes
 [core 0] roving_trace: roving-trace core 0 offset=0 lost=0
 [core 0] roving_trace: roving-trace e 0 100 task-begin
 [core 0] roving_trace: roving-trace e 0 101 stack-restored 512
@@ -121,6 +121,9 @@ def test_check():
     assert trace.check(trace.parse(asleep)) == ["core 0: still asleep when the trace ends"]
     unended = SAMPLE.replace("roving-trace e 0 140 strand-out 8 finished", "roving-trace e 0 140 drained 1")
     assert trace.check(trace.parse(unended)) == ["core 0: the turns of strands 8 never ended"]
+    # Mid-run, a strand may still run and a core sleep.
+    assert trace.check(trace.parse(unended.replace("complete=yes", "complete=no"))) == []
+    assert trace.check(trace.parse(asleep.replace("complete=yes", "complete=no"))) == []
     unended_irq = SAMPLE.replace("roving-trace e 0 107 irq-ends 33", "roving-trace e 0 107 irq-ends 34")
     assert trace.check(trace.parse(unended_irq)) == [
         "core 0 at tick 107: the handler of line 34 ended, not the innermost begun",

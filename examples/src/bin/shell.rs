@@ -16,6 +16,7 @@
 //! | `ping [n]` | `n` round trips (default 1000) to another core through its mailbox |
 //! | `sleep <ms>` | sleeps the shell's strand, and says how long it slept |
 //! | `echo <text>` | prints the text |
+//! | `trace` | the pool's trace so far, as text for `tools/trace` (built with feature `trace`: `make trace APP=shell`) |
 //! | `exit [status]` | ends the run |
 #![no_std]
 #![no_main]
@@ -39,6 +40,7 @@ const HELP: &[(&str, &str)] = &[
     ("ping [n]", "n round trips to another core through its mailbox (default 1000)"),
     ("sleep <ms>", "sleep the shell's strand"),
     ("echo <text>", "print the text"),
+    ("trace", "the pool's trace so far, for tools/trace (make trace APP=shell)"),
     ("exit [status]", "end the run"),
 ];
 
@@ -83,10 +85,31 @@ fn shell(pool: &Pool) -> i32 {
             "ping" => ping(rest),
             "sleep" => sleep(rest),
             "echo" => println!("{rest}"),
+            "trace" => dump_trace(pool),
             "exit" => return rest.parse().unwrap_or(0),
             other => println!("{other}: no such command (help lists them)"),
         }
     }
+}
+
+/// Writes the pool's trace to the console, as `tools/trace` reads it.
+#[cfg(feature = "trace")]
+fn dump_trace(pool: &Pool) {
+    struct Console;
+    impl core::fmt::Write for Console {
+        fn write_str(&mut self, text: &str) -> core::fmt::Result {
+            roving_kernel::print!("{text}");
+            Ok(())
+        }
+    }
+    if pool.write_trace(&mut Console).is_err() {
+        println!("trace: the console refused the dump");
+    }
+}
+
+#[cfg(not(feature = "trace"))]
+fn dump_trace(_: &Pool) {
+    println!("trace: this shell was built without tracing; make trace APP=shell builds one with it");
 }
 
 fn help() {
