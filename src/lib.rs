@@ -102,6 +102,7 @@ extern crate alloc;
 /// Records a trace event for core `$core` of the pool whose shared state
 /// is `$shared` (`crate::trace`), with feature `trace`; without it, the
 /// statement and its arguments compile to nothing.
+#[cfg_attr(loom, allow(unused_macros))]
 macro_rules! trace_point {
     ($shared:expr, $core:expr, $event:expr) => {
         #[cfg(feature = "trace")]
@@ -111,6 +112,7 @@ macro_rules! trace_point {
 
 /// Records a trace event for the calling core, if it is a worker of a
 /// pool; as [`trace_point!`], nothing without feature `trace`.
+#[cfg_attr(loom, allow(unused_macros))]
 macro_rules! trace_here {
     ($event:expr) => {
         #[cfg(feature = "trace")]
@@ -189,12 +191,16 @@ pub mod sync;
 mod signal_word;
 mod task;
 pub mod time;
-#[cfg(feature = "trace")]
+#[cfg(all(feature = "trace", not(loom)))]
 pub mod trace;
-// Without the feature, for its unit tests and loom models only.
-#[cfg(all(not(feature = "trace"), any(test, loom)))]
+// Without the feature, for its unit tests only.
+#[cfg(all(not(feature = "trace"), test, not(loom)))]
 #[allow(dead_code)]
 mod trace;
+// A core's trace ring alone, for its loom model.
+#[cfg(loom)]
+#[path = "trace/ring.rs"]
+mod trace_ring;
 
 #[cfg(not(loom))]
 pub use executor::{block_on, spawn_async, spawn_async_on};
@@ -228,5 +234,5 @@ pub mod loom_api {
     pub use crate::task::queue::TaskQueue;
     pub use crate::task::storage::BlockCache;
     pub use crate::task::{Action, Task};
-    pub use crate::trace::ring::{Ring as TraceRing, Snapshot as TraceSnapshot};
+    pub use crate::trace_ring::{Ring as TraceRing, Snapshot as TraceSnapshot};
 }
