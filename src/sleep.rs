@@ -476,16 +476,16 @@ impl Sleep {
     /// few cores are idle and awake to take them. `from` is the pool core
     /// that made them, or `None` if they came from outside the pool (the
     /// fence of the proof); `start` is where to begin looking for sleepers,
-    /// to spread wake-ups. Calls `woken` with each core it woke (claimed or
-    /// nudged), and returns how many.
+    /// to spread wake-ups. Calls `on_woken` with each core it woke (claimed
+    /// or nudged).
     pub fn new_jobs(
         &self,
         jobs: usize,
         from: Option<usize>,
         start: usize,
         ring: impl Fn(usize),
-        mut woken_one: impl FnMut(usize),
-    ) -> usize {
+        mut on_woken: impl FnMut(usize),
+    ) {
         if from.is_none() {
             fence(SeqCst);
         }
@@ -494,13 +494,13 @@ impl Sleep {
         Tally::add(&self.tally_of(from).shared_writes, attempts.into());
         let sleeping = counters.sleeping();
         if sleeping == 0 {
-            return 0;
+            return;
         }
         // Sleeping cores are counted idle too. The sum is no snapshot, but
         // never more than the cores there are (`idle_count`).
         let idle = self.idle.up_to(start, sleeping + jobs).saturating_sub(sleeping);
         if idle >= jobs {
-            return 0;
+            return;
         }
         let wanted = (jobs - idle).min(sleeping);
         let cores = self.states.len();
@@ -511,11 +511,10 @@ impl Sleep {
             }
             let core = (start + offset) % cores;
             if self.wake(core, &ring) {
-                woken_one(core);
+                on_woken(core);
                 woken += 1;
             }
         }
-        woken
     }
 
     /// Wakes every sleeping core (the pool is stopping).
@@ -558,7 +557,9 @@ mod tests {
     fn an_idle_core_is_seen_by_its_group_at_once_and_by_the_others_once_sleepy() {
         let sleep = Sleep::with_idle_groups(32, 10, 8);
         // Work announced: the JEC is odd, nobody is sleepy.
-        assert_eq!(sleep.new_jobs(1, Some(0), 1, |_| unreachable!("nobody sleeps"), |_| ()), 0);
+        let mut woken = 0;
+        sleep.new_jobs(1, Some(0), 1, |_| unreachable!("nobody sleeps"), |_| woken += 1);
+        assert_eq!(woken, 0);
         assert!(!sleep.anyone_idle(0));
         let mut idle = sleep.start_looking(20);
         search(&sleep, &mut idle, 20, QUIET_ROUNDS);

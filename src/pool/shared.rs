@@ -786,9 +786,7 @@ impl Shared {
                     // SAFETY: the task came back to us.
                     Sent::NoMemory(task) => match unsafe { self.inbound.send_from_outside(lane, to, task) } {
                         Sent::Queued => {}
-                        Sent::Wake(core) => {
-                            self.sleep.wake(core, ring);
-                        }
+                        Sent::Wake(core) => _ = self.wake_for(me, core),
                         Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, Some(me)),
                     },
                 }
@@ -827,7 +825,7 @@ impl Shared {
         let _ = unsafe { self.injector.push(task) };
         match from {
             Some(me) => self.announce_for(me, 1),
-            None => _ = self.sleep.new_jobs(1, None, 0, ring, |_| ()),
+            None => self.sleep.new_jobs(1, None, 0, ring, |_| ()),
         }
     }
 
