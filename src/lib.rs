@@ -226,7 +226,7 @@ pub mod loom_api {
         Register as SignalRegister, SignalWord, StateWord, WAITING as SIGNAL_WAITING,
     };
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
-    pub use crate::sleep::{IdleState, Outcome, Sleep, Sleeper};
+    pub use crate::sleep::{IdleState, Outcome, Roused, Sleep, Sleeper};
     pub use crate::task::inbox::Inbox;
     pub use crate::task::list::{AtomicList, Pushed};
     pub use crate::task::mesh::routes::{Reading, Routes};

@@ -59,6 +59,13 @@
 //! sleeping count. If it fails, a waker claimed it first and takes it off;
 //! the core waits, as in step 7, until that waker has stored `AWAKE`.
 //!
+//! Claims are numbered per core. The winner of a claim, alone between
+//! `CLAIMED` and `AWAKE`, counts it beside the state word; the core reads
+//! the count once it sees `AWAKE` ([`Sleeper::claimed`]). The trace pairs
+//! a wake-up with the sleep it ended by that number: the waker's record
+//! and the sleeper's are taken on different cores in either order, so
+//! their times alone cannot.
+//!
 //! # Waking
 //!
 //! - **Work for anyone** ([`Sleep::new_jobs`], after a push to the injector
@@ -210,6 +217,74 @@ pub trait Sleeper {
         let _ = round;
         core::hint::spin_loop();
     }
+    /// The sleep that is ending was ended by a waker's claim, the core's
+    /// `claim`th ([`Roused::Claimed`]); not called for a sleep the core
+    /// ended itself. The trace names the waker with it.
+    fn claimed(&mut self, claim: u32) {
+        let _ = claim;
+    }
+}
+
+/// What [`Sleep::rouse`] did to a core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Roused {
+    /// Claimed it in its sleep: the core's `claim`th claim (wrapping; 0
+    /// in builds without feature `trace`, which count no claims), which
+    /// the core's [`Sleeper::claimed`] hears of, so a trace can pair
+    /// the wake-up with the end of the sleep it ended. A claim may find a
+    /// core whose sleep is cancelled before it begins, which then hears of
+    /// nothing.
+    Claimed {
+        /// The core's claims so far, this one included.
+        claim: u32,
+    },
+    /// Found it counting itself as a sleeper and sent it back to
+    /// searching: it ends no sleep.
+    Nudged,
+}
+
+/// A core's state word, and (for the trace, and in loom's models) the
+/// claims on it so far, wrapping, which only a claim's winner writes,
+/// while the state is `CLAIMED`. Without feature `trace` claims are not
+/// counted, so the wake-up paths cost what they did before there was a
+/// trace, and every claim is number 0.
+struct CoreState {
+    state: AtomicU32,
+    #[cfg(any(feature = "trace", loom))]
+    claims: AtomicU32,
+}
+
+impl CoreState {
+    fn new() -> Self {
+        Self {
+            state: AtomicU32::new(AWAKE),
+            #[cfg(any(feature = "trace", loom))]
+            claims: AtomicU32::new(0),
+        }
+    }
+
+    /// Counts a claim: called by its winner alone, before `AWAKE`.
+    #[inline]
+    fn count_claim(&self) -> u32 {
+        #[cfg(any(feature = "trace", loom))]
+        {
+            use crate::atomics::Ordering::Relaxed;
+            let claim = self.claims.load(Relaxed).wrapping_add(1);
+            self.claims.store(claim, Relaxed);
+            claim
+        }
+        #[cfg(not(any(feature = "trace", loom)))]
+        0
+    }
+
+    /// The last claim counted: read by the core after it saw `AWAKE`.
+    #[inline]
+    fn last_claim(&self) -> u32 {
+        #[cfg(any(feature = "trace", loom))]
+        return self.claims.load(crate::atomics::Ordering::Relaxed);
+        #[cfg(not(any(feature = "trace", loom)))]
+        0
+    }
 }
 
 /// Fruitless search rounds an idle core makes before it counts itself as
@@ -241,7 +316,7 @@ pub enum Outcome {
 pub struct Sleep {
     counters: CachePadded<AtomicCounters>,
     idle: IdleCount,
-    states: Box<[CachePadded<AtomicU32>]>,
+    states: Box<[CachePadded<CoreState>]>,
     /// Nudges so far (wrapping): a nudged core is still on the sleeping
     /// count, with work waiting for it, until it sees the nudge.
     nudges: CachePadded<AtomicU32>,
@@ -265,7 +340,7 @@ impl Sleep {
         Self {
             counters: CachePadded(AtomicCounters::new()),
             idle: IdleCount::new(cores, group),
-            states: (0..cores).map(|_| CachePadded(AtomicU32::new(AWAKE))).collect(),
+            states: (0..cores).map(|_| CachePadded(CoreState::new())).collect(),
             nudges: CachePadded(AtomicU32::new(0)),
             rounds_until_sleepy,
             quiet_rounds: QUIET_ROUNDS.min(rounds_until_sleepy),
@@ -376,7 +451,7 @@ impl Sleep {
             idle.rounds = self.rounds_until_sleepy;
             return Outcome::Searching;
         }
-        let state = &self.states[core];
+        let state = &self.states[core].state;
         crate::chaos::point();
         state.swap(REGISTERING, SeqCst);
         crate::chaos::point();
@@ -414,7 +489,12 @@ impl Sleep {
         let mut ending = cancelled;
         loop {
             match state.load(SeqCst) {
-                AWAKE => break,
+                AWAKE => {
+                    // Only a claim's waker stores `AWAKE` while this core
+                    // sleeps, after its count of the claim (acquired here).
+                    me.claimed(self.states[core].last_claim());
+                    break;
+                }
                 ASLEEP if ending || me.should_wake() => {
                     if state.compare_exchange(ASLEEP, AWAKE, SeqCst, SeqCst).is_ok() {
                         self.counters.sub_sleeping();
@@ -441,31 +521,38 @@ impl Sleep {
     /// off the sleeping count and rings it, or nudges it back to searching.
     /// Returns whether this call did either.
     pub fn wake(&self, core: usize, ring: impl FnOnce(usize)) -> bool {
+        self.rouse(core, ring).is_some()
+    }
+
+    /// As [`Sleep::wake`], saying which it did, or `None` if neither.
+    pub fn rouse(&self, core: usize, ring: impl FnOnce(usize)) -> Option<Roused> {
         // Orders whatever the waker published (a push, the stop flag)
         // before its read of the state word, against the sleeper's store of
         // `ASLEEP` and its fence: the store-load pattern of the proof.
         fence(SeqCst);
-        let state = &self.states[core];
+        let core_state = &*self.states[core];
+        let state = &core_state.state;
         let mut seen = ASLEEP;
         loop {
             let next = match seen {
                 ASLEEP => CLAIMED,
                 REGISTERING => NUDGED,
-                _ => return false,
+                _ => return None,
             };
             match state.compare_exchange(seen, next, SeqCst, SeqCst) {
                 Ok(_) if next == CLAIMED => {
                     crate::chaos::point();
                     self.counters.sub_sleeping();
                     self.count_writes(core, 1);
+                    let claim = core_state.count_claim();
                     crate::chaos::point();
                     state.swap(AWAKE, SeqCst);
                     ring(core);
-                    return true;
+                    return Some(Roused::Claimed { claim });
                 }
                 Ok(_) => {
                     self.nudges.fetch_add(1, SeqCst);
-                    return true;
+                    return Some(Roused::Nudged);
                 }
                 Err(actual) => seen = actual,
             }
@@ -476,15 +563,15 @@ impl Sleep {
     /// few cores are idle and awake to take them. `from` is the pool core
     /// that made them, or `None` if they came from outside the pool (the
     /// fence of the proof); `start` is where to begin looking for sleepers,
-    /// to spread wake-ups. Calls `on_woken` with each core it woke (claimed
-    /// or nudged).
+    /// to spread wake-ups. Calls `on_woken` with each core it woke, and
+    /// how.
     pub fn new_jobs(
         &self,
         jobs: usize,
         from: Option<usize>,
         start: usize,
         ring: impl Fn(usize),
-        mut on_woken: impl FnMut(usize),
+        mut on_woken: impl FnMut(usize, Roused),
     ) {
         if from.is_none() {
             fence(SeqCst);
@@ -510,8 +597,8 @@ impl Sleep {
                 break;
             }
             let core = (start + offset) % cores;
-            if self.wake(core, &ring) {
-                on_woken(core);
+            if let Some(roused) = self.rouse(core, &ring) {
+                on_woken(core, roused);
                 woken += 1;
             }
         }
@@ -558,7 +645,7 @@ mod tests {
         let sleep = Sleep::with_idle_groups(32, 10, 8);
         // Work announced: the JEC is odd, nobody is sleepy.
         let mut woken = 0;
-        sleep.new_jobs(1, Some(0), 1, |_| unreachable!("nobody sleeps"), |_| woken += 1);
+        sleep.new_jobs(1, Some(0), 1, |_| unreachable!("nobody sleeps"), |_, _| woken += 1);
         assert_eq!(woken, 0);
         assert!(!sleep.anyone_idle(0));
         let mut idle = sleep.start_looking(20);

@@ -83,12 +83,33 @@ pub enum Event {
     Woke {
         /// Whether it slept in the deep tier.
         deep: bool,
+        /// The claim that ended the sleep, the same number as the waker's
+        /// [`Event::Wakeup`] records; `None` if the core ended it itself
+        /// (it saw work, or a deadline came).
+        claim: Option<u32>,
     },
-    /// It woke core `core` (which was asleep, or falling asleep and sent
-    /// back to searching): one per [`CoreStats::wakeups`](crate::CoreStats).
+    /// It woke core `core`: one per
+    /// [`CoreStats::wakeups`](crate::CoreStats).
     Wakeup {
         /// The core it woke.
         core: u32,
+        /// Which of `core`'s claims this was, if it claimed the core in its
+        /// sleep: the [`Event::Woke`] with the same claim on `core` ends
+        /// that sleep (none does if the core cancelled it before it began).
+        /// `None`: the core was counting itself as a sleeper, and was
+        /// nudged back to searching; that ends no sleep.
+        claim: Option<u32>,
+    },
+    /// It made a blocked strand runnable: the low 32 bits of its
+    /// [`StrandId`](crate::strand::StrandId), and what ended its wait. The
+    /// strand's next [`Event::StrandIn`], on any core, is the turn this
+    /// began; whatever ran on this core then (a strand's turn, a task, an
+    /// interrupt handler) woke it.
+    StrandWoken {
+        /// The strand (its id's low 32 bits).
+        strand: u32,
+        /// What ended its wait.
+        by: Woken,
     },
     /// A strand's turn began on it: the low 32 bits of its
     /// [`StrandId`](crate::strand::StrandId).
@@ -166,6 +187,34 @@ pub fn interrupt_ends(line: u32) {
     crate::pool::shared::trace_interrupted(Event::InterruptEnds { line });
 }
 
+/// What ended a strand's wait ([`Event::StrandWoken`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Woken {
+    /// What it waited for happened: a signal, an unpark, a lock or
+    /// channel handed on, a child finished.
+    Signalled,
+    /// Its deadline passed.
+    TimedOut,
+    /// It was cancelled.
+    Cancelled,
+}
+
+impl Woken {
+    /// From the strand state word's cause of waking.
+    pub(crate) fn from_cause(cause: u8) -> Self {
+        use crate::strand::control::state;
+        match cause {
+            state::TIMED_OUT => Woken::TimedOut,
+            state::INTERRUPTED => Woken::Cancelled,
+            _ => Woken::Signalled,
+        }
+    }
+
+    fn decode(code: u32) -> Option<Self> {
+        [Woken::Signalled, Woken::TimedOut, Woken::Cancelled].get(code as usize).copied()
+    }
+}
+
 /// Why a strand's turn ended ([`Event::StrandOut`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Left {
@@ -213,8 +262,12 @@ impl Event {
             Event::Stole { from, tasks } => (3, from.map_or(NONE, |core| core.min(NONE - 1)), tasks),
             Event::Injected { tasks } => (4, 0, tasks),
             Event::Slept => (5, 0, 0),
-            Event::Woke { deep } => (6, deep.into(), 0),
-            Event::Wakeup { core } => (7, core.min(NONE - 1), 0),
+            Event::Woke { deep, claim } => {
+                (6, u32::from(deep) | u32::from(claim.is_some()) << 1, claim.unwrap_or(0))
+            }
+            Event::Wakeup { core, claim: Some(claim) } => (7, core.min(NONE - 1), claim),
+            Event::Wakeup { core, claim: None } => (19, core.min(NONE - 1), 0),
+            Event::StrandWoken { strand, by } => (20, by as u32, strand),
             Event::StrandIn { strand } => (8, 0, strand),
             Event::StrandOut { strand, left } => (9, left.encode(), strand),
             Event::StackSaved { bytes } => (10, 0, bytes),
@@ -240,8 +293,8 @@ impl Event {
             3 => Event::Stole { from: (a != NONE).then_some(a), tasks: b },
             4 => Event::Injected { tasks: b },
             5 => Event::Slept,
-            6 => Event::Woke { deep: a != 0 },
-            7 => Event::Wakeup { core: a },
+            6 => Event::Woke { deep: a & 1 != 0, claim: (a & 2 != 0).then_some(b) },
+            7 => Event::Wakeup { core: a, claim: Some(b) },
             8 => Event::StrandIn { strand: b },
             9 => Event::StrandOut { strand: b, left: Left::decode(a)? },
             10 => Event::StackSaved { bytes: b },
@@ -253,6 +306,8 @@ impl Event {
             16 => Event::JoinTakenBack,
             17 => Event::InterruptBegins { line: b },
             18 => Event::InterruptEnds { line: b },
+            19 => Event::Wakeup { core: a, claim: None },
+            20 => Event::StrandWoken { strand: b, by: Woken::decode(a)? },
             _ => return None,
         })
     }
@@ -275,6 +330,66 @@ pub struct CoreTrace {
     /// Events recorded but not in `events`: overwritten by newer ones, or
     /// being written while the ring was read.
     pub lost: u64,
+}
+
+/// What a core's trace says it did, in [`CoreStats`](crate::CoreStats)'
+/// terms: the counters whose every step a trace point records. For a
+/// trace that lost nothing, [`CoreTrace::counted`] equals what
+/// `Counted::from` takes from the core's `CoreStats` (`tests/trace.rs`
+/// and the `trace_cost` test kernel check it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Counted {
+    /// Tasks run ([`Event::TaskBegin`]).
+    pub tasks_run: u64,
+    /// Tasks taken from the core's mailboxes ([`Event::Drained`]).
+    pub received: u64,
+    /// Tasks stolen ([`Event::Stole`]).
+    pub stolen: u64,
+    /// Tasks taken from the injector ([`Event::Injected`]).
+    pub injected: u64,
+    /// Sleeps ([`Event::Slept`]).
+    pub sleeps: u64,
+    /// Sleeps that reached the deep tier ([`Event::Woke`] with `deep`).
+    pub deep_sleeps: u64,
+    /// Cores woken ([`Event::Wakeup`]).
+    pub wakeups: u64,
+}
+
+impl From<&crate::CoreStats> for Counted {
+    fn from(stats: &crate::CoreStats) -> Self {
+        let s = stats;
+        Self {
+            tasks_run: s.tasks_run,
+            received: s.received,
+            stolen: s.stolen,
+            injected: s.injected,
+            sleeps: s.sleeps,
+            deep_sleeps: s.deep_sleeps,
+            wakeups: s.wakeups,
+        }
+    }
+}
+
+impl CoreTrace {
+    /// Adds up the events kept ([`Counted`]); lost events are not in it.
+    pub fn counted(&self) -> Counted {
+        let mut counted = Counted::default();
+        for event in &self.events {
+            let (counter, n) = match event.event {
+                Event::TaskBegin => (&mut counted.tasks_run, 1),
+                Event::Drained { tasks } => (&mut counted.received, tasks),
+                Event::Stole { tasks, .. } => (&mut counted.stolen, tasks),
+                Event::Injected { tasks } => (&mut counted.injected, tasks),
+                Event::Slept => (&mut counted.sleeps, 1),
+                Event::Woke { deep: true, .. } => (&mut counted.deep_sleeps, 1),
+                Event::Wakeup { .. } => (&mut counted.wakeups, 1),
+                _ => continue,
+            };
+            *counter += u64::from(n);
+        }
+        counted
+    }
 }
 
 /// The rings of a pool, one per core.
@@ -318,9 +433,14 @@ mod tests {
             Event::Stole { from: None, tasks: 1 },
             Event::Injected { tasks: 7 },
             Event::Slept,
-            Event::Woke { deep: true },
-            Event::Woke { deep: false },
-            Event::Wakeup { core: 300 },
+            Event::Woke { deep: true, claim: None },
+            Event::Woke { deep: false, claim: Some(u32::MAX) },
+            Event::Woke { deep: true, claim: Some(0) },
+            Event::Wakeup { core: 300, claim: Some(7) },
+            Event::Wakeup { core: 511, claim: None },
+            Event::StrandWoken { strand: 9, by: Woken::Signalled },
+            Event::StrandWoken { strand: u32::MAX, by: Woken::TimedOut },
+            Event::StrandWoken { strand: 0, by: Woken::Cancelled },
             Event::StrandIn { strand: u32::MAX },
             Event::StrandOut { strand: 7, left: Left::Yielded },
             Event::StrandOut { strand: 7, left: Left::Preempted },

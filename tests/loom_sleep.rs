@@ -50,7 +50,9 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use loom::thread::{self, Thread};
-use roving::loom_api::{Action, AtomicList, BlockCache, IdleState, Outcome, Sleep, Sleeper, Task, TaskQueue};
+use roving::loom_api::{
+    Action, AtomicList, BlockCache, IdleState, Outcome, Roused, Sleep, Sleeper, Task, TaskQueue,
+};
 use std::ptr::NonNull;
 
 const CORES: usize = 2;
@@ -183,7 +185,7 @@ fn inject(pool: &Pool, announce: bool, doorbells: &Doorbells) {
     // SAFETY: the job is new and ours to give.
     let _ = unsafe { pool.injector.push(make_job()) };
     if announce {
-        pool.sleep.new_jobs(1, None, 0, |core| doorbells.ring(core), |_| ());
+        pool.sleep.new_jobs(1, None, 0, |core| doorbells.ring(core), |_, _| ());
     }
 }
 
@@ -192,7 +194,7 @@ fn inject(pool: &Pool, announce: bool, doorbells: &Doorbells) {
 fn offer(pool: &Pool, doorbells: &Doorbells) {
     // SAFETY: the job is new and ours to give.
     let _ = unsafe { pool.offered.push(make_job()) };
-    pool.sleep.new_jobs(1, Some(0), 1, |core| doorbells.ring(core), |_| ());
+    pool.sleep.new_jobs(1, Some(0), 1, |core| doorbells.ring(core), |_, _| ());
 }
 
 fn model(source: Source, search_rounds: u32, idle_group: usize) {
@@ -277,6 +279,8 @@ fn an_unannounced_job_is_lost() {
 /// other core never sleeps.
 struct Restless<'a> {
     pool: &'a Pool,
+    /// The claims that ended its sleeps, as it heard of them.
+    heard: &'a mut Vec<u32>,
 }
 
 impl Sleeper for Restless<'_> {
@@ -302,10 +306,16 @@ impl Sleeper for Restless<'_> {
     fn wait(&mut self) {
         thread::park();
     }
+
+    fn claimed(&mut self, claim: u32) {
+        self.heard.push(claim);
+    }
 }
 
 /// Core 1 sleeps, is woken, and sleeps again, while core 0 wakes it once
-/// and then stops the pool.
+/// and then stops the pool. Each claim core 0 makes is numbered, and core 1
+/// hears of each claim that ended one of its sleeps: never one that was
+/// not made, nor one twice (the trace pairs wake-ups to sleeps by them).
 #[test]
 fn a_woken_core_is_never_counted_twice() {
     loom::model(|| {
@@ -313,20 +323,31 @@ fn a_woken_core_is_never_counted_twice() {
         let restless = {
             let pool = pool.clone();
             thread::spawn(move || {
+                let mut heard = Vec::new();
                 let mut idle = pool.sleep.start_looking(1);
                 while !pool.stopped.load(SeqCst) {
-                    if pool.sleep.no_work_found(&mut idle, 1, &mut Restless { pool: &pool }) == Outcome::Slept
-                    {
+                    let mut core = Restless { pool: &pool, heard: &mut heard };
+                    if pool.sleep.no_work_found(&mut idle, 1, &mut core) == Outcome::Slept {
                         pool.sleep.work_found(idle);
                         idle = pool.sleep.start_looking(1);
                     }
                 }
+                heard
             })
         };
         let ring = |_| restless.thread().unpark();
-        pool.sleep.wake(1, ring);
+        let mut made = Vec::new();
+        let mut rouse = || {
+            if let Some(Roused::Claimed { claim }) = pool.sleep.rouse(1, ring) {
+                made.push(claim);
+            }
+        };
+        rouse();
         pool.stopped.store(true, SeqCst);
-        pool.sleep.wake_all(ring);
-        restless.join().unwrap();
+        rouse();
+        let heard = restless.join().unwrap();
+        assert!(made.iter().enumerate().all(|(at, &claim)| claim == at as u32 + 1), "claims {made:?}");
+        assert!(heard.windows(2).all(|pair| pair[0] < pair[1]), "heard {heard:?}");
+        assert!(heard.iter().all(|claim| made.contains(claim)), "heard {heard:?} of claims {made:?}");
     });
 }

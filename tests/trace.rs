@@ -10,45 +10,15 @@ use roving::actor::{Actor, ActorContext};
 use roving::event_loop::Loop;
 use roving::platform::host::Machine;
 use roving::sync::Event as Flag;
-use roving::trace::{CoreTrace, EVENTS_PER_CORE, Event, Left};
+use roving::trace::{CoreTrace, Counted, EVENTS_PER_CORE, Event, Left, Woken};
 use roving::{CoreStats, Pool};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 use support::with_watchdog;
 
 const CORES: usize = 4;
-
-/// What the trace says a core did, in `CoreStats`' terms.
-fn counted(trace: &CoreTrace) -> [u64; 7] {
-    let mut counts = [0; 7];
-    for event in &trace.events {
-        let (slot, n) = match event.event {
-            Event::TaskBegin => (0, 1),
-            Event::Drained { tasks } => (1, tasks),
-            Event::Stole { tasks, .. } => (2, tasks),
-            Event::Injected { tasks } => (3, tasks),
-            Event::Slept => (4, 1),
-            Event::Woke { deep: true } => (5, 1),
-            Event::Wakeup { .. } => (6, 1),
-            _ => continue,
-        };
-        counts[slot] += u64::from(n);
-    }
-    counts
-}
-
-fn expected(stats: &CoreStats) -> [u64; 7] {
-    [
-        stats.tasks_run,
-        stats.received,
-        stats.stolen,
-        stats.injected,
-        stats.sleeps,
-        stats.deep_sleeps,
-        stats.wakeups,
-    ]
-}
 
 /// Strands beyond the pool's 64 fibres, so that some share one and their
 /// stacks are copied in and out.
@@ -178,7 +148,7 @@ fn a_traced_run_agrees_with_the_counters() {
     assert_eq!(traces.len(), CORES);
     for (core, (stats, trace)) in stats.iter().zip(&traces).enumerate() {
         assert_eq!(trace.lost, 0, "core {core} lost events (its ring holds {EVENTS_PER_CORE})");
-        assert_eq!(counted(trace), expected(stats), "core {core}: trace against counters {stats:?}");
+        assert_eq!(trace.counted(), Counted::from(stats), "core {core}: trace against counters {stats:?}");
         let woke = trace.events.iter().filter(|event| matches!(event.event, Event::Woke { .. })).count();
         assert_eq!(woke as u64, stats.sleeps, "core {core}: every sleep ends");
         assert!(
@@ -238,6 +208,7 @@ fn a_traced_run_agrees_with_the_counters() {
     assert_eq!(all(|event| matches!(event, Event::FutureCompleted { broken: false })), FUTURES);
     let published = all(|event| matches!(event, Event::JoinPublished));
     assert!(all(|event| matches!(event, Event::JoinTakenBack)) <= published);
+    wakes_pair_up(&traces);
     let total = |field: fn(&CoreStats) -> u64| stats.iter().map(field).sum::<u64>();
     assert!(total(|s| s.tasks_run) > 400, "the workload did too little: {stats:?}");
     assert!(total(|s| s.received) > 0 && total(|s| s.injected) == 20, "no post or no injection: {stats:?}");
@@ -245,4 +216,72 @@ fn a_traced_run_agrees_with_the_counters() {
         total(|s| s.sleeps) > 0 && total(|s| s.wakeups) > 0,
         "no core slept, or none was woken: {stats:?}"
     );
+}
+
+/// Who woke whom. A core's wake-up that claimed a sleeper names the claim,
+/// and the sleep it ended (if the sleeper had not cancelled it first) ends
+/// with that claim: at most one each way. A sleep whose claim no core
+/// made was ended from outside the pool, which keeps no trace: the first
+/// injections, the pool's stop. Every strand that blocked was woken once,
+/// and its next turn began after that.
+fn wakes_pair_up(traces: &[CoreTrace]) {
+    let mut claims = HashMap::new();
+    for (waker, trace) in traces.iter().enumerate() {
+        for event in &trace.events {
+            if let Event::Wakeup { core, claim: Some(claim) } = event.event {
+                assert!(
+                    claims.insert((core, claim), waker).is_none(),
+                    "claim {claim} on core {core} made twice"
+                );
+            }
+        }
+    }
+    let (mut by_cores, mut from_outside) = (0, 0);
+    for (core, trace) in traces.iter().enumerate() {
+        let mut seen = std::collections::HashSet::new();
+        for event in &trace.events {
+            if let Event::Woke { claim: Some(claim), .. } = event.event {
+                assert!(seen.insert(claim), "core {core}: two sleeps ended by claim {claim}");
+                match claims.contains_key(&(core as u32, claim)) {
+                    true => by_cores += 1,
+                    false => from_outside += 1,
+                }
+            }
+        }
+    }
+    // Outside the pool: the 20 injections wake a core each at most, and
+    // the stop every core.
+    assert!(
+        from_outside <= 20 + CORES,
+        "{from_outside} sleeps ended from outside ({by_cores} by a core's claim)"
+    );
+    // Strands: the low 32 bits of their ids, over all cores, in time.
+    let mut all: Vec<_> = traces.iter().flat_map(|trace| &trace.events).collect();
+    // A wake and the turn it began may read the same tick: the wake first.
+    all.sort_by_key(|event| (event.ticks, !matches!(event.event, Event::StrandWoken { .. })));
+    let mut blocked = HashMap::<u32, usize>::new();
+    let mut woken_at = HashMap::new();
+    let (mut woken, mut timed_out) = (0, 0);
+    for event in all {
+        match event.event {
+            Event::StrandOut { strand, left: Left::Blocked(_) } => *blocked.entry(strand).or_default() += 1,
+            Event::StrandWoken { strand, by } => {
+                assert!(matches!(by, Woken::Signalled | Woken::TimedOut), "strand {strand} woken by {by:?}");
+                assert!(
+                    woken_at.insert(strand, event.ticks).is_none(),
+                    "strand {strand} woken twice in one wait"
+                );
+                woken += 1;
+                timed_out += usize::from(by == Woken::TimedOut);
+            }
+            Event::StrandIn { strand } => {
+                woken_at.remove(&strand);
+            }
+            _ => {}
+        }
+    }
+    assert!(woken_at.is_empty(), "strands woken whose next turn never began: {woken_at:?}");
+    assert_eq!(woken, blocked.values().sum::<usize>(), "every wait ended by one wake");
+    // `main` slept four times: its deadline woke it each time.
+    assert!(timed_out >= 4, "main's sleeps: {timed_out} wakes by a deadline");
 }

@@ -804,7 +804,7 @@ impl Shared {
                         // mailbox if no core is idle (a strand woken by an
                         // interrupt should not wait for a long task).
                         Sent::Queued if !pinned => {
-                            self.sleep.new_jobs(1, None, to + 1, ring, |_| ());
+                            self.sleep.new_jobs(1, None, to + 1, ring, |_, _| ());
                         }
                         Sent::Queued => {}
                         Sent::Wake(core) => {
@@ -825,31 +825,43 @@ impl Shared {
         let _ = unsafe { self.injector.push(task) };
         match from {
             Some(me) => self.announce_for(me, 1),
-            None => self.sleep.new_jobs(1, None, 0, ring, |_| ()),
+            None => self.sleep.new_jobs(1, None, 0, ring, |_, _| ()),
         }
     }
 
     /// Wakes `core` for core `me`, if it sleeps or is falling asleep: a
     /// wake-up of `me`'s, counted and traced. Returns whether it woke it.
     pub(crate) fn wake_for(&self, me: usize, core: usize) -> bool {
-        let woke = self.sleep.wake(core, ring);
-        if woke {
-            self.count_wakeup(me, core);
+        let roused = self.sleep.rouse(core, ring);
+        if let Some(roused) = roused {
+            self.count_wakeup(me, core, roused);
         }
-        woke
+        roused.is_some()
     }
 
     /// Announces `jobs` new jobs that core `me` made for any core, waking
     /// sleepers if too few cores are idle (`crate::sleep`); the wake-ups
     /// are `me`'s, counted and traced.
     pub(crate) fn announce_for(&self, me: usize, jobs: usize) {
-        self.sleep.new_jobs(jobs, Some(me), me + 1, ring, |core| self.count_wakeup(me, core));
+        self.sleep.new_jobs(jobs, Some(me), me + 1, ring, |core, roused| {
+            self.count_wakeup(me, core, roused);
+        });
     }
 
-    fn count_wakeup(&self, me: usize, _core: usize) {
+    fn count_wakeup(&self, me: usize, _core: usize, _roused: crate::sleep::Roused) {
         stats::add(&self.stats[me].wakeups, 1);
-        // `_core` is read by the trace point alone.
-        trace_point!(self, me, crate::trace::Event::Wakeup { core: _core as u32 });
+        // `_core` and `_roused` are read by the trace point alone.
+        trace_point!(
+            self,
+            me,
+            crate::trace::Event::Wakeup {
+                core: _core as u32,
+                claim: match _roused {
+                    crate::sleep::Roused::Claimed { claim } => Some(claim),
+                    crate::sleep::Roused::Nudged => None,
+                },
+            }
+        );
     }
 
     /// The outside path: count the post in flight, check the state, make

@@ -84,12 +84,24 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             if let Some(task) = find_work(shared, me) {
                 break Some(task);
             }
-            let mut sleeper = CoreSleeper { shared, me, slept_at: None, deep: false, watched: false };
+            let mut sleeper = CoreSleeper {
+                shared,
+                me,
+                slept_at: None,
+                deep: false,
+                watched: false,
+                #[cfg(feature = "trace")]
+                claim: None,
+            };
             if shared.sleep.no_work_found(&mut idle, me, &mut sleeper) == Outcome::Slept {
                 if sleeper.deep {
                     stats::add(&shared.stats[me].deep_sleeps, 1);
                 }
-                trace_point!(shared, me, crate::trace::Event::Woke { deep: sleeper.deep });
+                trace_point!(
+                    shared,
+                    me,
+                    crate::trace::Event::Woke { deep: sleeper.deep, claim: sleeper.claim }
+                );
             }
             watched |= sleeper.watched;
         };
@@ -359,6 +371,9 @@ struct CoreSleeper<'a> {
     deep: bool,
     /// Whether it watched the deadlines in a sleep of this round.
     watched: bool,
+    /// The claim that ended its sleep, if a waker's did.
+    #[cfg(feature = "trace")]
+    claim: Option<u32>,
 }
 
 impl Sleeper for CoreSleeper<'_> {
@@ -380,6 +395,11 @@ impl Sleeper for CoreSleeper<'_> {
             || shared.leaving[self.me].load(SeqCst)
             || shared.inbound.has_work(self.me)
             || shared.timers.due()
+    }
+
+    #[cfg(feature = "trace")]
+    fn claimed(&mut self, claim: u32) {
+        self.claim = Some(claim);
     }
 
     fn between_rounds(&mut self, round: u32) {

@@ -304,6 +304,13 @@ pub(crate) fn signal(strand: NonNull<Header>, cause: u8) -> bool {
     if !claim(unsafe { strand.as_ref() }, cause) {
         return false;
     }
+    // Before the push, after which the strand may run (and its turn's
+    // start would come first in the trace).
+    trace_here!(crate::trace::Event::StrandWoken {
+        // SAFETY: as above.
+        strand: unsafe { strand.as_ref() }.id.get() as u32,
+        by: crate::trace::Woken::from_cause(cause),
+    });
     make_runnable(strand);
     true
 }
