@@ -38,7 +38,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run trace trace-check image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal clean
+.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -60,12 +60,25 @@ trace: check-board check-cores check-app setup
 
 ## trace-check: make trace at 4 cores on virt and x86-pc; its dump must
 ## parse, and every wake must end a sleep. Then the shell on virt, asked
-## for its trace mid-run: that dump too
+## for its trace mid-run: that dump too. Then the trace_cost test kernel,
+## traced, at 4 cores on virt and x86-pc: each core's trace must count
+## exactly what its counters count, and its dump pass the same checks
 trace-check:
 	$(MAKE) --no-print-directory trace BOARD=virt CORES=4
 	$(MAKE) --no-print-directory trace BOARD=x86-pc CORES=4
 	$(MAKE) --no-print-directory trace BOARD=virt CORES=4 APP=shell TRACE_INPUT=tests/tools/shell-trace.txt
 	tools/trace target/trace/virt/shell.log --dump 1 --check
+	$(MAKE) --no-print-directory trace-kernel BOARD=virt
+	$(MAKE) --no-print-directory trace-kernel BOARD=x86-pc
+
+trace-kernel: check-board
+	mkdir -p target/trace/$(BOARD)
+	cargo build --quiet -p roving-test-kernels $(board_flags) --features trace --bin trace_cost
+	ROVING_CORES=4 ROVING_APPEND="roving.cores=4" ROVING_TIMEOUT=120 \
+		tools/qemu-run target/$(shell tools/boards get $(BOARD) target)/debug/trace_cost </dev/null \
+		>target/trace/$(BOARD)/trace_cost.log 2>&1 || { tail -20 target/trace/$(BOARD)/trace_cost.log; exit 1; }
+	grep -a "agree with their counters\|TEST trace_cost: PASS" target/trace/$(BOARD)/trace_cost.log
+	tools/trace target/trace/$(BOARD)/trace_cost.log --check --summary
 
 ## image: what BOARD boots from, in target/image/$(BOARD)/
 image: check-board setup
@@ -101,8 +114,8 @@ lint:
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
-	cargo clippy --quiet -p roving-examples --features trace -- -D warnings
-	cargo clippy --quiet -p roving-examples --features trace --target x86_64-unknown-none -- -D warnings
+	cargo clippy --quiet -p roving-examples -p roving-test-kernels --features trace -- -D warnings
+	cargo clippy --quiet -p roving-examples -p roving-test-kernels --features trace --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std,trace $(HOST)
