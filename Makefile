@@ -220,7 +220,7 @@ publish-check:
 		$(addprefix -p ,$(PUBLISHED)) 2>&1 | { grep -v "ignoring test\|ignoring example\|profile package spec\|aborting upload" || true; }
 
 qemu-test:
-	tools/setup --defmt
+	tools/setup --defmt --pi-trees
 	tests/qemu/suite
 
 ## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon,

@@ -44,6 +44,22 @@ pub enum ConsoleDevice {
     },
 }
 
+impl ConsoleDevice {
+    /// The same device with its registers at `base` (memory-mapped UARTs;
+    /// a UART on I/O ports stays where it is).
+    pub(crate) fn at(self, base: usize) -> Self {
+        match self {
+            #[cfg(target_arch = "aarch64")]
+            Self::Pl011 { clock_hz, .. } => Self::Pl011 { base, clock_hz },
+            #[cfg(target_arch = "x86_64")]
+            Self::Uart16550 { .. } => {
+                let _ = base;
+                self
+            }
+        }
+    }
+}
+
 /// A device's interrupt line, as a board names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Line {
@@ -95,8 +111,8 @@ pub enum InterruptController {
     /// The GIC the device tree describes (GICv2 or GICv3).
     #[cfg(target_arch = "aarch64")]
     FromDeviceTree,
-    /// A GICv2 (such as the GIC-400) at fixed addresses; the device tree,
-    /// if any, is not consulted.
+    /// A GICv2 (such as the GIC-400) at these addresses, unless the
+    /// firmware's device tree names a GIC (then the tree's is used).
     #[cfg(target_arch = "aarch64")]
     GicV2 {
         /// The distributor (GICD).

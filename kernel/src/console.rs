@@ -39,12 +39,29 @@ fn open(device: ConsoleDevice) -> Uart {
 fn writer() -> Uart {
     // SAFETY: the board's console, opened by `init` (callers check
     // `OPENED`); writers only send.
-    unsafe { Uart::writer(board().console) }
+    unsafe { Uart::writer(device()) }
 }
 
-/// Opens the board's console. Boot core, once the MMU is on.
+/// Where the firmware's device tree put the console's UART, if it moved
+/// it from the board's address; 0 if not.
+static MOVED_TO: AtomicUsize = AtomicUsize::new(0);
+
+/// The console's device: the board's, at the address the firmware's
+/// device tree gives it, if it gives one.
+pub(crate) fn device() -> ConsoleDevice {
+    match MOVED_TO.load(Relaxed) {
+        0 => board().console,
+        base => board().console.at(base),
+    }
+}
+
+/// Opens the board's console, where the boot facts put it. Boot core, once
+/// the MMU is on (the page tables map it).
 pub(crate) fn init() {
-    let _programmed = open(board().console);
+    if let Some(base) = arch::console_base(&crate::boot_info::boot_info().arch) {
+        MOVED_TO.store(base, Relaxed);
+    }
+    let _programmed = open(device());
     OPENED.store(true, Release);
 }
 

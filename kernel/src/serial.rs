@@ -153,7 +153,7 @@ pub(crate) fn init() {
     let Some(line) = board().console_line.and_then(interrupts::resolve) else { return };
     // SAFETY: the board's console device, opened as the console already;
     // this is its one receiver.
-    let receiver = unsafe { Receiver::open(board().console) };
+    let receiver = unsafe { Receiver::open(crate::console::device()) };
     masking::locked(&ENDS.0, |input| input.receiver = Some(receiver));
     match interrupts::bind_kernel(line, 0, on_interrupt) {
         Ok(()) => {

@@ -5,6 +5,8 @@
 //! touches no atomic. Anything the tree does not say falls back to the
 //! board's constants, and the boot banner says what was found.
 
+mod bus;
+
 use super::cpu;
 use crate::board::{Board, InterruptController, Region};
 use crate::boot_info::{BootInfo, push_truncated};
@@ -68,6 +70,11 @@ pub struct GicInfo {
     pub redistributor_region_count: usize,
 }
 
+/// What to map at a GIC distributor's or CPU interface's base: the GICv2
+/// CPU interface's 8 KiB, and more than the distributor's 4 KiB (GICv3's
+/// is 64 KiB).
+pub(crate) const GIC_FRAME: usize = 0x1_0000;
+
 /// The most GICv3 redistributor regions the kernel reads from the tree.
 pub const MAX_REDISTRIBUTOR_REGIONS: usize = 8;
 
@@ -103,11 +110,35 @@ pub struct ArchInfo {
     pub gic: Option<GicInfo>,
     /// The interrupt id of the EL1 virtual timer (a PPI; 27 by convention).
     pub timer_intid: u32,
+    /// The console's PL011, where the device tree puts it (`serial0`, or
+    /// `/chosen`'s `stdout-path`), if it names one; the board's address
+    /// otherwise.
+    pub uart: Option<Region>,
+    /// What came from the device tree rather than the board's constants.
+    pub from_tree: FromTree,
+}
+
+/// What the kernel took from the device tree; the rest is the board's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FromTree {
+    /// The RAM ranges (every `memory` node's registers).
+    pub ram: bool,
+    /// The cores (`/cpus`).
+    pub cores: bool,
+    /// The interrupt controller.
+    pub interrupts: bool,
 }
 
 impl ArchInfo {
-    pub(crate) const EMPTY: Self =
-        Self { entered_el: 0, device_tree: None, psci: None, gic: None, timer_intid: VIRTUAL_TIMER_PPI };
+    pub(crate) const EMPTY: Self = Self {
+        entered_el: 0,
+        device_tree: None,
+        psci: None,
+        gic: None,
+        timer_intid: VIRTUAL_TIMER_PPI,
+        uart: None,
+        from_tree: FromTree { ram: false, cores: false, interrupts: false },
+    };
 }
 
 const FDT_MAGIC: u32 = 0xd00d_feed;
@@ -129,11 +160,13 @@ pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
     }
     info.arch.gic = match board.interrupts {
         InterruptController::FromDeviceTree => info.arch.gic,
+        // The board's addresses only when the tree names no GIC.
         InterruptController::GicV2 { distributor, cpu_interface } => {
-            Some(GicInfo::v2(distributor, cpu_interface))
+            info.arch.gic.or(Some(GicInfo::v2(distributor, cpu_interface)))
         }
         InterruptController::Board(_) => None,
     };
+    info.arch.from_tree.interrupts &= info.arch.gic.is_some();
 }
 
 /// The board's cores, the boot core first.
@@ -159,10 +192,13 @@ fn read_tree(info: &mut BootInfo, address: usize, fdt: Fdt<'static>, board: &Boa
         push_truncated(&mut info.bootargs, args);
     }
     read_cores(fdt, boot_core, info);
+    info.arch.from_tree.cores = fdt.cpus().is_ok();
     read_memory(fdt, info);
+    info.arch.from_tree.ram = !info.ram.is_empty();
     if info.ram.is_empty() {
         let _ = info.ram.push(board.fallback_ram);
     }
+    info.arch.uart = find_uart(fdt);
     info.arch.psci =
         fdt.find_node("/psci").and_then(|psci| match psci.property("method")?.value_as::<&str>().ok()? {
             "hvc" => Some(Conduit::Hvc),
@@ -170,6 +206,7 @@ fn read_tree(info: &mut BootInfo, address: usize, fdt: Fdt<'static>, board: &Boa
             _ => None,
         });
     info.arch.gic = find_gic(fdt);
+    info.arch.from_tree.interrupts = info.arch.gic.is_some();
     if let Some(intid) = timer_intid(fdt) {
         info.arch.timer_intid = intid;
     }
@@ -219,48 +256,64 @@ fn read_cores(fdt: Fdt<'static>, boot_core: u64, info: &mut BootInfo) {
     }
 }
 
+/// Every `memory` node's ranges: firmware may describe RAM as one node
+/// with several ranges, or as a node per range (a Pi 4 with more than
+/// 1 GiB has a bank below the peripherals and one above 1 GiB).
 fn read_memory(fdt: Fdt<'static>, info: &mut BootInfo) {
-    let Ok(memory) = fdt.memory() else { return };
-    let Ok(Some(regs)) = (*memory).reg() else { return };
-    for reg in regs {
-        if let (Ok(base), Ok(size)) = (reg.address::<u64>(), reg.size::<u64>())
-            && size > 0
-        {
-            let _ = info.ram.push(Region { base: base as usize, size: size as usize });
+    let is_memory = |node: &FdtNode<'static>| {
+        node.property("device_type").and_then(|kind| kind.value_as::<&str>().ok()) == Some("memory")
+    };
+    for node in fdt.root().children().filter(is_memory) {
+        let Ok(Some(regs)) = node.reg() else { continue };
+        for reg in regs {
+            if let (Ok(base), Ok(size)) = (reg.address::<u64>(), reg.size::<u64>())
+                && size > 0
+            {
+                let _ = info.ram.push(Region { base: base as usize, size: size as usize });
+            }
         }
     }
 }
 
+/// The interrupt controller, wherever it sits in the tree: at the root
+/// (QEMU virt), or on a bus whose `ranges` place it (the Pi 4's GIC-400
+/// under `/soc`).
 fn find_gic(fdt: Fdt<'static>) -> Option<GicInfo> {
-    let root = fdt.root();
-    let (node, version) = root.children().find_map(|node| {
-        if node.is_compatible("arm,gic-v3") {
-            Some((node, GicVersion::V3))
-        } else if GICV2_COMPATIBLE.iter().any(|c| node.is_compatible(c)) {
-            Some((node, GicVersion::V2))
-        } else {
-            None
-        }
-    })?;
-    let mut regs = node.reg().ok()??;
-    let distributor = regs.next()?.address::<u64>().ok()? as usize;
-    if version == GicVersion::V2 {
-        let cpu_interface = regs.next()?.address::<u64>().ok()? as usize;
-        return Some(GicInfo::v2(distributor, cpu_interface));
+    let is_gic = |node: FdtNode<'static>| {
+        node.is_compatible("arm,gic-v3") || GICV2_COMPATIBLE.iter().any(|c| node.is_compatible(c))
+    };
+    let path = bus::find(fdt, &is_gic)?;
+    let node = path.node();
+    let distributor = path.register(0)?.base;
+    if !node.is_compatible("arm,gic-v3") {
+        return Some(GicInfo::v2(distributor, path.register(1)?.base));
     }
     // GICv3: the distributor, then `#redistributor-regions` regions (one
     // when the property is absent), then registers the kernel does not use.
     let regions =
         node.property("#redistributor-regions").and_then(|count| count.value_as::<u32>().ok()).unwrap_or(1)
             as usize;
-    let mut gic = GicInfo { version, ..GicInfo::v2(distributor, 0) };
-    for reg in regs.take(regions.min(MAX_REDISTRIBUTOR_REGIONS)) {
-        let (Ok(base), Ok(size)) = (reg.address::<u64>(), reg.size::<u64>()) else { break };
-        gic.redistributor_regions[gic.redistributor_region_count] =
-            Region { base: base as usize, size: size as usize };
+    let mut gic = GicInfo { version: GicVersion::V3, ..GicInfo::v2(distributor, 0) };
+    for index in 1..=regions.min(MAX_REDISTRIBUTOR_REGIONS) {
+        let Some(region) = path.register(index) else { break };
+        gic.redistributor_regions[gic.redistributor_region_count] = region;
         gic.redistributor_region_count += 1;
     }
     (gic.redistributor_region_count > 0).then_some(gic)
+}
+
+/// The console's PL011: the one `serial0` names (the Pi's firmware and
+/// its trees name the PL011 so), else `stdout-path`'s, if it is a PL011.
+fn find_uart(fdt: Fdt<'static>) -> Option<Region> {
+    let chosen = fdt.find_node("/chosen");
+    let stdout = chosen.and_then(|chosen| chosen.property("stdout-path")?.value_as::<&'static str>().ok());
+    ["serial0"].into_iter().chain(stdout).find_map(|name| {
+        let path = bus::named(fdt, name)?;
+        if !path.node().is_compatible("arm,pl011") || matches!(path.node().status(), Ok(Status::Disabled)) {
+            return None;
+        }
+        path.register(0)
+    })
 }
 
 /// The virtual timer's interrupt: the third of the `arm,armv8-timer` node's

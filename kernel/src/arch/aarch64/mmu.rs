@@ -139,6 +139,12 @@ pub(super) unsafe fn build_tables(info: &BootInfo, board: &Board) {
     for region in info.arch.gic.iter().flat_map(|gic| gic.redistributors()) {
         result = result.and_then(|()| map(tables, *region, Kind::Device));
     }
+    // So are the devices a firmware's tree moved: the GIC and the UART.
+    let gic = info.arch.gic.iter().flat_map(|gic| [gic.distributor, gic.cpu_interface]);
+    let moved = gic.filter(|&base| base != 0).map(|base| Region { base, size: super::dtb::GIC_FRAME });
+    for region in moved.chain(info.arch.uart) {
+        result = result.and_then(|()| map(tables, region, Kind::Device));
+    }
     for region in &info.ram {
         result = result.and_then(|()| map(tables, *region, Kind::Normal));
     }

@@ -77,6 +77,54 @@ pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
     }
 }
 
+/// Where the device tree put the console's UART, if it names the board's
+/// kind of console device.
+pub(crate) fn console_base(info: &ArchInfo) -> Option<usize> {
+    match crate::board::board().console {
+        crate::board::ConsoleDevice::Pl011 { .. } => info.uart.map(|uart| uart.base),
+    }
+}
+
+/// For the boot banner: where the boot facts came from, the firmware's
+/// device tree or the board's constants.
+pub(crate) fn describe_sources(
+    info: &crate::boot_info::BootInfo,
+    out: &mut impl core::fmt::Write,
+) -> core::fmt::Result {
+    let arch = &info.arch;
+    let Some(tree) = arch.device_tree else {
+        return out.write_str("no device tree: the board's RAM, cores and interrupt controller");
+    };
+    let found = arch.from_tree;
+    write!(out, "from the device tree at {tree:#x}")?;
+    let mut separator = ": ";
+    let mut item = |out: &mut dyn core::fmt::Write, what: core::fmt::Arguments<'_>| {
+        let result = write!(out, "{separator}{what}");
+        separator = ", ";
+        result
+    };
+    if found.ram {
+        let ranges = info.ram.len();
+        item(out, format_args!("RAM in {ranges} range{}", if ranges == 1 { "" } else { "s" }))?;
+    }
+    if found.cores {
+        item(out, format_args!("{} cores", info.cores_found))?;
+    }
+    if let Some(gic) = arch.gic.filter(|_| found.interrupts) {
+        item(out, format_args!("GICv{} at {:#x}", gic.version.number(), gic.distributor))?;
+    }
+    if let Some(uart) = arch.uart {
+        item(out, format_args!("PL011 at {:#x}", uart.base))?;
+    }
+    let theirs = [(found.ram, "RAM"), (found.cores, "cores"), (found.interrupts, "interrupt controller")];
+    let mut separator = "; the board's: ";
+    for (_, what) in theirs.iter().filter(|(from_tree, _)| !*from_tree) {
+        write!(out, "{separator}{what}")?;
+        separator = ", ";
+    }
+    Ok(())
+}
+
 /// A one-line description of the interrupt controller and firmware, for the
 /// boot banner.
 pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {

@@ -148,6 +148,21 @@ pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
 
 /// A one-line description of the firmware and interrupt set-up, for the
 /// boot banner.
+/// For the boot banner: where the boot facts came from. The start info
+/// and ACPI are the only sources; `describe` names them.
+pub(crate) fn describe_sources(
+    _: &crate::boot_info::BootInfo,
+    _: &mut impl core::fmt::Write,
+) -> core::fmt::Result {
+    Ok(())
+}
+
+/// The console's UART sits on I/O ports, where the firmware's tables
+/// never move it.
+pub(crate) fn console_base(_: &ArchInfo) -> Option<usize> {
+    None
+}
+
 pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {
     write!(out, "PVH entry, ")?;
     out.write_str(if info.madt { "cores from the ACPI MADT" } else { "no ACPI MADT (one core)" })?;
