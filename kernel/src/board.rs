@@ -192,6 +192,23 @@ pub trait InterruptChip: Sync {
         false
     }
 
+    /// The firmware device tree's `compatible` for each block of
+    /// registers this controller drives, in the order
+    /// [`place`](InterruptChip::place) numbers them. None by default: the
+    /// board's addresses are used.
+    fn tree_parts(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Moves block `index` of [`tree_parts`](InterruptChip::tree_parts) to
+    /// `base`, where the firmware's device tree puts it (mapped as device
+    /// memory). Called on the boot core before any
+    /// [`init_core`](InterruptChip::init_core), and only when the tree has
+    /// every block.
+    fn place(&self, index: usize, base: usize) {
+        let _ = (index, base);
+    }
+
     /// Routes `line` to the core with hardware id `hw_id`.
     fn route_line(&self, line: u32, hw_id: u64) {
         let _ = (line, hw_id);

@@ -36,6 +36,17 @@ impl InterruptChip for Interrupts {
         "BCM2836 local interrupts, BCM2835 peripheral interrupts"
     }
 
+    fn tree_parts(&self) -> &'static [&'static str] {
+        &["brcm,bcm2836-l1-intc", "brcm,bcm2836-armctrl-ic"]
+    }
+
+    fn place(&self, index: usize, base: usize) {
+        match index {
+            0 => self.local.place(base),
+            _ => self.peripheral.place(base),
+        }
+    }
+
     fn init_core(&self, hw_id: u64) {
         self.local.init_core(hw_id);
     }

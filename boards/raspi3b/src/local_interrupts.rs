@@ -15,6 +15,7 @@
 //! - `0x80 + 16n` mailbox 0 write-set: ones written are OR'd in;
 //! - `0xC0 + 16n` mailbox 0 read / write-clear: ones written are cleared.
 
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use roving_kernel::board::Pending;
 
 const GPU_ROUTING: usize = 0x0C;
@@ -34,17 +35,23 @@ const WAKE_BIT: u32 = 1;
 /// The driver: stateless, so any core may use it at any time.
 #[derive(Debug)]
 pub struct LocalInterrupts {
-    base: usize,
+    base: AtomicUsize,
 }
 
 impl LocalInterrupts {
     /// The block whose registers start at `base`.
     pub const fn new(base: usize) -> Self {
-        Self { base }
+        Self { base: AtomicUsize::new(base) }
+    }
+
+    /// Moves the block to `base` (where the firmware's device tree puts
+    /// it), before any core uses it.
+    pub fn place(&self, base: usize) {
+        self.base.store(base, Relaxed);
     }
 
     fn register(&self, offset: usize) -> *mut u32 {
-        (self.base + offset) as *mut u32
+        (self.base.load(Relaxed) + offset) as *mut u32
     }
 
     fn write(&self, offset: usize, value: u32) {

@@ -9,7 +9,7 @@
 //! found with two reads whether or not the pending registers are masked
 //! by the enables (QEMU's are; the datasheet's are not).
 
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 const PENDING: [usize; 2] = [0x04, 0x08];
 const ENABLE: [usize; 2] = [0x10, 0x14];
@@ -22,26 +22,32 @@ pub const LINES: u32 = 64;
 /// any core may do it at any time; the mirror is updated with it.
 #[derive(Debug)]
 pub struct PeripheralInterrupts {
-    base: usize,
+    base: AtomicUsize,
     enabled: AtomicU64,
 }
 
 impl PeripheralInterrupts {
     /// The controller whose registers start at `base`.
     pub const fn new(base: usize) -> Self {
-        Self { base, enabled: AtomicU64::new(0) }
+        Self { base: AtomicUsize::new(base), enabled: AtomicU64::new(0) }
+    }
+
+    /// Moves the controller to `base` (where the firmware's device tree
+    /// puts it), before any core uses it.
+    pub fn place(&self, base: usize) {
+        self.base.store(base, Relaxed);
     }
 
     fn write(&self, offset: usize, value: u32) {
         // SAFETY: `base` is the board's peripheral interrupt controller,
         // mapped as device memory; every offset used is one of its 32-bit
         // registers, and writes only enable or disable lines.
-        unsafe { ((self.base + offset) as *mut u32).write_volatile(value) }
+        unsafe { ((self.base.load(Relaxed) + offset) as *mut u32).write_volatile(value) }
     }
 
     fn read(&self, offset: usize) -> u32 {
         // SAFETY: as in `write`; reading a pending register has no effect.
-        unsafe { ((self.base + offset) as *const u32).read_volatile() }
+        unsafe { ((self.base.load(Relaxed) + offset) as *const u32).read_volatile() }
     }
 
     /// Enables (`true`) or disables `line` (below [`LINES`]).

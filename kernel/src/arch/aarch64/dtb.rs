@@ -114,9 +114,16 @@ pub struct ArchInfo {
     /// `/chosen`'s `stdout-path`), if it names one; the board's address
     /// otherwise.
     pub uart: Option<Region>,
+    /// Where the tree puts each block of the board's own interrupt
+    /// controller ([`InterruptChip::tree_parts`](crate::board::InterruptChip::tree_parts)):
+    /// all of them, or none.
+    pub chip_parts: heapless::Vec<Region, MAX_CHIP_PARTS>,
     /// What came from the device tree rather than the board's constants.
     pub from_tree: FromTree,
 }
+
+/// The most register blocks a board's interrupt controller is read as.
+pub const MAX_CHIP_PARTS: usize = 4;
 
 /// What the kernel took from the device tree; the rest is the board's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -137,6 +144,7 @@ impl ArchInfo {
         gic: None,
         timer_intid: VIRTUAL_TIMER_PPI,
         uart: None,
+        chip_parts: heapless::Vec::new(),
         from_tree: FromTree { ram: false, cores: false, interrupts: false },
     };
 }
@@ -150,7 +158,8 @@ const GICV2_COMPATIBLE: [&str; 4] =
 /// Fills `info` from the device tree, or from the board (and the command
 /// line from a semihosting host) if there is none.
 pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
-    match find(loader_hint, board) {
+    let tree = find(loader_hint, board);
+    match tree {
         Some((address, fdt)) => read_tree(info, address, fdt, board),
         None => {
             let _ = info.ram.push(board.fallback_ram);
@@ -167,6 +176,26 @@ pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
         InterruptController::Board(_) => None,
     };
     info.arch.from_tree.interrupts &= info.arch.gic.is_some();
+    if let (InterruptController::Board(chip), Some((_, fdt))) = (board.interrupts, tree) {
+        info.arch.from_tree.interrupts = find_chip_parts(fdt, chip.tree_parts(), &mut info.arch.chip_parts);
+    }
+}
+
+/// Where the tree puts each of a board controller's blocks, in `parts`
+/// order; all or nothing.
+fn find_chip_parts(
+    fdt: Fdt<'static>,
+    compatibles: &[&str],
+    parts: &mut heapless::Vec<Region, MAX_CHIP_PARTS>,
+) -> bool {
+    for compatible in compatibles {
+        let found = bus::find(fdt, &|node| node.is_compatible(compatible)).and_then(|path| path.register(0));
+        if found.and_then(|region| parts.push(region).ok()).is_none() {
+            parts.clear();
+            return false;
+        }
+    }
+    !parts.is_empty()
 }
 
 /// The board's cores, the boot core first.

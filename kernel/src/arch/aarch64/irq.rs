@@ -25,8 +25,15 @@ pub(super) fn available() -> bool {
 
 /// Controller set-up on the boot core, then its per-core part.
 pub(super) fn init_primary() {
-    if chip().is_none() {
-        gic::init_primary();
+    match chip() {
+        Some(chip) => {
+            // Where the firmware's tree put it, if it did (`dtb`).
+            let parts = &crate::boot_info::boot_info().arch.chip_parts;
+            for (index, part) in parts.iter().enumerate() {
+                chip.place(index, part.base);
+            }
+        }
+        None => gic::init_primary(),
     }
     init_this_core();
 }

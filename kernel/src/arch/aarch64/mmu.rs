@@ -139,10 +139,11 @@ pub(super) unsafe fn build_tables(info: &BootInfo, board: &Board) {
     for region in info.arch.gic.iter().flat_map(|gic| gic.redistributors()) {
         result = result.and_then(|()| map(tables, *region, Kind::Device));
     }
-    // So are the devices a firmware's tree moved: the GIC and the UART.
+    // So are the devices a firmware's tree moved: the GIC, the UART and a
+    // board's own interrupt controller.
     let gic = info.arch.gic.iter().flat_map(|gic| [gic.distributor, gic.cpu_interface]);
     let moved = gic.filter(|&base| base != 0).map(|base| Region { base, size: super::dtb::GIC_FRAME });
-    for region in moved.chain(info.arch.uart) {
+    for region in moved.chain(info.arch.uart).chain(info.arch.chip_parts.iter().copied()) {
         result = result.and_then(|()| map(tables, region, Kind::Device));
     }
     for region in &info.ram {

@@ -113,6 +113,13 @@ pub(crate) fn describe_sources(
     if let Some(gic) = arch.gic.filter(|_| found.interrupts) {
         item(out, format_args!("GICv{} at {:#x}", gic.version.number(), gic.distributor))?;
     }
+    if found.interrupts && !arch.chip_parts.is_empty() {
+        let at = arch.chip_parts.iter().map(|part| part.base);
+        item(out, format_args!("interrupt controller at {:#x}", at.clone().next().unwrap_or(0)))?;
+        for base in at.skip(1) {
+            write!(out, " and {base:#x}")?;
+        }
+    }
     if let Some(uart) = arch.uart {
         item(out, format_args!("PL011 at {:#x}", uart.base))?;
     }
