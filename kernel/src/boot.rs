@@ -50,7 +50,7 @@ fn banner(info: &boot_info::BootInfo) {
     let _ = arch::describe(&info.arch, &mut line);
     let hz = arch::timer::hz();
     println!("  {line}; timer {}.{:02} MHz", hz / 1_000_000, hz % 1_000_000 / 10_000);
-    let mut sources = heapless::String::<160>::new();
+    let mut sources = heapless::String::<320>::new();
     let _ = arch::describe_sources(info, &mut sources);
     if !sources.is_empty() {
         println!("  {sources}");

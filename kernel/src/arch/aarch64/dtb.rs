@@ -120,6 +120,9 @@ pub struct ArchInfo {
     pub chip_parts: heapless::Vec<Region, MAX_CHIP_PARTS>,
     /// What came from the device tree rather than the board's constants.
     pub from_tree: FromTree,
+    /// What the tree lacked or got wrong, for the banner: the board's
+    /// constants stand in for each.
+    pub tree_problems: heapless::Vec<&'static str, 4>,
 }
 
 /// The most register blocks a board's interrupt controller is read as.
@@ -146,6 +149,7 @@ impl ArchInfo {
         uart: None,
         chip_parts: heapless::Vec::new(),
         from_tree: FromTree { ram: false, cores: false, interrupts: false },
+        tree_problems: heapless::Vec::new(),
     };
 }
 
@@ -177,25 +181,37 @@ pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
     };
     info.arch.from_tree.interrupts &= info.arch.gic.is_some();
     if let (InterruptController::Board(chip), Some((_, fdt))) = (board.interrupts, tree) {
-        info.arch.from_tree.interrupts = find_chip_parts(fdt, chip.tree_parts(), &mut info.arch.chip_parts);
+        match find_chip_parts(fdt, chip.tree_parts(), &mut info.arch.chip_parts) {
+            Ok(found) => info.arch.from_tree.interrupts = found,
+            Err(problem) => {
+                info.arch.from_tree.interrupts = false;
+                let _ = info.arch.tree_problems.push(problem);
+            }
+        }
     }
 }
 
 /// Where the tree puts each of a board controller's blocks, in `parts`
-/// order; all or nothing.
+/// order; all or nothing. `Ok(false)` if the board names none.
 fn find_chip_parts(
     fdt: Fdt<'static>,
     compatibles: &[&str],
     parts: &mut heapless::Vec<Region, MAX_CHIP_PARTS>,
-) -> bool {
+) -> Result<bool, &'static str> {
     for compatible in compatibles {
-        let found = bus::find(fdt, &|node| node.is_compatible(compatible)).and_then(|path| path.register(0));
-        if found.and_then(|region| parts.push(region).ok()).is_none() {
+        let path = bus::find(fdt, &|node| node.is_compatible(compatible));
+        let found = match path {
+            None => Err("a part of the interrupt controller has no node"),
+            Some(path) => path
+                .register(0)
+                .ok_or("a part of the interrupt controller is not reachable through its buses' ranges"),
+        };
+        if let Err(problem) = found.and_then(|region| parts.push(region).map_err(|_| "too many parts")) {
             parts.clear();
-            return false;
+            return Err(problem);
         }
     }
-    !parts.is_empty()
+    Ok(!parts.is_empty())
 }
 
 /// The board's cores, the boot core first.
@@ -227,14 +243,20 @@ fn read_tree(info: &mut BootInfo, address: usize, fdt: Fdt<'static>, board: &Boa
     if info.ram.is_empty() {
         let _ = info.ram.push(board.fallback_ram);
     }
-    info.arch.uart = find_uart(fdt);
+    info.arch.uart = find_uart(fdt).unwrap_or_else(|problem| {
+        let _ = info.arch.tree_problems.push(problem);
+        None
+    });
     info.arch.psci =
         fdt.find_node("/psci").and_then(|psci| match psci.property("method")?.value_as::<&str>().ok()? {
             "hvc" => Some(Conduit::Hvc),
             "smc" => Some(Conduit::Smc),
             _ => None,
         });
-    info.arch.gic = find_gic(fdt);
+    info.arch.gic = match board.interrupts {
+        InterruptController::Board(_) => None,
+        _ => find_gic(fdt).map_err(|problem| info.arch.tree_problems.push(problem)).ok(),
+    };
     info.arch.from_tree.interrupts = info.arch.gic.is_some();
     if let Some(intid) = timer_intid(fdt) {
         info.arch.timer_intid = intid;
@@ -307,42 +329,50 @@ fn read_memory(fdt: Fdt<'static>, info: &mut BootInfo) {
 /// The interrupt controller, wherever it sits in the tree: at the root
 /// (QEMU virt), or on a bus whose `ranges` place it (the Pi 4's GIC-400
 /// under `/soc`).
-fn find_gic(fdt: Fdt<'static>) -> Option<GicInfo> {
+fn find_gic(fdt: Fdt<'static>) -> Result<GicInfo, &'static str> {
     let is_gic = |node: FdtNode<'static>| {
         node.is_compatible("arm,gic-v3") || GICV2_COMPATIBLE.iter().any(|c| node.is_compatible(c))
     };
-    let path = bus::find(fdt, &is_gic)?;
+    let path = bus::find(fdt, &is_gic).ok_or("no GIC node")?;
     let node = path.node();
-    let distributor = path.register(0)?.base;
+    let distributor =
+        path.register(0).ok_or("the GIC's distributor is not reachable through its buses' ranges")?;
     if !node.is_compatible("arm,gic-v3") {
-        return Some(GicInfo::v2(distributor, path.register(1)?.base));
+        let cpu_interface = path.register(1).ok_or("the GIC's reg has no reachable CPU interface")?;
+        return Ok(GicInfo::v2(distributor.base, cpu_interface.base));
     }
     // GICv3: the distributor, then `#redistributor-regions` regions (one
     // when the property is absent), then registers the kernel does not use.
     let regions =
         node.property("#redistributor-regions").and_then(|count| count.value_as::<u32>().ok()).unwrap_or(1)
             as usize;
-    let mut gic = GicInfo { version: GicVersion::V3, ..GicInfo::v2(distributor, 0) };
+    let mut gic = GicInfo { version: GicVersion::V3, ..GicInfo::v2(distributor.base, 0) };
     for index in 1..=regions.min(MAX_REDISTRIBUTOR_REGIONS) {
         let Some(region) = path.register(index) else { break };
         gic.redistributor_regions[gic.redistributor_region_count] = region;
         gic.redistributor_region_count += 1;
     }
-    (gic.redistributor_region_count > 0).then_some(gic)
+    if gic.redistributor_region_count == 0 {
+        return Err("the GICv3's reg has no reachable redistributors");
+    }
+    Ok(gic)
 }
 
 /// The console's PL011: the one `serial0` names (the Pi's firmware and
 /// its trees name the PL011 so), else `stdout-path`'s, if it is a PL011.
-fn find_uart(fdt: Fdt<'static>) -> Option<Region> {
+fn find_uart(fdt: Fdt<'static>) -> Result<Option<Region>, &'static str> {
     let chosen = fdt.find_node("/chosen");
     let stdout = chosen.and_then(|chosen| chosen.property("stdout-path")?.value_as::<&'static str>().ok());
-    ["serial0"].into_iter().chain(stdout).find_map(|name| {
-        let path = bus::named(fdt, name)?;
-        if !path.node().is_compatible("arm,pl011") || matches!(path.node().status(), Ok(Status::Disabled)) {
-            return None;
+    let named = ["serial0"].into_iter().chain(stdout).filter_map(|name| bus::named(fdt, name));
+    let mut pl011s = named.filter(|path| {
+        path.node().is_compatible("arm,pl011") && !matches!(path.node().status(), Ok(Status::Disabled))
+    });
+    match pl011s.next() {
+        None => Ok(None),
+        Some(path) => {
+            path.register(0).map(Some).ok_or("the PL011 is not reachable through its buses' ranges")
         }
-        path.register(0)
-    })
+    }
 }
 
 /// The virtual timer's interrupt: the third of the `arm,armv8-timer` node's

@@ -129,6 +129,15 @@ pub(crate) fn describe_sources(
         write!(out, "{separator}{what}")?;
         separator = ", ";
     }
+    // Why, where the tree had the thing but not in a usable form.
+    let mut separator = " (the tree: ";
+    for problem in &arch.tree_problems {
+        write!(out, "{separator}{problem}")?;
+        separator = "; ";
+    }
+    if !arch.tree_problems.is_empty() {
+        out.write_str(")")?;
+    }
     Ok(())
 }
 
