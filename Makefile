@@ -82,6 +82,7 @@ trace-kernel: check-board
 
 ## image: what BOARD boots from, in target/image/$(BOARD)/
 image: check-board setup
+	[[ $(BOARD) != x86-pc ]] || tools/setup --pc-disk
 	tools/image $(BOARD)
 
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
@@ -220,7 +221,7 @@ publish-check:
 		$(addprefix -p ,$(PUBLISHED)) 2>&1 | { grep -v "ignoring test\|ignoring example\|profile package spec\|aborting upload" || true; }
 
 qemu-test:
-	tools/setup --defmt --pi-trees
+	tools/setup --defmt --pi-trees --pc-disk
 	tests/qemu/suite
 
 ## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon,

@@ -4,12 +4,16 @@
 //! It is a TLSF allocator (`rlsf`: constant time; the lock is the
 //! kernel's critical section) over:
 //!
-//! - the RAM after the kernel image, up to the end of the RAM region the
-//!   image sits in;
-//! - every RAM region (or part of one) at or above 4 GiB. Firmware puts
-//!   its tables (the device tree, ACPI, the PVH start info) low, so RAM
-//!   that high is plain RAM on every board roving boots on. Other regions
-//!   below 4 GiB are left alone: they may hold those tables.
+//! every RAM region, or the part of one, above the end of the kernel
+//! image. What a loader leaves in RAM there (a device tree, the PVH start
+//! info, GRUB's boot information with its copy of the ACPI RSDP) is read
+//! at boot, before the heap is set up, and never again; the firmware's own
+//! tables (ACPI) are in regions its memory map does not call RAM. RAM
+//! below the image is left alone: the BIOS areas, the x86 cores' start-up
+//! trampoline, and on AArch64 the loader's device tree below the kernel.
+//! A UEFI machine's map splits RAM into many regions around the
+//! firmware's runtime areas, so the region the image sits in may end a few
+//! hundred kilobytes after it.
 //!
 //! roving keeps it off the hot path: a core allocates task blocks from its
 //! own cache and touches the heap only to grow that cache.
@@ -20,9 +24,6 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::cell::RefCell;
 use core::ptr::{self, NonNull};
 use critical_section::Mutex;
-
-/// RAM at or above this is given to the heap whole (module docs).
-const HIGH_RAM: usize = 1 << 32;
 
 type Tlsf = rlsf::Tlsf<'static, usize, usize, { usize::BITS as usize }, { usize::BITS as usize }>;
 
@@ -82,17 +83,17 @@ unsafe extern "C" {
 /// the boot core, before anything allocates.
 pub(crate) fn init(info: &BootInfo) {
     let start = (&raw const __image_end as usize).next_multiple_of(4096);
-    let Some(home) = info.ram.iter().find(|r| r.base <= start && start < r.end()) else {
+    if !info.ram.iter().any(|r| r.base <= start && start < r.end()) {
         panic!("the kernel image (ends at {start:#x}) is in no RAM region the firmware listed");
-    };
-    let high = info.ram.iter().filter(|r| r.end() > HIGH_RAM.max(home.end())).map(|r| {
-        let base = r.base.max(HIGH_RAM).max(home.end());
+    }
+    let above = info.ram.iter().filter(|r| r.end() > start).map(|r| {
+        let base = r.base.max(start);
         Region { base, size: r.end() - base }
     });
     critical_section::with(|cs| {
         let mut state = HEAP.0.borrow_ref_mut(cs);
         assert_eq!(state.total, 0, "the heap is set up once");
-        for region in core::iter::once(Region { base: start, size: home.end() - start }).chain(high) {
+        for region in above {
             let Some(block) =
                 NonNull::new(ptr::slice_from_raw_parts_mut(region.base as *mut u8, region.size))
             else {

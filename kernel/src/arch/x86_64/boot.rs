@@ -1,6 +1,6 @@
-//! From the PVH entry to the kernel's portable boot code.
+//! From the PVH or Multiboot2 entry to the kernel's portable boot code.
 
-use super::{acpi, apic, cpu, exception, paging, pvh, smp, timer};
+use super::{acpi, apic, cpu, exception, multiboot, paging, pvh, smp, timer};
 use crate::board::board;
 use crate::boot_info::{self, MAX_CORES};
 use crate::cores;
@@ -29,20 +29,34 @@ global_asm!(
     trampoline = const smp::TRAMPOLINE,
 );
 
+/// Which loader started the kernel (`boot.s` passes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loader {
+    /// A PVH loader (QEMU's `-kernel`, Firecracker, cloud-hypervisor).
+    Pvh,
+    /// A Multiboot2 loader (GRUB, from a BIOS or UEFI disk).
+    Multiboot2,
+}
+
 /// The boot core's first Rust, in long mode on the identity map, with
-/// `start_info` the PVH loader's `hvm_start_info`.
+/// `boot_information` the PVH loader's `hvm_start_info` (`loader` 0) or
+/// the Multiboot2 boot information (`loader` 1).
 ///
 /// # Safety
 ///
-/// Called once, from `_pvh_start`, on core 0's boot stack, with `.bss`
-/// zeroed and no other core running.
-unsafe extern "C" fn boot_primary(start_info: usize) -> ! {
+/// Called once, from `_pvh_start` or `_multiboot2_start`, on core 0's
+/// boot stack, with `.bss` zeroed and no other core running.
+unsafe extern "C" fn boot_primary(boot_information: usize, loader: u32) -> ! {
     cpu::set_core_local(cores::local(0));
     exception::init_tables();
     exception::install_this_core(0);
     // SAFETY: no other core runs yet, and nothing has read the boot facts.
     let info = unsafe { boot_info::boot_info_mut() };
-    pvh::read(info, start_info, board());
+    info.arch.loader = if loader == 1 { Loader::Multiboot2 } else { Loader::Pvh };
+    match info.arch.loader {
+        Loader::Pvh => pvh::read(info, boot_information, board()),
+        Loader::Multiboot2 => multiboot::read(info, boot_information, board()),
+    }
     acpi::read(info, board());
     info.apply_core_limit();
     apic::choose_mode(info);

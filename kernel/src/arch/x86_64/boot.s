@@ -1,9 +1,29 @@
 // x86_64 entry. Intel syntax (Rust's default for x86 assembly).
 //
-// PVH: QEMU (or any PVH loader) reads the Xen ELF note below, loads the
-// ELF at its physical addresses and jumps to _pvh_start in 32-bit protected
-// mode, paging off, interrupts off, with ebx = the hvm_start_info address.
-// No multiboot header: QEMU would try it first and refuse an ELF64.
+// Two loaders, one path. PVH: QEMU (or any PVH loader) reads the Xen ELF
+// note below, loads the ELF at its physical addresses and jumps to
+// _pvh_start. Multiboot2: GRUB (from a BIOS or UEFI disk) finds the header
+// below, loads the ELF the same way and jumps to _multiboot2_start. Both
+// arrive in 32-bit protected mode, paging off, interrupts off, with ebx =
+// their boot information; ebp says which (0 PVH, 1 Multiboot2) from there
+// on. QEMU's -kernel looks only for a Multiboot (version 1) header, which
+// it would refuse on an ELF64, so it takes the PVH note.
+
+.section .multiboot2, "a"
+.balign 8
+multiboot2_header:
+    .long   0xE85250D6                  // magic
+    .long   0                           // architecture: i386 (32-bit entry)
+    .long   multiboot2_header_end - multiboot2_header
+    .long   -(0xE85250D6 + (multiboot2_header_end - multiboot2_header))
+    .balign 8                           // entry address tag
+    .short  3, 0
+    .long   12
+    .long   _multiboot2_start
+    .balign 8                           // end tag
+    .short  0, 0
+    .long   8
+multiboot2_header_end:
 
 .section .note.Xen, "a", @note
 .balign 4
@@ -68,11 +88,20 @@ boot_gdt_pointer:
 
 .section .text.boot, "ax"
 .code32
+.global _multiboot2_start
+_multiboot2_start:
+    cli
+    cld
+    mov     ebp, 1                      // Multiboot2 boot information
+    jmp     boot_32
+
 .global _pvh_start
 _pvh_start:
     cli
     cld
-    mov     esi, ebx                    // keep the start info
+    xor     ebp, ebp                    // PVH start info
+boot_32:
+    mov     esi, ebx                    // keep the boot information
 
     // Zero .bss: the page tables and stacks below live there.
     mov     edi, offset __bss_start
@@ -115,7 +144,8 @@ long_mode_start:
     LONG_MODE_SEGMENTS
     mov     rsp, offset {stacks}
     add     rsp, {stack_size}           // core 0's boot stack
-    mov     edi, esi                    // the start info, zero-extended
+    mov     edi, esi                    // the boot information, zero-extended
+    mov     esi, ebp                    // and which loader's it is
     call    {boot_primary}
 3:  hlt
     jmp     3b

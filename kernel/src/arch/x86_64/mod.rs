@@ -9,11 +9,13 @@
 mod acpi;
 mod apic;
 mod boot;
+pub use boot::Loader;
 pub(crate) mod cpu;
 mod exception;
 mod fault;
 pub(crate) mod idle;
 mod ioapic;
+mod multiboot;
 mod paging;
 mod pic;
 pub(crate) mod preempt;
@@ -26,6 +28,8 @@ use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 /// What the boot core learned that only x86_64 cares about.
 #[derive(Debug)]
 pub struct ArchInfo {
+    /// Which loader started the kernel.
+    pub loader: boot::Loader,
     /// Where the loader said the ACPI RSDP is, if it did (else the BIOS
     /// areas are searched).
     pub rsdp: Option<usize>,
@@ -49,6 +53,7 @@ pub struct ArchInfo {
 
 impl ArchInfo {
     pub(crate) const EMPTY: Self = Self {
+        loader: boot::Loader::Pvh,
         rsdp: None,
         madt: false,
         mwait: false,
@@ -164,7 +169,10 @@ pub(crate) fn console_base(_: &ArchInfo) -> Option<usize> {
 }
 
 pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {
-    write!(out, "PVH entry, ")?;
+    out.write_str(match info.loader {
+        boot::Loader::Pvh => "PVH entry, ",
+        boot::Loader::Multiboot2 => "Multiboot2 entry, ",
+    })?;
     out.write_str(if info.madt { "cores from the ACPI MADT" } else { "no ACPI MADT (one core)" })?;
     if apic::is_x2apic() {
         out.write_str(", x2APIC, ")?;

@@ -1,0 +1,57 @@
+//! A Multiboot2 loader's boot information (GRUB's, from a BIOS or UEFI
+//! disk): RAM (its memory map), the command line, and the ACPI RSDP.
+//!
+//! GRUB enters the kernel as it enters a PVH guest: 32-bit protected mode,
+//! paging off. On UEFI it has already left the firmware's boot services
+//! (the kernel's header asks for no boot-services entry), so nothing of
+//! the firmware runs while the kernel starts its cores, and the memory
+//! map it hands over is final.
+
+use crate::board::{Board, Region};
+use crate::boot_info::BootInfo;
+use multiboot2::{BootInformation, BootInformationHeader, MemoryAreaType};
+
+/// What one PML4 entry covers, the most RAM the kernel maps
+/// (`paging::map_high_ram` maps what lies above the first 4 GiB).
+const MAPPED_END: u64 = 1 << 39;
+/// A tag's header: its type and its size, two `u32`s. The ACPI tags hold
+/// a copy of the RSDP right after it.
+const TAG_HEADER: usize = 8;
+
+/// Fills RAM, the command line and the RSDP address from the boot
+/// information at `address`; the board's RAM if it is unreadable.
+pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
+    // SAFETY: the loader passed this address of its boot information, in
+    // RAM the identity map covers, and nothing writes it; `load` checks
+    // its size and end tag before trusting it.
+    let Ok(mbi) = (unsafe { BootInformation::load(address as *const BootInformationHeader) }) else {
+        let _ = info.ram.push(board.fallback_ram);
+        return;
+    };
+    if let Some(line) = mbi.command_line_tag().and_then(|tag| tag.cmdline().ok()) {
+        crate::boot_info::push_truncated(&mut info.bootargs, line);
+    }
+    // The newer RSDP (with the XSDT) if the firmware has one. The copy in
+    // the boot information is a whole RSDP, checksum and all.
+    let rsdp = mbi.rsdp_v2_tag().map(|tag| core::ptr::from_ref(tag).addr());
+    let rsdp = rsdp.or_else(|| mbi.rsdp_v1_tag().map(|tag| core::ptr::from_ref(tag).addr()));
+    info.arch.rsdp = rsdp.map(|tag| tag + TAG_HEADER);
+    for area in mbi.memory_map_tag().map_or(&[][..], |tag| tag.memory_areas()) {
+        let available = MemoryAreaType::from(area.typ()) == MemoryAreaType::Available;
+        if !available || area.start_address() >= MAPPED_END || area.size() == 0 {
+            continue;
+        }
+        let end = area.end_address().min(MAPPED_END) as usize;
+        let base = area.start_address() as usize;
+        // UEFI splits RAM into many areas by use; those that touch merge.
+        match info.ram.last_mut() {
+            Some(last) if last.end() == base => last.size = end - last.base,
+            _ => {
+                let _ = info.ram.push(Region { base, size: end - base });
+            }
+        }
+    }
+    if info.ram.is_empty() {
+        let _ = info.ram.push(board.fallback_ram);
+    }
+}
