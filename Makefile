@@ -217,6 +217,10 @@ embed:
 ## package for both bare-metal targets); nothing is uploaded
 PUBLISHED := roving roving-kernel roving-board-qemu-virt roving-board-raspi3b roving-board-raspi4b roving-board-x86-pc
 publish-check:
+	# cargo unpacks each packaged crate for verifying once per checkout path
+	# and version, and would build against an unpacking an earlier check of
+	# this path left: remove those first.
+	rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/roving*-0.*
 	cargo publish --quiet --dry-run --allow-dirty --target aarch64-unknown-none --target x86_64-unknown-none \
 		$(addprefix -p ,$(PUBLISHED)) 2>&1 | { grep -v "ignoring test\|ignoring example\|profile package spec\|aborting upload" || true; }
 
