@@ -9,7 +9,7 @@ mod bus;
 
 use super::cpu;
 use crate::board::{Board, InterruptController, Region};
-use crate::boot_info::{BootInfo, push_truncated};
+use crate::boot_info::{BootInfo, MAX_CORES, push_truncated};
 use dtoolkit::fdt::{Fdt, FdtNode};
 use dtoolkit::standard::{NodeStandard, Status};
 use dtoolkit::{Node, Property, ToCellInt};
@@ -110,6 +110,9 @@ pub struct ArchInfo {
     pub gic: Option<GicInfo>,
     /// The interrupt id of the EL1 virtual timer (a PPI; 27 by convention).
     pub timer_intid: u32,
+    /// The timer node's `clock-frequency`, if the tree gives one: the
+    /// counter's frequency where the firmware left CNTFRQ_EL0 0.
+    pub timer_hz: Option<u32>,
     /// The console's PL011, where the device tree puts it (`serial0`, or
     /// `/chosen`'s `stdout-path`), if it names one; the board's address
     /// otherwise.
@@ -118,6 +121,10 @@ pub struct ArchInfo {
     /// controller ([`InterruptChip::tree_parts`](crate::board::InterruptChip::tree_parts)):
     /// all of them, or none.
     pub chip_parts: heapless::Vec<Region, MAX_CHIP_PARTS>,
+    /// Each core's spin-table slot, by dense index, where the tree gives
+    /// one (`cpu-release-addr`); 0 where it does not, and the board's
+    /// table is used.
+    pub release_slots: heapless::Vec<u64, MAX_CORES>,
     /// What came from the device tree rather than the board's constants.
     pub from_tree: FromTree,
     /// What the tree lacked or got wrong, for the banner: the board's
@@ -146,8 +153,10 @@ impl ArchInfo {
         psci: None,
         gic: None,
         timer_intid: VIRTUAL_TIMER_PPI,
+        timer_hz: None,
         uart: None,
         chip_parts: heapless::Vec::new(),
+        release_slots: heapless::Vec::new(),
         from_tree: FromTree { ram: false, cores: false, interrupts: false },
         tree_problems: heapless::Vec::new(),
     };
@@ -261,6 +270,11 @@ fn read_tree(info: &mut BootInfo, address: usize, fdt: Fdt<'static>, board: &Boa
     if let Some(intid) = timer_intid(fdt) {
         info.arch.timer_intid = intid;
     }
+    info.arch.timer_hz = fdt
+        .root()
+        .children()
+        .find(|n| n.is_compatible("arm,armv8-timer"))
+        .and_then(|timer| timer.property("clock-frequency")?.value_as::<u32>().ok());
 }
 
 /// The device tree at the loader's hint or the board's fixed address.
@@ -289,6 +303,7 @@ fn find(loader_hint: usize, board: &Board) -> Option<(usize, Fdt<'static>)> {
 /// Enabled cores, the boot core first, then the others in tree order.
 fn read_cores(fdt: Fdt<'static>, boot_core: u64, info: &mut BootInfo) {
     let _ = info.cores.push(boot_core);
+    let _ = info.arch.release_slots.push(0);
     info.cores_found = 1;
     let Ok(cpus) = fdt.cpus() else { return };
     for cpu in cpus.cpus() {
@@ -304,6 +319,9 @@ fn read_cores(fdt: Fdt<'static>, boot_core: u64, info: &mut BootInfo) {
         }
         info.cores_found += 1;
         let _ = info.cores.push(id); // beyond MAX_CORES: counted, not used
+        // Where it waits, if it waits in a spin table.
+        let slot = cpu.property("cpu-release-addr").and_then(|slot| slot.value_as::<u64>().ok());
+        let _ = info.arch.release_slots.push(slot.unwrap_or(0));
     }
 }
 

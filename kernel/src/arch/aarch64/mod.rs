@@ -73,7 +73,16 @@ pub(crate) fn init_interrupts_secondary() {
 pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
     match crate::board::board().core_start {
         CoreStart::Psci => psci::cpu_on(hw_id, boot::secondary_entry_address(), index),
-        CoreStart::SpinTable { release } => spin_table::release(release, index, hw_id),
+        CoreStart::SpinTable { release } => {
+            // The tree's slot for the core, else the board's table's.
+            let info = crate::boot_info::boot_info();
+            let in_ram = |slot: u64| {
+                info.ram.iter().any(|ram| ram.base <= slot as usize && (slot as usize) < ram.end())
+            };
+            let slot = info.arch.release_slots.get(index).copied().filter(|&slot| slot != 0 && in_ram(slot));
+            let slot = slot.map_or_else(|| release + 8 * (hw_id & 0xff) as usize, |slot| slot as usize);
+            spin_table::release(slot, index, hw_id)
+        }
     }
 }
 
@@ -146,7 +155,15 @@ pub(crate) fn describe_sources(
 pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core::fmt::Result {
     write!(out, "entered at EL{}", info.entered_el)?;
     match (crate::board::board().core_start, info.psci) {
-        (CoreStart::SpinTable { release }, _) => write!(out, ", spin table at {release:#x}")?,
+        (CoreStart::SpinTable { release }, _) => {
+            let from_tree = info.release_slots.iter().any(|&slot| slot != 0);
+            match info.release_slots.get(1).copied().filter(|&slot| slot != 0) {
+                Some(slot) if from_tree => {
+                    write!(out, ", spin table from the device tree (core 1 at {slot:#x})")?
+                }
+                _ => write!(out, ", spin table at {release:#x}")?,
+            }
+        }
         (CoreStart::Psci, Some(conduit)) => write!(out, ", PSCI over {}", conduit.name())?,
         (CoreStart::Psci, None) => write!(out, ", no PSCI")?,
     }

@@ -1,9 +1,11 @@
 //! Starting a core held in a firmware spin table (the Raspberry Pi's
 //! `armstub8`, and QEMU's imitation of it).
 //!
-//! Every core but the boot core waits in the firmware: `WFE`, then load the
-//! 8-byte slot at `release + 8 * aff0` (its MPIDR Aff0), and jump to that
-//! address once it is non-zero, with its MMU and caches off and `x0 = 0`.
+//! Every core but the boot core waits in the firmware: `WFE`, then load an
+//! 8-byte slot, and jump to that address once it is non-zero, with its MMU
+//! and caches off and `x0 = 0`. The device tree names each core's slot
+//! (`cpu-release-addr`); without a tree, the board's table holds core
+//! Aff0's at `release + 8 * aff0`.
 //! Releasing core `index` is therefore:
 //!
 //! 1. record `index` where the core's first instructions will look it up,
@@ -34,19 +36,19 @@ unsafe extern "C" {
     fn _roving_spin_start();
 }
 
-/// Releases core `index` (hardware id `hw_id`) from the spin table whose
-/// slot 0 is at `release`.
-pub(super) fn release(release: usize, index: usize, hw_id: u64) -> Result<(), i64> {
+/// Releases core `index` (hardware id `hw_id`) from the spin-table slot at
+/// `slot`.
+pub(super) fn release(slot: usize, index: usize, hw_id: u64) -> Result<(), i64> {
     let aff0 = (hw_id & 0xff) as usize;
     let Some(index_slot) = SPIN_INDEX.get(aff0) else {
         return Err(INVALID_PARAMETERS);
     };
     index_slot.store(index as u64, Relaxed);
     cpu::clean_dcache_range(index_slot.as_ptr() as usize, 8);
-    let slot = (release + 8 * aff0) as *mut u64;
-    // SAFETY: the board names `release` as its spin table; the slot is RAM
-    // the firmware reserved for this, mapped normal memory, and only this
-    // core writes it (`cores::start` hands a core to one starter).
+    let slot = slot as *mut u64;
+    // SAFETY: the tree or the board names the slot as the core's; it is
+    // RAM the firmware reserved for this, mapped normal memory, and only
+    // this core writes it (`cores::start` hands a core to one starter).
     unsafe { slot.write_volatile(_roving_spin_start as *const () as u64) };
     cpu::clean_dcache_range(slot as usize, 8);
     barrier::dsb(barrier::SY);

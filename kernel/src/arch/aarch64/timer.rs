@@ -5,6 +5,7 @@
 use aarch64_cpu::asm::barrier;
 use aarch64_cpu::registers::{CNTFRQ_EL0, CNTV_CTL_EL0, CNTV_CVAL_EL0, CNTVCT_EL0, Readable, Writeable};
 use core::arch::asm;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// PMCR_EL0: E (enable the counters) and LC (the cycle counter is 64-bit).
 const PMCR_E_LC: u64 = 1 | 1 << 6;
@@ -18,9 +19,32 @@ pub(crate) fn ticks() -> u64 {
     CNTVCT_EL0.get()
 }
 
+/// The counter's frequency when CNTFRQ_EL0 reads 0: the device tree's
+/// (`adopt_frequency`), or 0 if it gave none.
+static TREE_HZ: AtomicU64 = AtomicU64::new(0);
+
 /// Ticks per second, as the firmware (or QEMU) programmed CNTFRQ_EL0.
+/// Only the highest exception level may write that register, so a kernel
+/// entered at EL2 below a firmware that left it 0 cannot set it: the
+/// device tree's timer node then says, in `clock-frequency`.
 pub(crate) fn hz() -> u64 {
-    CNTFRQ_EL0.get()
+    match CNTFRQ_EL0.get() {
+        0 => TREE_HZ.load(Relaxed),
+        hz => hz,
+    }
+}
+
+/// Takes the tree's frequency for the counter, for when CNTFRQ_EL0 is 0;
+/// ends the run with a report if neither says. Boot core, MMU on.
+pub(super) fn adopt_frequency(from_tree: Option<u32>) {
+    TREE_HZ.store(from_tree.map_or(0, u64::from), Relaxed);
+    if hz() == 0 {
+        crate::console::emergency(format_args!(
+            "roving-kernel: the generic timer's frequency is unknown: CNTFRQ_EL0 is 0 (the firmware did not \
+             set it) and the device tree's timer node has no clock-frequency\n"
+        ));
+        crate::exit(crate::exit_code::FAULT);
+    }
 }
 
 /// Starts with the timer off on this core, and its cycle counter running.
