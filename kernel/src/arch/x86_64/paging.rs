@@ -5,7 +5,9 @@
 //! - RAM above 4 GiB (up to 512 GiB, one PML4 entry) is mapped too: whole
 //!   gigabytes with 1 GiB pages where the processor has them, the rest in
 //!   2 MiB pages from a few spare page directories. RAM that does not fit
-//!   is dropped from the boot facts, so the heap never reaches it.
+//!   is dropped from the boot facts, so the heap never reaches it. ACPI
+//!   tables a firmware put above 4 GiB are mapped the same way, earlier,
+//!   when the boot core reads them (`map_firmware_tables`).
 //! - the board's device ranges (the local APIC and I/O APIC) become
 //!   uncached (PCD | PWT);
 //! - the guard gap below every fibre stack becomes unmapped, so a strand
@@ -48,6 +50,72 @@ static mut PT: [Table; PAGE_TABLES] = [const { Table([0; ENTRIES]) }; PAGE_TABLE
 /// As `PML4`: directories for RAM above 4 GiB that 1 GiB pages cannot map.
 static mut HIGH_PD: [Table; HIGH_DIRECTORIES] = [const { Table([0; ENTRIES]) }; HIGH_DIRECTORIES];
 
+/// Spare directories handed out so far (boot core only: `map_above`).
+static mut SPARE_USED: usize = 0;
+
+/// Identity-maps `[start, end)` (2 MiB aligned, above 4 GiB): whole
+/// gigabytes with 1 GiB pages if `gigabyte_pages`, the rest in 2 MiB pages
+/// from the spare directories. Returns where the map ends, short of `end`
+/// if the spare directories ran out; what is mapped already stays.
+///
+/// # Safety
+///
+/// Boot core only, before any other core starts.
+unsafe fn map_above(start: usize, end: usize, gigabyte_pages: bool) -> usize {
+    let (pdpt, spare, spare_used): (*mut Table, *mut [Table; HIGH_DIRECTORIES], *mut usize) =
+        (&raw mut PDPT, &raw mut HIGH_PD, &raw mut SPARE_USED);
+    // SAFETY: exclusive per this function's contract.
+    let (pdpt, spare, spare_used) = unsafe { (&mut *pdpt, &mut *spare, &mut *spare_used) };
+    let mut mapped_to = start;
+    while mapped_to < end {
+        let gigabyte = mapped_to / GIGABYTE;
+        let whole = mapped_to.is_multiple_of(GIGABYTE) && end - mapped_to >= GIGABYTE;
+        let entry = pdpt.0[gigabyte];
+        if entry & HUGE != 0 {
+            mapped_to = end.min((gigabyte + 1) * GIGABYTE); // a gigabyte page has it all
+            continue;
+        }
+        if whole && gigabyte_pages && entry == 0 {
+            pdpt.0[gigabyte] = mapped_to as u64 | HUGE | WRITABLE | PRESENT;
+            mapped_to += GIGABYTE;
+            continue;
+        }
+        let directory = match entry {
+            0 if *spare_used < HIGH_DIRECTORIES => {
+                *spare_used += 1;
+                let table = &mut spare[*spare_used - 1];
+                pdpt.0[gigabyte] = table as *const Table as u64 | WRITABLE | PRESENT;
+                table
+            }
+            // SAFETY: a directory entry not huge points at one of `spare`,
+            // set by an earlier call that shares this gigabyte; nothing
+            // else holds a reference to it now.
+            entry if entry != 0 => unsafe { &mut *((entry & 0x000f_ffff_ffff_f000) as *mut Table) },
+            _ => break,
+        };
+        let stop = end.min((gigabyte + 1) * GIGABYTE);
+        while mapped_to < stop {
+            directory.0[(mapped_to / LARGE_PAGE) % ENTRIES] = mapped_to as u64 | HUGE | WRITABLE | PRESENT;
+            mapped_to += LARGE_PAGE;
+        }
+    }
+    mapped_to
+}
+
+/// Maps firmware tables at `[address, address + size)` above 4 GiB, where
+/// a large PC's firmware may put its ACPI tables, for the boot core to
+/// read them before RAM is mapped. Returns whether all of it is mapped.
+///
+/// # Safety
+///
+/// Boot core only, before any other core starts.
+pub(super) unsafe fn map_firmware_tables(address: usize, size: usize, gigabyte_pages: bool) -> bool {
+    let end = address.saturating_add(size).next_multiple_of(LARGE_PAGE);
+    let start = (address / LARGE_PAGE * LARGE_PAGE).max(DIRECTORIES * GIGABYTE);
+    // SAFETY: per this function's contract.
+    end <= ENTRIES * GIGABYTE && unsafe { map_above(start, end, gigabyte_pages) } >= end
+}
+
 /// Maps the RAM `info` lists above 4 GiB (module documentation) and trims
 /// each such region to what was mapped: 2 MiB aligned, and ending where
 /// the spare directories ran out. Returns the bytes of RAM left unmapped.
@@ -56,45 +124,12 @@ static mut HIGH_PD: [Table; HIGH_DIRECTORIES] = [const { Table([0; ENTRIES]) }; 
 ///
 /// Boot core only, before any other core starts and before the heap.
 pub(super) unsafe fn map_high_ram(info: &mut BootInfo, gigabyte_pages: bool) -> usize {
-    let (pdpt, spare): (*mut Table, *mut [Table; HIGH_DIRECTORIES]) = (&raw mut PDPT, &raw mut HIGH_PD);
-    // SAFETY: exclusive per this function's contract.
-    let (pdpt, spare) = unsafe { (&mut *pdpt, &mut *spare) };
-    let mut spare_used = 0;
     let mut unmapped = 0;
     for region in info.ram.iter_mut().filter(|r| r.end() > DIRECTORIES * GIGABYTE) {
         let start = region.base.max(DIRECTORIES * GIGABYTE).next_multiple_of(LARGE_PAGE);
         let end = region.end() / LARGE_PAGE * LARGE_PAGE;
-        let mut mapped_to = start;
-        while mapped_to < end {
-            let gigabyte = mapped_to / GIGABYTE;
-            let whole = mapped_to % GIGABYTE == 0 && end - mapped_to >= GIGABYTE;
-            if whole && gigabyte_pages {
-                pdpt.0[gigabyte] = mapped_to as u64 | HUGE | WRITABLE | PRESENT;
-                mapped_to += GIGABYTE;
-                continue;
-            }
-            let directory = match pdpt.0[gigabyte] {
-                0 if spare_used < HIGH_DIRECTORIES => {
-                    spare_used += 1;
-                    let table = &mut spare[spare_used - 1];
-                    pdpt.0[gigabyte] = table as *const Table as u64 | WRITABLE | PRESENT;
-                    table
-                }
-                // SAFETY: a directory entry not huge points at one of
-                // `spare`, set by an earlier region that shares this
-                // gigabyte; nothing else holds a reference to it now.
-                entry if entry & HUGE == 0 && entry != 0 => unsafe {
-                    &mut *((entry & 0x000f_ffff_ffff_f000) as *mut Table)
-                },
-                _ => break,
-            };
-            let stop = end.min((gigabyte + 1) * GIGABYTE);
-            while mapped_to < stop {
-                directory.0[(mapped_to / LARGE_PAGE) % ENTRIES] =
-                    mapped_to as u64 | HUGE | WRITABLE | PRESENT;
-                mapped_to += LARGE_PAGE;
-            }
-        }
+        // SAFETY: per this function's contract.
+        let mapped_to = unsafe { map_above(start, end, gigabyte_pages) };
         let kept = mapped_to.saturating_sub(region.base.max(start));
         let below = (DIRECTORIES * GIGABYTE).saturating_sub(region.base);
         unmapped += region.size - below - kept;
