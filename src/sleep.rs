@@ -218,8 +218,9 @@ pub trait Sleeper {
         core::hint::spin_loop();
     }
     /// The sleep that is ending was ended by a waker's claim, the core's
-    /// `claim`th ([`Roused::Claimed`]); not called for a sleep the core
-    /// ended itself. The trace names the waker with it.
+    /// `claim`th ([`Roused::Claimed`]), or, if the core had found work and
+    /// was cancelling it, claimed before it began; not called for a sleep
+    /// the core ended itself. The trace names the waker with it.
     fn claimed(&mut self, claim: u32) {
         let _ = claim;
     }
@@ -232,8 +233,7 @@ pub enum Roused {
     /// in builds without feature `trace`, which count no claims), which
     /// the core's [`Sleeper::claimed`] hears of, so a trace can pair
     /// the wake-up with the end of the sleep it ended. A claim may find a
-    /// core whose sleep is cancelled before it begins, which then hears of
-    /// nothing.
+    /// core whose sleep is cancelled before it begins: that ends no sleep.
     Claimed {
         /// The core's claims so far, this one included.
         claim: u32,

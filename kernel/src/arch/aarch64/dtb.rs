@@ -188,7 +188,6 @@ pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
         }
         InterruptController::Board(_) => None,
     };
-    info.arch.from_tree.interrupts &= info.arch.gic.is_some();
     if let (InterruptController::Board(chip), Some((_, fdt))) = (board.interrupts, tree) {
         match find_chip_parts(fdt, chip.tree_parts(), &mut info.arch.chip_parts) {
             Ok(found) => info.arch.from_tree.interrupts = found,

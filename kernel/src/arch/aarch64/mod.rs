@@ -156,12 +156,9 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
     write!(out, "entered at EL{}", info.entered_el)?;
     match (crate::board::board().core_start, info.psci) {
         (CoreStart::SpinTable { release }, _) => {
-            let from_tree = info.release_slots.iter().any(|&slot| slot != 0);
             match info.release_slots.get(1).copied().filter(|&slot| slot != 0) {
-                Some(slot) if from_tree => {
-                    write!(out, ", spin table from the device tree (core 1 at {slot:#x})")?
-                }
-                _ => write!(out, ", spin table at {release:#x}")?,
+                Some(slot) => write!(out, ", spin table from the device tree (core 1 at {slot:#x})")?,
+                None => write!(out, ", spin table at {release:#x}")?,
             }
         }
         (CoreStart::Psci, Some(conduit)) => write!(out, ", PSCI over {}", conduit.name())?,
