@@ -87,6 +87,17 @@ pub enum StartCoreError {
         /// ARM, an OS error number on the host).
         code: i64,
     },
+    /// The platform accepted the start, but the core never arrived. A
+    /// firmware spin table gives no answer: a core whose firmware does not
+    /// watch the address it was released through stays where it is, so
+    /// the platform waited this long and gave the core up. Later starts
+    /// of it fail the same way.
+    DidNotArrive {
+        /// The index asked for.
+        core: usize,
+        /// How long the platform waited, in milliseconds.
+        waited_ms: u32,
+    },
 }
 
 impl fmt::Display for StartCoreError {
@@ -100,6 +111,9 @@ impl fmt::Display for StartCoreError {
             }
             Self::Refused { core, code } => {
                 write!(f, "the platform refused to start core {core} (code {code})")
+            }
+            Self::DidNotArrive { core, waited_ms } => {
+                write!(f, "core {core} was started but had not arrived after {waited_ms} ms; it is given up")
             }
         }
     }

@@ -64,4 +64,17 @@ fn banner(info: &boot_info::BootInfo) {
         };
         println!("  the firmware lists {} cores; using {} ({why})", info.cores_found, info.cores.len());
     }
+    if info.ram_left_out > 0 {
+        println!(
+            "  {} MiB of RAM left out: the firmware lists more than {} separate ranges",
+            info.ram_left_out >> 20,
+            boot_info::MAX_RAM_RANGES
+        );
+    }
+    if info.reserved_widened {
+        println!(
+            "  the firmware reserves more than {} separate ranges: some were widened to cover their neighbours",
+            boot_info::MAX_RESERVED_RANGES
+        );
+    }
 }

@@ -11,6 +11,14 @@ use core::sync::atomic::{AtomicBool, Ordering};
 /// kernel a 64 KiB boot stack and a 16 KiB exception stack.
 pub const MAX_CORES: usize = include!(concat!(env!("OUT_DIR"), "/max_cores.rs"));
 
+/// The most separate RAM ranges the kernel keeps; RAM in more is left out
+/// and counted ([`BootInfo::ram_left_out`]).
+pub const MAX_RAM_RANGES: usize = 32;
+
+/// The most separate reserved ranges the kernel keeps; past that, the
+/// nearest are widened to cover more ([`BootInfo::reserved_widened`]).
+pub const MAX_RESERVED_RANGES: usize = 16;
+
 /// Facts about the machine, filled in by the boot core before anything else
 /// runs and never changed afterwards.
 #[derive(Debug)]
@@ -27,8 +35,21 @@ pub struct BootInfo {
     /// kernel then uses at most N cores (like Linux's `maxcpus`), the boot
     /// core first. The only way to use fewer cores than a board has.
     pub core_limit: Option<usize>,
-    /// RAM ranges.
-    pub ram: heapless::Vec<Region, 8>,
+    /// RAM ranges, by address, none overlapping or touching another
+    /// (the boot code merges those the firmware lists that way).
+    pub ram: heapless::Vec<Region, MAX_RAM_RANGES>,
+    /// Bytes of RAM the firmware listed that are not in
+    /// [`ram`](Self::ram): ranges that came once it held
+    /// [`MAX_RAM_RANGES`] separate ones.
+    pub ram_left_out: usize,
+    /// Ranges the firmware reserves (a device tree's `/memreserve/`
+    /// entries and `/reserved-memory` nodes), by address, merged like
+    /// [`ram`](Self::ram). The heap leaves them alone; they stay mapped.
+    pub reserved: heapless::Vec<Region, MAX_RESERVED_RANGES>,
+    /// The firmware listed more separate reservations than
+    /// [`reserved`](Self::reserved) holds, so some were widened to cover
+    /// their neighbours.
+    pub reserved_widened: bool,
     /// Architecture-specific facts.
     pub arch: ArchInfo,
 }
@@ -41,6 +62,9 @@ impl BootInfo {
         cores_found: 0,
         core_limit: None,
         ram: heapless::Vec::new(),
+        ram_left_out: 0,
+        reserved: heapless::Vec::new(),
+        reserved_widened: false,
         arch: ArchInfo::EMPTY,
     };
 
@@ -63,10 +87,61 @@ impl BootInfo {
         }
     }
 
+    /// Adds a range the firmware calls RAM. Firmware lists RAM in pieces
+    /// (a UEFI map splits it by use), in any order, and a loader may list
+    /// a range twice (QEMU adds its own memory node to a device tree that
+    /// has one), so a range that overlaps or touches others is merged with
+    /// them and the list stays sorted by address.
+    pub(crate) fn add_ram(&mut self, region: Region) {
+        if let Err(left_out) = insert_merged(&mut self.ram, region) {
+            self.ram_left_out += left_out.size;
+        }
+    }
+
+    /// Adds a range the firmware reserves: the heap never hands it out.
+    /// If the list is full, the nearest reservation is widened to cover
+    /// this one too: reserving too much costs RAM, too little could hand
+    /// out memory the firmware uses.
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))] // a PC's memory map lists only usable RAM as RAM
+    pub(crate) fn reserve(&mut self, region: Region) {
+        let Err(region) = insert_merged(&mut self.reserved, region) else { return };
+        let gap = |other: &Region| {
+            other.base.saturating_sub(region.end()).max(region.base.saturating_sub(other.end()))
+        };
+        let nearest = (0..self.reserved.len()).min_by_key(|&index| gap(&self.reserved[index]));
+        let nearest = self.reserved.remove(nearest.expect("a full list has a nearest"));
+        let (base, end) = (nearest.base.min(region.base), nearest.end().max(region.end()));
+        // One slot is free now, and merging only frees more.
+        let _ = insert_merged(&mut self.reserved, Region { base, size: end - base });
+        self.reserved_widened = true;
+    }
+
     /// Total bytes of RAM.
     pub fn ram_bytes(&self) -> usize {
         self.ram.iter().map(|r| r.size).sum()
     }
+}
+
+/// Adds `region` to `list`, which stays sorted by address with no two
+/// ranges overlapping or touching: it is merged with every range it
+/// overlaps or touches. Gives back the merged range if the list is full.
+fn insert_merged<const N: usize>(list: &mut heapless::Vec<Region, N>, region: Region) -> Result<(), Region> {
+    if region.size == 0 {
+        return Ok(());
+    }
+    let (mut base, mut end) = (region.base, region.end());
+    let mut index = 0;
+    while index < list.len() {
+        let other = list[index];
+        if other.base <= end && base <= other.end() {
+            (base, end) = (base.min(other.base), end.max(other.end()));
+            list.remove(index);
+        } else {
+            index += 1;
+        }
+    }
+    let at = list.iter().position(|other| other.base > base).unwrap_or(list.len());
+    list.insert(at, Region { base, size: end - base })
 }
 
 /// Appends as much of `text` to `out` as fits, cut at a character boundary.

@@ -22,6 +22,9 @@ const CLAIMED: u8 = 1;
 const STARTING: u8 = 2;
 const RUNNING: u8 = 3;
 const PARKED: u8 = 4;
+/// Started once and never arrived (`arch::start_core` gave it up): it
+/// runs no entry, even if it turns up later.
+const LOST: u8 = 5;
 
 /// Everything the kernel keeps per core. The architecture's per-core
 /// register (TPIDR_EL1) points at the running core's.
@@ -234,6 +237,9 @@ pub(crate) fn init(info: &BootInfo) {
 /// Starts core `index` at `entry(arg)` (see the module documentation).
 pub(crate) fn start(index: usize, entry: CoreEntry, arg: usize) -> Result<(), StartCoreError> {
     let core = &CORES[index];
+    if core.state.load(Relaxed) == LOST {
+        return Err(StartCoreError::DidNotArrive { core: index, waited_ms: ARRIVAL_PATIENCE_MS });
+    }
     let was = [OFF, PARKED]
         .into_iter()
         .find(|&from| core.state.compare_exchange(from, CLAIMED, Acquire, Relaxed).is_ok())
@@ -245,17 +251,36 @@ pub(crate) fn start(index: usize, entry: CoreEntry, arg: usize) -> Result<(), St
         arch::idle::signal(core, core.doorbell.ring());
         return Ok(());
     }
-    arch::start_core(index, core.hw_id()).map_err(|code| {
-        core.state.store(OFF, Release);
-        StartCoreError::Refused { core: index, code }
+    arch::start_core(index, core.hw_id()).inspect_err(|error| {
+        let lost = matches!(error, StartCoreError::DidNotArrive { .. });
+        core.state.store(if lost { LOST } else { OFF }, Release);
     })
+}
+
+/// How long a start without an answer of its own (a spin table's) waits
+/// for the core before giving it up: far longer than a core takes, even a
+/// QEMU core on a loaded host.
+pub(crate) const ARRIVAL_PATIENCE_MS: u32 = 1000;
+
+/// Whether core `index` has come online (run kernel code with its MMU on),
+/// waiting up to `patience_ms` for it: for start methods that give no
+/// answer of their own.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // INIT-SIPI starts are not watched
+pub(crate) fn wait_online(index: usize, patience_ms: u32) -> bool {
+    let online = || CORES[index].stats.online_at.load(Acquire) != 0;
+    let deadline = arch::timer::ticks() + arch::timer::hz() * u64::from(patience_ms) / 1000;
+    while !online() && arch::timer::ticks() < deadline {
+        core::hint::spin_loop();
+    }
+    online()
 }
 
 /// A started core's life after kernel set-up: run each entry it is given,
 /// park in between.
 pub(crate) fn run_secondary(index: usize) -> ! {
     let me = &CORES[index];
-    let _ = me.stats.online_at.compare_exchange(0, arch::timer::ticks().max(1), Relaxed, Relaxed);
+    // Release: `wait_online` on the starting core reads it.
+    let _ = me.stats.online_at.compare_exchange(0, arch::timer::ticks().max(1), Release, Relaxed);
     loop {
         if me.state.load(Acquire) == STARTING {
             let (entry, arg) = (me.entry.load(Relaxed), me.arg.load(Relaxed));

@@ -5,9 +5,10 @@
 //! kernel's critical section) over:
 //!
 //! every RAM region, or the part of one, above the end of the kernel
-//! image. What a loader leaves in RAM there (a device tree, the PVH start
-//! info, GRUB's boot information with its copy of the ACPI RSDP) is read
-//! at boot, before the heap is set up, and never again; the firmware's own
+//! image, less what the firmware reserves (`BootInfo::reserved`). What a
+//! loader leaves in RAM there (a device tree, the PVH start info, GRUB's
+//! boot information with its copy of the ACPI RSDP) is read at boot,
+//! before the heap is set up, and never again; the firmware's own
 //! tables (ACPI) are in regions its memory map does not call RAM. RAM
 //! below the image is left alone: the BIOS areas, the x86 cores' start-up
 //! trampoline, and on AArch64 the loader's device tree below the kernel.
@@ -93,7 +94,7 @@ pub(crate) fn init(info: &BootInfo) {
     critical_section::with(|cs| {
         let mut state = HEAP.0.borrow_ref_mut(cs);
         assert_eq!(state.total, 0, "the heap is set up once");
-        for region in above {
+        for region in above.flat_map(|region| unreserved(region, &info.reserved)) {
             let Some(block) =
                 NonNull::new(ptr::slice_from_raw_parts_mut(region.base as *mut u8, region.size))
             else {
@@ -107,6 +108,28 @@ pub(crate) fn init(info: &BootInfo) {
             }
         }
     });
+}
+
+/// The parts of `region` outside every range of `reserved` (sorted by
+/// address, none overlapping).
+fn unreserved(region: Region, reserved: &[Region]) -> impl Iterator<Item = Region> + '_ {
+    let mut from = region.base;
+    let mut cuts = reserved.iter().filter(move |r| r.end() > region.base && r.base < region.end());
+    core::iter::from_fn(move || {
+        while from < region.end() {
+            let Some(cut) = cuts.next() else {
+                let rest = Region { base: from, size: region.end() - from };
+                from = region.end();
+                return Some(rest);
+            };
+            let piece = Region { base: from, size: cut.base.saturating_sub(from) };
+            from = from.max(cut.end());
+            if piece.size > 0 {
+                return Some(piece);
+            }
+        }
+        None
+    })
 }
 
 /// Heap bytes: `(in use, total)`, where in use counts the bytes live

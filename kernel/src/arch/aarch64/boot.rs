@@ -5,7 +5,7 @@
 //! guaranteed to work then on real hardware, so code on this path touches
 //! no atomic and takes no lock.
 
-use super::{cpu, dtb, exception, mmu};
+use super::{cpu, dtb, exception, mmu, timer};
 use crate::board::board;
 use crate::boot_info::{self, MAX_CORES};
 use crate::{cores, exit_code};
@@ -75,6 +75,7 @@ unsafe extern "C" fn boot_primary(dtb_hint: usize, entered_el: u64) -> ! {
     unsafe { mmu::build_tables(info, board()) };
     // SAFETY: the tables identity-map the running image and its stack.
     unsafe { mmu::enable() };
+    info.arch.from_tree.timer_hz = timer::adopt_frequency(info.arch.timer_hz);
     crate::boot::primary_main()
 }
 

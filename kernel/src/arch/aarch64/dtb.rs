@@ -144,6 +144,8 @@ pub struct FromTree {
     pub cores: bool,
     /// The interrupt controller.
     pub interrupts: bool,
+    /// The counter's frequency, because CNTFRQ_EL0 read 0.
+    pub timer_hz: bool,
 }
 
 impl ArchInfo {
@@ -157,7 +159,7 @@ impl ArchInfo {
         uart: None,
         chip_parts: heapless::Vec::new(),
         release_slots: heapless::Vec::new(),
-        from_tree: FromTree { ram: false, cores: false, interrupts: false },
+        from_tree: FromTree { ram: false, cores: false, interrupts: false, timer_hz: false },
         tree_problems: heapless::Vec::new(),
     };
 }
@@ -175,7 +177,7 @@ pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
     match tree {
         Some((address, fdt)) => read_tree(info, address, fdt, board),
         None => {
-            let _ = info.ram.push(board.fallback_ram);
+            info.add_ram(board.fallback_ram);
             board_cores(info, board);
             let _ = super::semihosting::command_line(&mut info.bootargs);
         }
@@ -247,9 +249,10 @@ fn read_tree(info: &mut BootInfo, address: usize, fdt: Fdt<'static>, board: &Boa
     read_cores(fdt, boot_core, info);
     info.arch.from_tree.cores = fdt.cpus().is_ok();
     read_memory(fdt, info);
+    read_reservations(fdt, info);
     info.arch.from_tree.ram = !info.ram.is_empty();
     if info.ram.is_empty() {
-        let _ = info.ram.push(board.fallback_ram);
+        info.add_ram(board.fallback_ram);
     }
     info.arch.uart = find_uart(fdt).unwrap_or_else(|problem| {
         let _ = info.arch.tree_problems.push(problem);
@@ -269,10 +272,11 @@ fn read_tree(info: &mut BootInfo, address: usize, fdt: Fdt<'static>, board: &Boa
     if let Some(intid) = timer_intid(fdt) {
         info.arch.timer_intid = intid;
     }
+    // The Pi 3's tree calls its timer an ARMv7 one: the same binding.
     info.arch.timer_hz = fdt
         .root()
         .children()
-        .find(|n| n.is_compatible("arm,armv8-timer"))
+        .find(|n| n.is_compatible("arm,armv8-timer") || n.is_compatible("arm,armv7-timer"))
         .and_then(|timer| timer.property("clock-frequency")?.value_as::<u32>().ok());
 }
 
@@ -337,8 +341,30 @@ fn read_memory(fdt: Fdt<'static>, info: &mut BootInfo) {
             if let (Ok(base), Ok(size)) = (reg.address::<u64>(), reg.size::<u64>())
                 && size > 0
             {
-                let _ = info.ram.push(Region { base: base as usize, size: size as usize });
+                info.add_ram(Region { base: base as usize, size: size as usize });
             }
+        }
+    }
+}
+
+/// What the firmware keeps for itself: the header's `/memreserve/`
+/// entries (the Pis' spin table page), and each enabled `/reserved-memory`
+/// node's `reg` (a region with only a size is the kernel's to place, and
+/// it places none). A `reusable` region is the OS's to use until a driver
+/// claims it, and roving has no such driver, so it stays RAM.
+fn read_reservations(fdt: Fdt<'static>, info: &mut BootInfo) {
+    for reservation in fdt.memory_reservations() {
+        info.reserve(Region { base: reservation.address() as usize, size: reservation.size() as usize });
+    }
+    let Some(parent) = bus::at(fdt, "/reserved-memory") else { return };
+    for node in parent.node().children() {
+        let reusable = node.property("reusable").is_some();
+        if reusable || matches!(node.status(), Ok(Status::Disabled)) {
+            continue;
+        }
+        let path = parent.child(node);
+        for region in (0..).map_while(|index| path.as_ref()?.register(index)) {
+            info.reserve(region);
         }
     }
 }

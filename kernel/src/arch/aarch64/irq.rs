@@ -25,7 +25,6 @@ pub(super) fn available() -> bool {
 
 /// Controller set-up on the boot core, then its per-core part.
 pub(super) fn init_primary() {
-    timer::adopt_frequency(crate::boot_info::boot_info().arch.timer_hz);
     match chip() {
         Some(chip) => {
             // Where the firmware's tree put it, if it did (`dtb`).

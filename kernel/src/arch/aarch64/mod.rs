@@ -23,6 +23,7 @@ pub(crate) mod timer;
 pub use dtb::{ArchInfo, Conduit, GicInfo, GicVersion};
 
 use crate::board::CoreStart;
+use roving::platform::StartCoreError;
 
 /// Ends the run: the exit status reaches the host through semihosting
 /// (QEMU must run with `-semihosting`).
@@ -69,10 +70,11 @@ pub(crate) fn init_interrupts_secondary() {
 }
 
 /// Starts core `index` for the first time; it will run the kernel's
-/// secondary entry. On failure, the firmware's error code.
-pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
+/// secondary entry. A spin-table start waits for the core to arrive.
+pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), StartCoreError> {
+    let refused = |code| StartCoreError::Refused { core: index, code };
     match crate::board::board().core_start {
-        CoreStart::Psci => psci::cpu_on(hw_id, boot::secondary_entry_address(), index),
+        CoreStart::Psci => psci::cpu_on(hw_id, boot::secondary_entry_address(), index).map_err(refused),
         CoreStart::SpinTable { release } => {
             // The tree's slot for the core, else the board's table's.
             let info = crate::boot_info::boot_info();
@@ -81,7 +83,16 @@ pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
             };
             let slot = info.arch.release_slots.get(index).copied().filter(|&slot| slot != 0 && in_ram(slot));
             let slot = slot.map_or_else(|| release + 8 * (hw_id & 0xff) as usize, |slot| slot as usize);
-            spin_table::release(slot, index, hw_id)
+            spin_table::release(slot, index, hw_id).map_err(refused)?;
+            // The table gives no answer: a core whose firmware does not
+            // watch that slot (a wrong `cpu-release-addr`) stays put, and
+            // whoever waits for it would wait for ever.
+            let patience = crate::cores::ARRIVAL_PATIENCE_MS;
+            if crate::cores::wait_online(index, patience) {
+                Ok(())
+            } else {
+                Err(StartCoreError::DidNotArrive { core: index, waited_ms: patience })
+            }
         }
     }
 }
@@ -131,6 +142,12 @@ pub(crate) fn describe_sources(
     }
     if let Some(uart) = arch.uart {
         item(out, format_args!("PL011 at {:#x}", uart.base))?;
+    }
+    if found.timer_hz {
+        item(out, format_args!("the timer's frequency (CNTFRQ_EL0 is 0)"))?;
+    }
+    if let count @ 1.. = info.reserved.len() {
+        item(out, format_args!("{count} reserved range{}", if count == 1 { "" } else { "s" }))?;
     }
     let theirs = [(found.ram, "RAM"), (found.cores, "cores"), (found.interrupts, "interrupt controller")];
     let mut separator = "; the board's: ";

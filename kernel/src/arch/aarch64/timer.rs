@@ -19,32 +19,39 @@ pub(crate) fn ticks() -> u64 {
     CNTVCT_EL0.get()
 }
 
-/// The counter's frequency when CNTFRQ_EL0 reads 0: the device tree's
-/// (`adopt_frequency`), or 0 if it gave none.
-static TREE_HZ: AtomicU64 = AtomicU64::new(0);
+/// Ticks per second, fixed at boot by `adopt_frequency`.
+static HZ: AtomicU64 = AtomicU64::new(0);
 
-/// Ticks per second, as the firmware (or QEMU) programmed CNTFRQ_EL0.
-/// Only the highest exception level may write that register, so a kernel
-/// entered at EL2 below a firmware that left it 0 cannot set it: the
-/// device tree's timer node then says, in `clock-frequency`.
+/// Ticks per second: what the firmware (or QEMU) programmed in the boot
+/// core's CNTFRQ_EL0, or the device tree's figure where it left that 0.
 pub(crate) fn hz() -> u64 {
-    match CNTFRQ_EL0.get() {
-        0 => TREE_HZ.load(Relaxed),
+    match HZ.load(Relaxed) {
+        0 => CNTFRQ_EL0.get(), // before boot fixed it
         hz => hz,
     }
 }
 
-/// Takes the tree's frequency for the counter, for when CNTFRQ_EL0 is 0;
-/// ends the run with a report if neither says. Boot core, MMU on.
-pub(super) fn adopt_frequency(from_tree: Option<u32>) {
-    TREE_HZ.store(from_tree.map_or(0, u64::from), Relaxed);
-    if hz() == 0 {
+/// Fixes the counter's frequency for every core: CNTFRQ_EL0's, or the
+/// tree's where that reads 0. Only the highest exception level may write
+/// the register, so a kernel entered at EL2 below a firmware that left it
+/// 0 cannot set it; the device tree's timer node then says, in
+/// `clock-frequency`. Ends the run with a report if neither says; else
+/// says whether the tree's figure was taken. Boot core, MMU on, before
+/// the banner.
+pub(super) fn adopt_frequency(from_tree: Option<u32>) -> bool {
+    let (hz, took_tree) = match CNTFRQ_EL0.get() {
+        0 => (from_tree.map_or(0, u64::from), true),
+        hz => (hz, false),
+    };
+    if hz == 0 {
         crate::console::emergency(format_args!(
             "roving-kernel: the generic timer's frequency is unknown: CNTFRQ_EL0 is 0 (the firmware did not \
              set it) and the device tree's timer node has no clock-frequency\n"
         ));
         crate::exit(crate::exit_code::FAULT);
     }
+    HZ.store(hz, Relaxed);
+    took_tree
 }
 
 /// Starts with the timer off on this core, and its cycle counter running.

@@ -145,9 +145,10 @@ pub(crate) fn init_interrupts_secondary() {
 }
 
 /// Starts core `index` for the first time with INIT-SIPI-SIPI.
-pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), i64> {
+pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), roving::platform::StartCoreError> {
     match crate::board::board().core_start {
-        crate::board::CoreStart::StartupIpi => smp::start(index, hw_id),
+        crate::board::CoreStart::StartupIpi => smp::start(index, hw_id)
+            .map_err(|code| roving::platform::StartCoreError::Refused { core: index, code }),
     }
 }
 

@@ -25,7 +25,7 @@ pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
     // RAM the identity map covers, and nothing writes it; `load` checks
     // its size and end tag before trusting it.
     let Ok(mbi) = (unsafe { BootInformation::load(address as *const BootInformationHeader) }) else {
-        let _ = info.ram.push(board.fallback_ram);
+        info.add_ram(board.fallback_ram);
         return;
     };
     if let Some(line) = mbi.command_line_tag().and_then(|tag| tag.cmdline().ok()) {
@@ -43,15 +43,9 @@ pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
         }
         let end = area.end_address().min(MAPPED_END) as usize;
         let base = area.start_address() as usize;
-        // UEFI splits RAM into many areas by use; those that touch merge.
-        match info.ram.last_mut() {
-            Some(last) if last.end() == base => last.size = end - last.base,
-            _ => {
-                let _ = info.ram.push(Region { base, size: end - base });
-            }
-        }
+        info.add_ram(Region { base, size: end - base });
     }
     if info.ram.is_empty() {
-        let _ = info.ram.push(board.fallback_ram);
+        info.add_ram(board.fallback_ram);
     }
 }

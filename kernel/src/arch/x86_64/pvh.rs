@@ -38,14 +38,14 @@ struct MemoryMapEntry {
 /// `address`; the board's RAM if there is none.
 pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
     if address == 0 || !address.is_multiple_of(8) {
-        let _ = info.ram.push(board.fallback_ram);
+        info.add_ram(board.fallback_ram);
         return;
     }
     // SAFETY: the loader passed this address of its start info, in RAM the
     // identity map covers; its magic is checked before anything else.
     let start = unsafe { &*(address as *const StartInfo) };
     if start.magic != MAGIC {
-        let _ = info.ram.push(board.fallback_ram);
+        info.add_ram(board.fallback_ram);
         return;
     }
     if start.cmdline_paddr != 0 {
@@ -67,11 +67,10 @@ pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
         };
         for entry in entries.iter().filter(|e| e.kind == RAM && e.address < MAPPED_END) {
             let end = (entry.address + entry.size).min(MAPPED_END);
-            let _ =
-                info.ram.push(Region { base: entry.address as usize, size: (end - entry.address) as usize });
+            info.add_ram(Region { base: entry.address as usize, size: (end - entry.address) as usize });
         }
     }
     if info.ram.is_empty() {
-        let _ = info.ram.push(board.fallback_ram);
+        info.add_ram(board.fallback_ram);
     }
 }

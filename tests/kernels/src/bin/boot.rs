@@ -42,6 +42,9 @@ fn main() {
     if let Some(mib) = info.bootarg("roving.expect_ram_mib").and_then(|v| v.parse::<usize>().ok()) {
         all_ram_is_heap(mib);
     }
+    if !info.reserved.is_empty() {
+        heap_keeps_out_of_reserved_ranges();
+    }
     // Every core contends for the same words: past 64 cores, on a two-CPU
     // host, even a share of the rounds takes long, so the limit grows with
     // the cores.
@@ -71,18 +74,31 @@ fn main() {
 }
 
 /// The firmware's RAM is found, the heap holds nearly all of it, and a
-/// block larger than the RAM below 4 GiB can be had and written.
+/// block larger than all the RAM below the highest range can be had and
+/// written: it can only come from that range (above 4 GiB on a PC, above
+/// 1 GiB on a Pi 4 with two banks).
 fn all_ram_is_heap(expected_mib: usize) {
     use alloc::alloc::{Layout, alloc, dealloc};
-    let ram = boot_info().ram_bytes();
+    let info = boot_info();
+    let ram = info.ram_bytes();
     assert!(ram >> 20 >= expected_mib, "RAM found: {} MiB of {expected_mib} MiB", ram >> 20);
+    assert!(info.ram.len() >= 2, "the RAM is in one range: {:x?}", info.ram);
     let (_, heap) = roving_kernel::heap::usage();
     assert!(heap + (64 << 20) >= ram, "the heap has {} MiB of {} MiB of RAM", heap >> 20, ram >> 20);
     const STEP: usize = 64 << 20;
-    let layout = Layout::from_size_align(3 << 30, 4096).expect("a valid layout");
+    let highest = info.ram.last().expect("two ranges");
+    let below: usize =
+        info.ram.iter().filter(|range| range.base < highest.base).map(|range| range.size).sum();
+    let size = below + (1 << 20);
+    assert!(size < highest.size, "the highest range is too small to prove anything: {:x?}", info.ram);
+    let layout = Layout::from_size_align(size, 4096).expect("a valid layout");
     // SAFETY: a non-zero size.
     let block = unsafe { alloc(layout) };
-    assert!(!block.is_null(), "no 3 GiB block in a heap of {} MiB", heap >> 20);
+    assert!(!block.is_null(), "no {} MiB block in a heap of {} MiB", size >> 20, heap >> 20);
+    assert!(
+        block as usize >= highest.base,
+        "the block at {block:p} is not in the highest range {highest:x?}"
+    );
     let words = (0..layout.size()).step_by(STEP).chain([layout.size() - 8]);
     for (i, offset) in words.clone().enumerate() {
         // SAFETY: inside the block just allocated, 8-byte aligned.
@@ -100,12 +116,55 @@ fn all_ram_is_heap(expected_mib: usize) {
     }
     let at = block as usize;
     roving_kernel::println!(
-        "boot: {} MiB of RAM, {} MiB of heap, a 3 GiB block at {at:#x}",
+        "boot: {} MiB of RAM in {} ranges, {} MiB of heap, a {} MiB block at {at:#x}",
         ram >> 20,
-        heap >> 20
+        info.ram.len(),
+        heap >> 20,
+        size >> 20
     );
     // SAFETY: allocated above with `layout`.
     unsafe { dealloc(block, layout) };
+}
+
+/// Takes every byte the heap has, in blocks as large as it will give,
+/// and checks that none lies in a range the firmware reserved; then gives
+/// them back.
+fn heap_keeps_out_of_reserved_ranges() {
+    use alloc::alloc::{Layout, alloc, dealloc};
+    const PAGE: usize = 4096;
+    let reserved = &boot_info().reserved;
+    let (used, total) = roving_kernel::heap::usage();
+    let mut blocks = alloc::vec::Vec::with_capacity(1024);
+    let mut size = (total - used).next_power_of_two();
+    while size >= PAGE && blocks.len() < blocks.capacity() {
+        let layout = Layout::from_size_align(size, PAGE).expect("a valid layout");
+        // SAFETY: a non-zero size.
+        let block = unsafe { alloc(layout) };
+        if block.is_null() {
+            size /= 2;
+            continue;
+        }
+        let (start, end) = (block as usize, block as usize + size);
+        if let Some(range) = reserved.iter().find(|range| start < range.end() && range.base < end) {
+            panic!("the heap handed out {start:#x}..{end:#x}, which overlaps the reserved {range:x?}");
+        }
+        blocks.push((block, layout));
+    }
+    let taken: usize = blocks.iter().map(|(_, layout)| layout.size()).sum();
+    let free = total - used;
+    // TLSF rounds a request up to its size class, so a little of each
+    // free region can stay out of reach at the smallest size tried.
+    assert!(taken + free / 64 + (1 << 20) >= free, "took {taken} of {free} free heap bytes");
+    let count = blocks.len();
+    for (block, layout) in blocks {
+        // SAFETY: allocated above with `layout`.
+        unsafe { dealloc(block, layout) };
+    }
+    roving_kernel::println!(
+        "boot: the heap's {} MiB came in {count} blocks, none in the {} reserved ranges",
+        taken >> 20,
+        reserved.len()
+    );
 }
 
 /// Runs on every core, the boot core included.

@@ -32,6 +32,14 @@ impl Path {
         *self.nodes.last().expect("a path holds its node")
     }
 
+    /// A child of the node, with the buses above it; `None` past
+    /// [`DEPTH`].
+    pub(super) fn child(&self, child: FdtNode<'static>) -> Option<Path> {
+        let mut nodes = self.nodes.clone();
+        nodes.push(child).ok()?;
+        Some(Path { nodes })
+    }
+
     /// The node's `index`th register, moved through every bus above it to
     /// a CPU address; `None` if it has no such register, or a bus does
     /// not map it.
