@@ -1,11 +1,11 @@
 //! The cores, from the ACPI MADT (parsed by the `acpi` crate): every local
 //! APIC marked enabled, the boot core first. Tables above 4 GiB, where a
-//! large machine's firmware may put them, are mapped as they are read. APIC ids can have gaps; the
-//! kernel's dense core indices do not. The MADT also lists the I/O APICs
+//! large machine's firmware may put them, are mapped as they are read.
+//! APIC ids can have gaps; the kernel's dense core indices do not. The MADT also lists the I/O APICs
 //! and the ISA interrupt source overrides (`ioapic.rs` uses them).
 
 use super::apic::MAX_XAPIC_ID;
-use super::{IoApicInfo, SourceOverride, apic, cpu};
+use super::{IoApicInfo, RsdpArgument, SourceOverride, apic, cpu};
 use crate::board::Board;
 use crate::boot_info::BootInfo;
 use acpi::madt::{Madt, MadtEntry};
@@ -49,6 +49,13 @@ impl AcpiHandler for IdentityMapped {
 /// (and the APIC's architectural address) if the firmware has no usable
 /// MADT.
 pub(super) fn read(info: &mut BootInfo, board: &Board) {
+    match info.bootarg("roving.acpi_rsdp").map(parse_address) {
+        Some(Some(address)) => {
+            (info.arch.rsdp, info.arch.rsdp_argument) = (Some(address), RsdpArgument::Used)
+        }
+        Some(None) => info.arch.rsdp_argument = RsdpArgument::Ignored,
+        None => {}
+    }
     let boot_core = cpu::apic_id();
     let _ = info.cores.push(boot_core);
     info.cores_found = 1;
@@ -103,4 +110,13 @@ pub(super) fn read(info: &mut BootInfo, board: &Board) {
         info.cores_found += 1;
         let _ = info.cores.push(u64::from(id)); // beyond MAX_CORES: counted, not used
     }
+}
+
+/// A non-zero address, hexadecimal with `0x` or decimal.
+fn parse_address(text: &str) -> Option<usize> {
+    let address = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => usize::from_str_radix(hex, 16).ok()?,
+        None => text.parse().ok()?,
+    };
+    (address != 0).then_some(address)
 }

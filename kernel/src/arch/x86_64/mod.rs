@@ -30,9 +30,13 @@ use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 pub struct ArchInfo {
     /// Which loader started the kernel.
     pub loader: boot::Loader,
-    /// Where the loader said the ACPI RSDP is, if it did (else the BIOS
-    /// areas are searched).
+    /// Where the ACPI RSDP is, if the loader or the command line said
+    /// (else the BIOS areas are searched).
     pub rsdp: Option<usize>,
+    /// What `roving.acpi_rsdp=ADDRESS` on the command line did: it names
+    /// the RSDP for loaders that pass none, or to try other tables, as
+    /// Linux's `acpi_rsdp=` does.
+    pub rsdp_argument: RsdpArgument,
     /// Whether the ACPI MADT was found (the cores come from it).
     pub madt: bool,
     /// Whether MONITOR/MWAIT is there for the light idle tier.
@@ -55,6 +59,7 @@ impl ArchInfo {
     pub(crate) const EMPTY: Self = Self {
         loader: boot::Loader::Pvh,
         rsdp: None,
+        rsdp_argument: RsdpArgument::Absent,
         madt: false,
         mwait: false,
         tsc_hz: 0,
@@ -63,6 +68,19 @@ impl ArchInfo {
         io_apics: heapless::Vec::new(),
         overrides: heapless::Vec::new(),
     };
+}
+
+/// `roving.acpi_rsdp=ADDRESS` on the command line, as the boot core read
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RsdpArgument {
+    /// Not given: the loader's RSDP, or the BIOS areas', is used.
+    Absent,
+    /// Given, and used instead of the loader's.
+    Used,
+    /// Given, but not a non-zero address (hexadecimal with `0x`, or
+    /// decimal): ignored.
+    Ignored,
 }
 
 /// An I/O APIC, as the MADT describes it.
@@ -174,6 +192,11 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
         boot::Loader::Pvh => "PVH entry, ",
         boot::Loader::Multiboot2 => "Multiboot2 entry, ",
     })?;
+    match (info.rsdp_argument, info.rsdp) {
+        (RsdpArgument::Used, Some(rsdp)) => write!(out, "ACPI RSDP at {rsdp:#x} from the command line, ")?,
+        (RsdpArgument::Ignored, _) => out.write_str("roving.acpi_rsdp ignored (not an address), ")?,
+        _ => {}
+    }
     out.write_str(if info.madt { "cores from the ACPI MADT" } else { "no ACPI MADT (one core)" })?;
     if apic::is_x2apic() {
         out.write_str(", x2APIC, ")?;

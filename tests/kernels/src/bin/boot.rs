@@ -74,31 +74,34 @@ fn main() {
 }
 
 /// The firmware's RAM is found, the heap holds nearly all of it, and a
-/// block larger than all the RAM below the highest range can be had and
-/// written: it can only come from that range (above 4 GiB on a PC, above
-/// 1 GiB on a Pi 4 with two banks).
+/// block can be had and written that only the RAM high up can hold: with
+/// several ranges, one larger than all the RAM below the highest range
+/// (above 4 GiB on a PC, above 1 GiB on a Pi 4 with two banks); with one,
+/// one that reaches past 4 GiB (QEMU virt).
 fn all_ram_is_heap(expected_mib: usize) {
     use alloc::alloc::{Layout, alloc, dealloc};
+    const GIB_4: usize = 1 << 32;
     let info = boot_info();
     let ram = info.ram_bytes();
     assert!(ram >> 20 >= expected_mib, "RAM found: {} MiB of {expected_mib} MiB", ram >> 20);
-    assert!(info.ram.len() >= 2, "the RAM is in one range: {:x?}", info.ram);
     let (_, heap) = roving_kernel::heap::usage();
     assert!(heap + (64 << 20) >= ram, "the heap has {} MiB of {} MiB of RAM", heap >> 20, ram >> 20);
     const STEP: usize = 64 << 20;
-    let highest = info.ram.last().expect("two ranges");
+    let highest = info.ram.last().expect("RAM was found");
     let below: usize =
         info.ram.iter().filter(|range| range.base < highest.base).map(|range| range.size).sum();
-    let size = below + (1 << 20);
+    let size = match info.ram.len() {
+        1 => GIB_4.saturating_sub(highest.base) + (1 << 20),
+        _ => below + (1 << 20),
+    };
     assert!(size < highest.size, "the highest range is too small to prove anything: {:x?}", info.ram);
     let layout = Layout::from_size_align(size, 4096).expect("a valid layout");
     // SAFETY: a non-zero size.
     let block = unsafe { alloc(layout) };
     assert!(!block.is_null(), "no {} MiB block in a heap of {} MiB", size >> 20, heap >> 20);
-    assert!(
-        block as usize >= highest.base,
-        "the block at {block:p} is not in the highest range {highest:x?}"
-    );
+    let (start, end) = (block as usize, block as usize + size);
+    assert!(start >= highest.base, "the block at {start:#x} is not in the highest range {highest:x?}");
+    assert!(info.ram.len() > 1 || end > GIB_4, "the block {start:#x}..{end:#x} ends below 4 GiB");
     let words = (0..layout.size()).step_by(STEP).chain([layout.size() - 8]);
     for (i, offset) in words.clone().enumerate() {
         // SAFETY: inside the block just allocated, 8-byte aligned.
@@ -116,9 +119,10 @@ fn all_ram_is_heap(expected_mib: usize) {
     }
     let at = block as usize;
     roving_kernel::println!(
-        "boot: {} MiB of RAM in {} ranges, {} MiB of heap, a {} MiB block at {at:#x}",
+        "boot: {} MiB of RAM in {} range{}, {} MiB of heap, a {} MiB block at {at:#x}",
         ram >> 20,
         info.ram.len(),
+        if info.ram.len() == 1 { "" } else { "s" },
         heap >> 20,
         size >> 20
     );
