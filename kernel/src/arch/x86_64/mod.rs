@@ -45,6 +45,10 @@ pub struct ArchInfo {
     pub tsc_hz: u64,
     /// Local APIC timer counts per second (divide-by-16), as calibrated.
     pub apic_timer_hz: u64,
+    /// How uncertain the calibration window's ends were, in millionths
+    /// of it: at most 2000 (0.2%) unless the boot core kept losing its CPU, which
+    /// the banner then says.
+    pub calibration_ppm: u64,
     /// Bytes of RAM above 4 GiB the page tables could not map, left out
     /// of [`BootInfo::ram`](crate::boot_info::BootInfo::ram).
     pub unmapped_ram: usize,
@@ -64,6 +68,7 @@ impl ArchInfo {
         mwait: false,
         tsc_hz: 0,
         apic_timer_hz: 0,
+        calibration_ppm: 0,
         unmapped_ram: 0,
         io_apics: heapless::Vec::new(),
         overrides: heapless::Vec::new(),
@@ -204,6 +209,14 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
         write!(out, ", xAPIC at {:#x}, ", apic::base())?;
     }
     out.write_str(if info.mwait { "MWAIT light tier" } else { "no MWAIT (light tier spins)" })?;
+    if info.calibration_ppm > timer::TOLERANCE_PPM {
+        write!(
+            out,
+            ", timer calibrated only to {}.{:02}%",
+            info.calibration_ppm / 10_000,
+            info.calibration_ppm % 10_000 / 100
+        )?;
+    }
     if info.unmapped_ram > 0 {
         write!(out, ", {} MiB of RAM left unmapped", info.unmapped_ram >> 20)?;
     }
