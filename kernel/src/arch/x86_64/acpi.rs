@@ -1,8 +1,9 @@
 //! The cores, from the ACPI MADT (parsed by the `acpi` crate): every local
 //! APIC marked enabled, the boot core first. Tables above 4 GiB, where a
 //! large machine's firmware may put them, are mapped as they are read.
-//! APIC ids can have gaps; the kernel's dense core indices do not. The MADT also lists the I/O APICs
-//! and the ISA interrupt source overrides (`ioapic.rs` uses them).
+//! APIC ids can have gaps; the kernel's dense core indices do not. The
+//! MADT also lists the I/O APICs and the ISA interrupt source overrides
+//! (`ioapic.rs` uses them).
 
 use super::apic::MAX_XAPIC_ID;
 use super::{IoApicInfo, RsdpArgument, SourceOverride, apic, cpu};
@@ -14,8 +15,6 @@ use core::ptr::NonNull;
 
 /// MADT local APIC flag: the processor is usable now.
 const ENABLED: u32 = 1;
-/// What `boot.s` identity-maps before anything else.
-const FIRST_4_GIB: usize = 1 << 32;
 
 /// Physical memory is identity-mapped, so mapping is the address itself.
 #[derive(Clone, Copy, Debug)]
@@ -28,14 +27,11 @@ impl AcpiHandler for IdentityMapped {
         size: usize,
     ) -> PhysicalMapping<Self, T> {
         let start = NonNull::new(physical_address as *mut T).expect("ACPI never names address 0");
-        if physical_address.saturating_add(size) > FIRST_4_GIB {
-            // SAFETY: ACPI is read on the boot core alone, before the
-            // other cores start (`read`).
-            let mapped = unsafe {
-                super::paging::map_firmware_tables(physical_address, size, cpu::has_gigabyte_pages())
-            };
-            assert!(mapped, "no page tables are left to map the ACPI table at {physical_address:#x}");
-        }
+        // SAFETY: ACPI is read on the boot core alone, before the other
+        // cores start (`read`).
+        let mapped =
+            unsafe { super::paging::map_firmware_tables(physical_address, size, cpu::has_gigabyte_pages()) };
+        assert!(mapped, "no page tables are left to map the ACPI table at {physical_address:#x}");
         // SAFETY: the first 4 GiB are identity-mapped, and anything above
         // them the crate asks for was just mapped; it asks only for regions
         // it was told of.

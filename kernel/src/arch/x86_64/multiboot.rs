@@ -7,13 +7,10 @@
 //! the firmware runs while the kernel starts its cores, and the memory
 //! map it hands over is final.
 
-use crate::board::{Board, Region};
+use crate::board::Board;
 use crate::boot_info::BootInfo;
 use multiboot2::{BootInformation, BootInformationHeader, MemoryAreaType};
 
-/// What one PML4 entry covers, the most RAM the kernel maps
-/// (`paging::map_high_ram` maps what lies above the first 4 GiB).
-const MAPPED_END: u64 = 1 << 39;
 /// A tag's header: its type and its size, two `u32`s. The ACPI tags hold
 /// a copy of the RSDP right after it.
 const TAG_HEADER: usize = 8;
@@ -36,14 +33,9 @@ pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
     let rsdp = mbi.rsdp_v2_tag().map(|tag| core::ptr::from_ref(tag).addr());
     let rsdp = rsdp.or_else(|| mbi.rsdp_v1_tag().map(|tag| core::ptr::from_ref(tag).addr()));
     info.arch.rsdp = rsdp.map(|tag| tag + TAG_HEADER);
-    for area in mbi.memory_map_tag().map_or(&[][..], |tag| tag.memory_areas()) {
-        let available = MemoryAreaType::from(area.typ()) == MemoryAreaType::Available;
-        if !available || area.start_address() >= MAPPED_END || area.size() == 0 {
-            continue;
-        }
-        let end = area.end_address().min(MAPPED_END) as usize;
-        let base = area.start_address() as usize;
-        info.add_ram(Region { base, size: end - base });
+    let areas = mbi.memory_map_tag().map_or(&[][..], |tag| tag.memory_areas());
+    for area in areas.iter().filter(|area| MemoryAreaType::from(area.typ()) == MemoryAreaType::Available) {
+        super::paging::add_mappable_ram(info, area.start_address(), area.size());
     }
     if info.ram.is_empty() {
         info.add_ram(board.fallback_ram);

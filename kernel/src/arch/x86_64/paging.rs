@@ -102,9 +102,19 @@ unsafe fn map_above(start: usize, end: usize, gigabyte_pages: bool) -> usize {
     mapped_to
 }
 
-/// Maps firmware tables at `[address, address + size)` above 4 GiB, where
-/// a large PC's firmware may put its ACPI tables, for the boot core to
-/// read them before RAM is mapped. Returns whether all of it is mapped.
+/// Adds a range a loader calls RAM, cut at what the page tables can map:
+/// one PML4 entry's 512 GiB (`map_high_ram` maps what lies above 4 GiB).
+pub(super) fn add_mappable_ram(info: &mut BootInfo, base: u64, size: u64) {
+    let end = base.saturating_add(size).min((ENTRIES * GIGABYTE) as u64);
+    if base < end {
+        info.add_ram(Region { base: base as usize, size: (end - base) as usize });
+    }
+}
+
+/// Maps firmware tables at `[address, address + size)` that reach above
+/// 4 GiB, where a large PC's firmware may put its ACPI tables, for the
+/// boot core to read them before RAM is mapped (below 4 GiB is mapped
+/// from the start). Returns whether all of it is mapped.
 ///
 /// # Safety
 ///

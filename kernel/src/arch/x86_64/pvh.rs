@@ -1,16 +1,13 @@
 //! The PVH loader's `hvm_start_info`: RAM (its memory map), the command
 //! line, and maybe the ACPI RSDP.
 
-use crate::board::{Board, Region};
+use crate::board::Board;
 use crate::boot_info::BootInfo;
 
 /// `hvm_start_info.magic`.
 const MAGIC: u32 = 0x336e_c578;
 /// Memory map entry type of usable RAM.
 const RAM: u32 = 1;
-/// What one PML4 entry covers, the most RAM the kernel maps
-/// (`paging::map_high_ram` maps what lies above the first 4 GiB).
-const MAPPED_END: u64 = 1 << 39;
 
 #[repr(C)]
 struct StartInfo {
@@ -65,9 +62,8 @@ pub(super) fn read(info: &mut BootInfo, address: usize, board: &Board) {
                 start.memmap_entries as usize,
             )
         };
-        for entry in entries.iter().filter(|e| e.kind == RAM && e.address < MAPPED_END) {
-            let end = (entry.address + entry.size).min(MAPPED_END);
-            info.add_ram(Region { base: entry.address as usize, size: (end - entry.address) as usize });
+        for entry in entries.iter().filter(|e| e.kind == RAM) {
+            super::paging::add_mappable_ram(info, entry.address, entry.size);
         }
     }
     if info.ram.is_empty() {
