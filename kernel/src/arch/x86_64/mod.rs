@@ -46,8 +46,8 @@ pub struct ArchInfo {
     /// Local APIC timer counts per second (divide-by-16), as calibrated.
     pub apic_timer_hz: u64,
     /// How uncertain the calibration window's ends were, in millionths
-    /// of it: at most 2000 (0.2%) unless the boot core kept losing its CPU, which
-    /// the banner then says.
+    /// of it: at most 2000 (0.2%), unless the boot core kept losing its
+    /// CPU, which the banner then says.
     pub calibration_ppm: u64,
     /// Bytes of RAM above 4 GiB the page tables could not map, left out
     /// of [`BootInfo::ram`](crate::boot_info::BootInfo::ram).
