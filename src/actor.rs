@@ -8,7 +8,7 @@
 //!
 //! - **Never on two cores at once.** An actor's messages are handled by
 //!   its *turns*, and at most one turn exists per actor (the proof is in
-//!   `actor/schedule.rs`, checked by `tests/loom_actor.rs`). Its state
+//!   `protocol/actor_schedule.rs`, checked by `tests/loom_actor.rs`). Its state
 //!   needs no lock.
 //! - **In order per sender.** Messages from one sender are handled in the
 //!   order it sent them. Messages from different senders interleave.
@@ -85,7 +85,6 @@
 mod address;
 pub(crate) mod end;
 mod interrupt;
-pub(crate) mod schedule;
 mod turn;
 
 pub use crate::pool::{DeliveryError, PinError};

@@ -25,7 +25,7 @@
 //! - **One at a time, in order.** At most one drainer exists per loop, and
 //!   it runs operations in the order their defers reached the loop, so
 //!   operations deferred by one caller run in its order. The protocol and
-//!   its proof sketch are in `event_loop/handoff.rs`, checked by
+//!   its proof sketch are in `protocol/loop_handoff.rs`, checked by
 //!   `tests/loom_event_loop.rs`.
 //! - **Nothing left behind.** When the last drainer leaves, the queue is
 //!   empty: an operation deferred while it was leaving is either taken by
@@ -79,7 +79,6 @@
 //! ```
 
 mod callback;
-pub(crate) mod handoff;
 mod object;
 mod op;
 
@@ -88,16 +87,16 @@ pub use callback::{Callback, Fired};
 
 pub use object::{Handle, LoopGroup, Object};
 
-use crate::actor::schedule::Link;
 use crate::domain::DomainId;
 use crate::pool::Pool;
+use crate::protocol::actor_schedule::Link;
+use crate::protocol::loop_handoff::{Deferred, Drained, Handoff};
 use crate::task::closure::RunOnce;
 use alloc::sync::{Arc, Weak};
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use handoff::{Deferred, Drained, Handoff};
 use object::Lifecycle;
 use op::Operation;
 

@@ -18,7 +18,7 @@
 //!   is stealable like any spawned work, unless it is pinned.
 //! - A wake while the task is being polled causes exactly one more poll,
 //!   and any number of wakes while a poll is owed cause one. The state
-//!   word's protocol, and why it holds, are in `executor/state.rs`.
+//!   word's protocol, and why it holds, are in `protocol/async_state.rs`.
 //! - Waking is interrupt-safe: a handler may call `wake_by_ref` on a
 //!   task's waker. It takes no lock and allocates nothing; the task
 //!   reaches its pool as a strand woken from a handler does. (Dropping
@@ -68,7 +68,6 @@ mod cell;
 mod contain;
 mod handle;
 pub(crate) mod list;
-pub(crate) mod state;
 
 use crate::pool::shared::Shared;
 use crate::pool::{Pool, PostError};

@@ -11,7 +11,7 @@
 //!
 //! - Each context that joins (a core's own loop, or the strand resident on
 //!   a fibre) has a [`JoinStack`] of its pending jobs, touched only by it.
-//! - Each core has one slot ([`frame::Slot`]). When the slot is empty and
+//! - Each core has one slot ([`Slot`]). When the slot is empty and
 //!   some core is idle, a joining context publishes its oldest private job
 //!   there and announces it to the sleep protocol (`Sleep::new_jobs`, the
 //!   same path the steal lists use, so no sleeper misses it).
@@ -35,15 +35,17 @@
 //! jobs it published, and ends the jobs it was running for others with its
 //! failure, which their owners then raise.
 
-mod frame;
 mod stack;
 
-pub(crate) use frame::Slot;
+/// A core's slot for a published job.
+pub(crate) type Slot = crate::protocol::join_frame::Slot<Failure>;
 pub(crate) use stack::JoinStack;
 
 use crate::platform::{self, Depth};
 use crate::pool::current;
 use crate::pool::shared::Shared;
+use crate::protocol::join_frame::{DONE, RETURNED, Ring};
+use crate::strand::Failure;
 use crate::strand::control::Header;
 use crate::strand::scheduler;
 use crate::task::{Action, Task};
@@ -54,7 +56,9 @@ use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Relaxed, SeqCst};
 use core::time::Duration;
-use frame::{DONE, Failure, Frame, RETURNED, Ring};
+
+/// A job: the join protocol's frame, failing with a strand's failure.
+type Frame = crate::protocol::join_frame::Frame<Failure>;
 use stack::Popped;
 
 /// Runs `a` and `b`, possibly in parallel, and returns both results.

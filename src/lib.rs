@@ -125,23 +125,13 @@ macro_rules! trace_here {
 #[doc = include_str!("../README.md")]
 struct ReadmeQuickStart;
 
+// Under loom only the lock-free protocols and what they stand on are
+// built: the pool and strands hold static, const-initialised state that
+// loom's atomics cannot provide.
 #[cfg(not(loom))]
 pub mod actor;
-// The actor schedule word alone, for its loom model.
-#[cfg(loom)]
-#[path = "actor/schedule.rs"]
-mod actor_schedule;
 mod atomics;
 mod chaos;
-pub mod raw {
-    //! Unstable building blocks, for kernels that build their own
-    //! scheduling on roving's parts. Nothing here is covered by semver:
-    //! it may change in any release. Strands ([`crate::strand`]) are the
-    //! stable, safe interface to the same machinery.
-
-    pub mod context;
-}
-pub(crate) use raw::context;
 #[cfg(all(feature = "defmt", not(loom)))]
 mod defmt_format;
 #[cfg_attr(loom, allow(unused))]
@@ -152,43 +142,32 @@ pub mod domain;
 pub mod event_loop;
 #[cfg(not(loom))]
 pub mod executor;
-// An async task's state word alone, for its loom model.
-#[cfg(loom)]
-#[path = "executor/state.rs"]
-mod executor_state;
-// An event loop's hand-off alone, for its loom model.
-#[cfg(loom)]
-#[path = "event_loop/handoff.rs"]
-mod event_loop_handoff;
 #[cfg(not(loom))]
 pub mod future;
 #[cfg(not(loom))]
 mod join;
-// The join protocol alone, for its loom model.
-#[cfg(loom)]
-#[path = "join/frame.rs"]
-mod join_frame;
-// A core's LIFO slot alone, for its loom model.
+mod mailbox;
 pub mod platform;
-#[cfg(loom)]
-#[path = "pool/lifo.rs"]
-mod pool_lifo;
-#[cfg(not(loom))]
-pub mod preempt;
-// Under loom only the lock-free protocols are built: the pool and strands
-// hold static, const-initialised state that loom's atomics cannot provide.
 #[cfg(not(loom))]
 pub mod pool;
+#[cfg(not(loom))]
+pub mod preempt;
+mod protocol;
+pub mod raw {
+    //! Unstable building blocks, for kernels that build their own
+    //! scheduling on roving's parts. Nothing here is covered by semver:
+    //! it may change in any release. Strands ([`crate::strand`]) are the
+    //! stable, safe interface to the same machinery.
+
+    pub mod context;
+}
+pub(crate) use raw::context;
 mod sleep;
 mod spin_lock;
 #[cfg(not(loom))]
 pub mod strand;
 #[cfg(not(loom))]
 pub mod sync;
-// A signal's state word alone, for its loom model.
-#[cfg(loom)]
-#[path = "sync/signal/word.rs"]
-mod signal_word;
 mod task;
 pub mod time;
 #[cfg(all(feature = "trace", not(loom)))]
@@ -197,10 +176,6 @@ pub mod trace;
 #[cfg(all(not(feature = "trace"), test, not(loom)))]
 #[allow(dead_code)]
 mod trace;
-// A core's trace ring alone, for its loom model.
-#[cfg(loom)]
-#[path = "trace/ring.rs"]
-mod trace_ring;
 
 #[cfg(not(loom))]
 pub use executor::{block_on, spawn_async, spawn_async_on};
@@ -217,22 +192,28 @@ pub use pool::{
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api {
-    pub use crate::actor_schedule::{Closing, Finished, Link, Pushed as ActorPushed, Schedule, reverse};
-    pub use crate::event_loop_handoff::{Deferred, Drained, Handoff};
-    pub use crate::executor_state::{AfterPending, Start as TaskStart, TaskState, Wake as TaskWake};
-    pub use crate::join_frame::{DONE as JOB_DONE, Frame as JoinFrame, Ring, Slot as JoinSlot};
-    pub use crate::pool_lifo::LifoSlot;
-    pub use crate::signal_word::{
+    pub use crate::mailbox::inbox::Inbox;
+    pub use crate::mailbox::list::{AtomicList, Pushed};
+    pub use crate::mailbox::mesh::routes::{Reading, Routes};
+    pub use crate::mailbox::mesh::{Mesh, Sent, Topology};
+    pub use crate::protocol::actor_schedule::{
+        Closing, Finished, Link, Pushed as ActorPushed, Schedule, reverse,
+    };
+    pub use crate::protocol::async_state::{AfterPending, Start as TaskStart, TaskState, Wake as TaskWake};
+    pub use crate::protocol::join_frame::{DONE as JOB_DONE, Ring};
+    pub use crate::protocol::lifo_slot::LifoSlot;
+    pub use crate::protocol::loop_handoff::{Deferred, Drained, Handoff};
+    pub use crate::protocol::signal_word::{
         Register as SignalRegister, SignalWord, StateWord, WAITING as SIGNAL_WAITING,
     };
+    pub use crate::protocol::trace_ring::{Ring as TraceRing, Snapshot as TraceSnapshot};
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
     pub use crate::sleep::{IdleState, Outcome, Roused, Sleep, Sleeper};
-    pub use crate::task::inbox::Inbox;
-    pub use crate::task::list::{AtomicList, Pushed};
-    pub use crate::task::mesh::routes::{Reading, Routes};
-    pub use crate::task::mesh::{Mesh, Sent, Topology};
     pub use crate::task::queue::TaskQueue;
     pub use crate::task::storage::BlockCache;
     pub use crate::task::{Action, Task};
-    pub use crate::trace_ring::{Ring as TraceRing, Snapshot as TraceSnapshot};
+    /// A join job with no failure to carry: loom runs no strands.
+    pub type JoinFrame = crate::protocol::join_frame::Frame<()>;
+    /// A core's slot for such jobs.
+    pub type JoinSlot = crate::protocol::join_frame::Slot<()>;
 }

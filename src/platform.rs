@@ -38,7 +38,7 @@
 //! small aarch64 kernel written on it that `make test` boots, and
 //! `tests/custom-platform` the trait on the host.
 
-pub mod doorbell;
+pub use crate::mailbox::doorbell;
 #[cfg(feature = "std")]
 pub mod host;
 

@@ -12,12 +12,6 @@
 pub mod boxed;
 #[cfg(not(loom))]
 pub mod closure;
-pub mod inbox;
-pub mod list;
-// Parts of the mesh's interface (building one alone, its sizes) serve only
-// its tests, its loom model and the simulator.
-#[cfg_attr(not(test), allow(dead_code))]
-pub mod mesh;
 pub mod queue;
 pub mod storage;
 

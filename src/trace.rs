@@ -2,7 +2,7 @@
 //! per core, with feature `trace`.
 //!
 //! Each trace point records one [`Event`] with the platform's tick count
-//! into its core's ring (`src/trace/ring.rs`), which overwrites the
+//! into its core's ring (`src/protocol/trace_ring.rs`), which overwrites the
 //! oldest event when full and counts what it lost.
 //! [`Pool::trace`](crate::Pool::trace) reads the rings, and
 //! [`Pool::write_trace`](crate::Pool::write_trace) writes them as text
@@ -21,7 +21,6 @@
 //! lost nothing agrees with the counters exactly.
 
 pub mod dump;
-pub(crate) mod ring;
 
 use crate::strand::BlockReason;
 use alloc::vec::Vec;
@@ -393,11 +392,11 @@ impl CoreTrace {
 }
 
 /// The rings of a pool, one per core.
-pub(crate) struct Rings(alloc::boxed::Box<[ring::Ring]>);
+pub(crate) struct Rings(alloc::boxed::Box<[crate::protocol::trace_ring::Ring]>);
 
 impl Rings {
     pub(crate) fn new(cores: usize) -> Self {
-        Self((0..cores).map(|_| ring::Ring::new(EVENTS_PER_CORE)).collect())
+        Self((0..cores).map(|_| crate::protocol::trace_ring::Ring::new(EVENTS_PER_CORE)).collect())
     }
 
     /// Records `event` for core `core`, now.
@@ -408,7 +407,7 @@ impl Rings {
 
     /// Every core's trace, by core index.
     pub(crate) fn read(&self) -> Vec<CoreTrace> {
-        let read = |ring: &ring::Ring| {
+        let read = |ring: &crate::protocol::trace_ring::Ring| {
             let snapshot = ring.snapshot();
             let events = snapshot.records.iter().filter_map(|record| {
                 Event::decode(record.data).map(|event| TraceEvent { ticks: record.ticks, event })

@@ -1,4 +1,4 @@
-//! loom model of an actor's schedule word (src/actor/schedule.rs): senders
+//! loom model of an actor's schedule word (src/protocol/actor_schedule.rs): senders
 //! push messages; whoever wakes the dormant actor runs its turn right
 //! there (as a core would run the task it queued); a turn takes, handles,
 //! and tries to go dormant while more messages arrive.

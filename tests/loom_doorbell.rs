@@ -1,4 +1,4 @@
-//! loom model of the doorbell protocol (src/platform/doorbell.rs).
+//! loom model of the doorbell protocol (src/mailbox/doorbell.rs).
 //!
 //! Run with `make loom`, or:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p roving --release --target host-tuple --test loom_doorbell`

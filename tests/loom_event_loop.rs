@@ -1,4 +1,4 @@
-//! loom model of an event loop's hand-off (src/event_loop/handoff.rs), with
+//! loom model of an event loop's hand-off (src/protocol/loop_handoff.rs), with
 //! its real `drain`: callers defer operations; whoever finds the loop idle
 //! claims it and runs its operation at once, or queues it and drains, on
 //! its own thread (the borrowed-caller loop); an operation may defer

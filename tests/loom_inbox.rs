@@ -1,4 +1,4 @@
-//! loom model of the inbox schedule flag (src/task/inbox.rs): two pushers
+//! loom model of the inbox schedule flag (src/mailbox/inbox.rs): two pushers
 //! each push one task into an idle inbox; whichever push reports that the
 //! owner must be scheduled runs the owner right there (drain, then finish,
 //! draining again while finish says so).

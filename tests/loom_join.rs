@@ -1,4 +1,4 @@
-//! loom model of the fork-join hand-off (src/join/frame.rs): an owner
+//! loom model of the fork-join hand-off (src/protocol/join_frame.rs): an owner
 //! publishes a job in a slot and later settles it, while a thief may take
 //! it. The owner either takes it back and runs it, or asks to be rung and
 //! blocks on its doorbell (modelled by `loom::sync::Notify`, which keeps a

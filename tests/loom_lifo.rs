@@ -1,4 +1,4 @@
-//! loom model of a core's LIFO slot (src/pool/lifo.rs): the owner puts a
+//! loom model of a core's LIFO slot (src/protocol/lifo_slot.rs): the owner puts a
 //! task, puts a second one (displacing the first into its own queue), and
 //! takes what is left, while a thief looks twice and steals a task it saw
 //! on both looks.

@@ -1,4 +1,4 @@
-//! loom model of the tagged mailbox (src/task/list.rs): two senders push
+//! loom model of the tagged mailbox (src/mailbox/list.rs): two senders push
 //! onto one receiver's list while the receiver drains it and, when it finds
 //! nothing, arms the wake sentinel and sleeps.
 //!

@@ -1,4 +1,4 @@
-//! loom model of the forwarding mesh (src/task/mesh.rs): in a ring of
+//! loom model of the forwarding mesh (src/mailbox/mesh.rs): in a ring of
 //! three cores, core 0's messages for core 2 go through core 1, and cores
 //! 1 and 2 drain, arm their lists and sleep whenever they find nothing.
 //!

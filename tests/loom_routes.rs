@@ -1,4 +1,4 @@
-//! loom model of a pool's routes (src/task/mesh/routes.rs): the mesh
+//! loom model of a pool's routes (src/mailbox/mesh/routes.rs): the mesh
 //! rebuilt while messages are on their way, when a core leaves.
 //!
 //! Run with `make loom`, or:

@@ -1,4 +1,4 @@
-//! loom model of a signal's state word (`src/sync/signal/word.rs`): a
+//! loom model of a signal's state word (`src/protocol/signal_word.rs`): a
 //! waiter registers and then either is woken by the firer or is woken by
 //! its deadline first and withdraws, while a firer (an interrupt handler,
 //! modelled as a thread) raises the signal.

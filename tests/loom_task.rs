@@ -1,4 +1,4 @@
-//! loom model of an async task's state word (src/executor/state.rs): a
+//! loom model of an async task's state word (src/protocol/async_state.rs): a
 //! core polls the task whenever it takes it from its queue, while wakers
 //! and a cancel race it from other threads.
 //!

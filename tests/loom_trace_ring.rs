@@ -1,4 +1,4 @@
-//! loom models of a core's trace ring (src/trace/ring.rs): a core records
+//! loom models of a core's trace ring (src/protocol/trace_ring.rs): a core records
 //! three events into a ring of two slots while a reader takes a snapshot;
 //! and two writers (a core and an interrupt handler that nests on it,
 //! which loom can only run as a second thread) record two events each.

@@ -1,6 +1,6 @@
 //! Property tests against simple models: random operations, then every
 //! result checked, with no loss, duplication or reordering within a
-//! sender. (The mailbox list's own model test is in `src/task/list.rs`.)
+//! sender. (The mailbox list's own model test is in `src/mailbox/list.rs`.)
 #![cfg(feature = "std")]
 
 mod support;

@@ -1,11 +1,11 @@
 //! An actor's cell (its state and schedule word) and its address.
 
-use super::schedule::{Closing, Link, Pushed, Schedule};
 use super::turn::{self, Turn};
 use super::{Actor, EndWaitError};
 use crate::domain::DomainId;
 use crate::pool::DeliveryError;
 use crate::pool::Pool;
+use crate::protocol::actor_schedule::{Closing, Link, Pushed, Schedule};
 use crate::sync::Event;
 use crate::task::boxed::{self, Boxed};
 use alloc::sync::Arc;

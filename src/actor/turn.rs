@@ -3,9 +3,9 @@
 //! dormant again.
 
 use super::address::{Cell, Envelope};
-use super::schedule::{self, Finished, Link};
 use super::{Actor, ActorContext};
 use crate::pool::shared::Shared;
+use crate::protocol::actor_schedule::{self as schedule, Finished, Link};
 use crate::task::boxed;
 use crate::task::closure::RunOnce;
 use crate::task::storage::BlockCache;

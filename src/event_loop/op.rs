@@ -6,7 +6,7 @@
 //! one pool's core and run on another's.
 
 use super::Loop;
-use crate::actor::schedule::Link;
+use crate::protocol::actor_schedule::Link;
 use crate::task::boxed::{self, Boxed};
 use core::ptr::NonNull;
 

@@ -9,8 +9,8 @@
 //! without knowing the future's type.
 
 use super::TaskError;
-use super::state::{AfterPending, Start, TaskState, Wake};
 use crate::pool::shared::Shared;
+use crate::protocol::async_state::{AfterPending, Start, TaskState, Wake};
 use crate::spin_lock::SpinLock;
 use crate::strand::Failure;
 use crate::task::storage::BlockCache;

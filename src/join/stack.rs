@@ -7,7 +7,7 @@
 //! job popped is always the newest, and it was published exactly when it
 //! lies below `bottom`.
 
-use super::frame::Frame;
+use super::Frame;
 use core::ptr::{self, NonNull};
 
 /// Nesting depth a context can offer jobs at; deeper joins run `b` inline.

@@ -21,7 +21,7 @@
 //! closures between cores travel through the mesh's lists, forwarded by
 //! the cores between a sender and a receiver, and woken fibres go on the
 //! receiver's fibre mailbox for code outside the pool, shared by every
-//! sender, where a thief may still take them (`super::inbound`).
+//! sender, where a thief may still take them (`crate::mailbox::inbound`).
 //!
 //! [`post`]: Shared::post
 //! [`spawn`]: Shared::spawn
@@ -94,8 +94,6 @@ use super::current::{self, Worker};
 use super::deadlock::{Deadlock, OnDeadlock};
 use super::entries::Entries;
 use super::error::PostError;
-use super::inbound::{CLOSURES, FIBRES, Inbound, Sent};
-use super::lifo::LifoSlot;
 use super::lifo_watch::LifoWatch;
 use super::stats::{self, Counters as Stats};
 use super::timers::Timers;
@@ -103,13 +101,15 @@ use crate::atomics::{AtomicU32, AtomicUsize, CachePadded, Ordering::SeqCst, spin
 use crate::domain::DomainId;
 use crate::executor::list::LiveTasks;
 use crate::join::{self, JoinStack, Slot};
+use crate::mailbox::inbound::{CLOSURES, FIBRES, Inbound, Sent};
+use crate::mailbox::list::{AtomicList, Chain};
 use crate::platform;
+use crate::protocol::lifo_slot::LifoSlot;
 use crate::sleep::Sleep;
 use crate::spin_lock::SpinLock;
 use crate::strand::Failure;
 use crate::strand::Priority;
 use crate::strand::scheduler::StrandCore;
-use crate::task::list::{AtomicList, Chain};
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
 use crate::task::{self, Action, IntoTask, Task};

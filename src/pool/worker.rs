@@ -22,7 +22,7 @@
 //! A core asked to leave (a resize) does so between tasks, never in the
 //! middle of one, and loses nothing and runs nothing twice ([`leave`]):
 //!
-//! 1. with the mesh, it leaves the routes (`super::inbound`): what was on
+//! 1. with the mesh, it leaves the routes (`crate::mailbox::inbound`): what was on
 //!    its way through it, or to it, moves to the receivers' direct lists;
 //! 2. it closes its inbound mailboxes, keeping what they held: from then on
 //!    a post to it is refused, with the closure back to the sender, and a

@@ -7,7 +7,7 @@
 //! The strand runs until it blocks, yields or finishes; each of those
 //! switches back to the core's scheduler context, here, which then either
 //! keeps the fibre scheduled (more runnable strands) or unschedules it
-//! (the inbox protocol of `crate::task::inbox`).
+//! (the inbox protocol of `crate::mailbox::inbox`).
 //!
 //! The copy-swap invariant (docs/design.md) holds because the only stack
 //! addresses kept anywhere are the saved stack pointers in control blocks,

@@ -2,10 +2,11 @@
 //! included.
 
 mod wait_async;
-mod word;
 
 use super::WaitError;
 use crate::atomics::AtomicU8;
+pub use crate::protocol::signal_word::Register;
+use crate::protocol::signal_word::{ASYNC, SignalWord, StateWord, WAITING};
 use crate::strand::control::{Header, state};
 use crate::strand::wait::{self, Woken};
 use crate::strand::{BlockReason, scheduler};
@@ -14,8 +15,6 @@ use core::ptr::NonNull;
 use core::sync::atomic::Ordering::SeqCst;
 use core::time::Duration;
 pub use wait_async::SignalWait;
-pub use word::Register;
-use word::{ASYNC, SignalWord, StateWord, WAITING};
 
 /// A flag that one strand at a time waits for, and that anyone may raise,
 /// including an interrupt handler: the way a device's interrupt becomes a

@@ -2,7 +2,7 @@
 //! touches it.
 
 use super::Task;
-use super::list::Chain;
+use crate::mailbox::list::Chain;
 use core::ptr::{self, NonNull};
 
 /// An intrusive FIFO through the tasks' links.

@@ -20,8 +20,8 @@
 //! The rest is freed when the pool is dropped.
 
 use super::Task;
-use super::list::AtomicList;
 use crate::atomics::CachePadded;
+use crate::mailbox::list::AtomicList;
 use alloc::alloc::{Layout, alloc, dealloc};
 use alloc::boxed::Box;
 use alloc::vec::Vec;

@@ -1,9 +1,9 @@
 //! [`Signal::wait_async`]: the signal awaited by an async task, so a
 //! device's interrupt wakes a task as it wakes a strand.
 
-use super::word::ASYNC;
 use super::{Signal, relax};
 use crate::pool::Pool;
+use crate::protocol::signal_word::ASYNC;
 use crate::sync::WaitError;
 use core::cell::UnsafeCell;
 use core::future::Future;

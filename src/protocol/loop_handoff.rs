@@ -2,7 +2,7 @@
 //! may leave.
 //!
 //! An event loop's queue is an actor's schedule word
-//! ([`Schedule`](crate::actor::schedule)) holding deferred operations
+//! ([`Schedule`](super::actor_schedule)) holding deferred operations
 //! instead of messages. Whoever pushes an operation onto a dormant loop
 //! becomes its *drainer*; everyone else only pushes and returns.
 //!
@@ -44,7 +44,7 @@
 //! a dormant word, so its pusher wins the drain and runs it. Hence when the
 //! last drainer leaves, the queue is empty. At most one drainer exists,
 //! because only the push that moves the word out of dormancy makes one,
-//! and only its leave ends it (`actor/schedule.rs` has the full argument).
+//! and only its leave ends it (`protocol/actor_schedule.rs` has the full argument).
 //!
 //! Operations run one at a time and in the total order of their pushes:
 //! each take returns everything pushed since the last, newest first, and
@@ -56,10 +56,7 @@
 //! `tests/loom_event_loop.rs` checks this file with racing deferrers, a
 //! re-entrant operation and a drainer that passes on.
 
-#[cfg(not(loom))]
-use crate::actor::schedule::{Finished, Link, Pushed, Schedule, reverse};
-#[cfg(loom)]
-use crate::actor_schedule::{Finished, Link, Pushed, Schedule, reverse};
+use super::actor_schedule::{Finished, Link, Pushed, Schedule, reverse};
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
 

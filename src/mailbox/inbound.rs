@@ -10,16 +10,16 @@
 //! idle core must be able to steal a fibre whose core is busy, and a thief
 //! cannot take from the mesh's lists without reordering what passes
 //! through (fibres need no order among themselves). The direct closure
-//! list also carries what a rebuild relays (`crate::task::mesh::routes`)
+//! list also carries what a rebuild relays (`super::mesh::routes`)
 //! and what a core without a rank sends or is sent, so a core takes its
 //! direct lists before its mesh lists.
 //!
-//! [`Mailboxes`]: super::Mailboxes
+//! [`Mailboxes`]: crate::pool::Mailboxes
 
+use super::list::{AtomicList, Chain, Pushed};
+use super::mesh::routes::Routes;
 use crate::atomics::CachePadded;
 use crate::task::Task;
-use crate::task::list::{AtomicList, Chain, Pushed};
-use crate::task::mesh::routes::Routes;
 use crate::task::queue::TaskQueue;
 use alloc::boxed::Box;
 use core::ptr::NonNull;
@@ -242,7 +242,7 @@ impl Inbound {
     }
 
     /// With the mesh, rebuilds it over the cores `ranked` says
-    /// (`crate::task::mesh::routes`): what was in transit goes to each
+    /// (`super::mesh::routes`): what was in transit goes to each
     /// receiver's direct lists, and `wake` gets each receiver whose list
     /// was armed. Direct mailboxes need nothing.
     ///

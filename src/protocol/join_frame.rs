@@ -55,13 +55,6 @@ use crate::task::{Action, Task, TaskFn};
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
 
-/// What a failed thief passes to the owner.
-#[cfg(not(loom))]
-pub type Failure = crate::strand::Failure;
-/// Under loom there are no strands to fail.
-#[cfg(loom)]
-pub type Failure = ();
-
 /// Not published: only the owner knows of it.
 pub const PRIVATE: u32 = 0;
 /// In a slot, or taken by a thief that is running it.
@@ -74,8 +67,10 @@ pub const RETURNED: u32 = 3;
 pub const WAITING: u32 = 4;
 
 /// The type-erased head of a job; the typed rest follows it in memory.
+/// `F` is what a failed thief passes to the owner (a strand's failure; a
+/// loom model has none).
 #[repr(C)]
-pub struct Frame {
+pub struct Frame<F> {
     /// How a thief runs it, through a core's ordinary task path.
     pub task: Task,
     state: AtomicU32,
@@ -83,33 +78,33 @@ pub struct Frame {
     pub published_in: Cell<u32>,
     /// The next job in the list of jobs the thief is running (nested when
     /// a helper's job joins and helps in turn); the thief's to touch.
-    pub next_stolen: Cell<*const Frame>,
+    pub next_stolen: Cell<*const Frame<F>>,
     /// Ends the job with a failure instead of a result (a thief that failed
     /// while running it on bare metal, where nothing unwinds).
-    pub fail: unsafe fn(NonNull<Frame>, &Failure),
+    pub fail: unsafe fn(NonNull<Frame<F>>, &F),
     /// How many failures a job that ended `DONE` holds, dropping its
     /// outcome: for an owner failing on bare metal, whose joins are
     /// settled without their types.
-    pub failures: unsafe fn(NonNull<Frame>) -> usize,
+    pub failures: unsafe fn(NonNull<Frame<F>>) -> usize,
 }
 
 // SAFETY: the cells are touched by one party at a time, as the module docs
 // say: `published_in` by the owner before publishing, `next_stolen` by the
 // thief after taking.
-unsafe impl Sync for Frame {}
+unsafe impl<F> Sync for Frame<F> {}
 
 /// How the end of a job reaches its owner: which core to ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ring(pub Option<usize>);
 
-impl Frame {
+impl<F> Frame<F> {
     /// A private job that a thief runs with `run`, or fails with `fail`;
     /// `failures` counts what a `DONE` job failed with.
     #[inline]
     pub fn new(
         run: TaskFn,
-        fail: unsafe fn(NonNull<Frame>, &Failure),
-        failures: unsafe fn(NonNull<Frame>) -> usize,
+        fail: unsafe fn(NonNull<Frame<F>>, &F),
+        failures: unsafe fn(NonNull<Frame<F>>) -> usize,
     ) -> Self {
         Self {
             task: Task::new(run),
@@ -152,7 +147,7 @@ impl Frame {
     ///
     /// The caller took the job from its slot, and for `DONE` stored the
     /// result first.
-    pub unsafe fn end(job: NonNull<Frame>, end: u32) -> Ring {
+    pub unsafe fn end(job: NonNull<Frame<F>>, end: u32) -> Ring {
         // SAFETY: the job is live until this swap lets the owner go.
         let before = unsafe { job.as_ref() }.state.swap(end, AcqRel);
         Ring(before.checked_sub(WAITING).map(|core| core as usize))
@@ -163,7 +158,7 @@ impl Frame {
     /// # Safety
     ///
     /// The caller took `job` from its slot (and so owns its end).
-    pub unsafe fn call(job: NonNull<Frame>, action: Action) {
+    pub unsafe fn call(job: NonNull<Frame<F>>, action: Action) {
         // The job's function ignores the cache: it allocates nothing.
         // SAFETY: a job's task is called once, by whoever took it.
         unsafe { Task::call(job.cast(), action, NonNull::dangling()) }
@@ -171,9 +166,9 @@ impl Frame {
 }
 
 /// A core's slot: at most one published job.
-pub struct Slot(AtomicPtr<Frame>);
+pub struct Slot<F>(AtomicPtr<Frame<F>>);
 
-impl Slot {
+impl<F> Slot<F> {
     /// An empty slot.
     pub fn new() -> Self {
         Self(AtomicPtr::new(ptr::null_mut()))
@@ -191,12 +186,12 @@ impl Slot {
     ///
     /// `job` is marked published and stays live until it is taken back or
     /// its thief ends it.
-    pub unsafe fn publish(&self, job: NonNull<Frame>) -> bool {
+    pub unsafe fn publish(&self, job: NonNull<Frame<F>>) -> bool {
         self.0.compare_exchange(ptr::null_mut(), job.as_ptr(), Release, Relaxed).is_ok()
     }
 
     /// A thief takes whatever job is there.
-    pub fn take(&self) -> Option<NonNull<Frame>> {
+    pub fn take(&self) -> Option<NonNull<Frame<F>>> {
         if self.is_empty() {
             return None;
         }
@@ -204,7 +199,7 @@ impl Slot {
     }
 
     /// The owner takes `job` back, if no thief took it first.
-    pub fn take_back(&self, job: NonNull<Frame>) -> bool {
+    pub fn take_back(&self, job: NonNull<Frame<F>>) -> bool {
         self.0.compare_exchange(job.as_ptr(), ptr::null_mut(), Acquire, Relaxed).is_ok()
     }
 }

@@ -1,4 +1,4 @@
-//! The state word of a [`Signal`](super::Signal): the protocol alone, so
+//! The state word of a [`Signal`](crate::sync::Signal): the protocol alone, so
 //! loom can check it (`tests/loom_signal.rs`) with the waiter's strand
 //! replaced by a stand-in.
 //!

@@ -63,8 +63,8 @@
 //! pattern with its own state word, which it closes with seq-cst fences.
 //! `tests/loom_mailbox.rs` checks this file with two senders.
 
-use super::Task;
 use crate::atomics::{AtomicUsize, Ordering::*};
+use crate::task::Task;
 use core::ptr::NonNull;
 
 const ARMED: usize = 1;

@@ -9,7 +9,7 @@
 use super::stamps::{Ledger, stamped};
 use super::{Drained, Mesh, Topology};
 use crate::atomics::CachePadded;
-use crate::task::list::AtomicList;
+use crate::mailbox::list::AtomicList;
 use std::fmt::Write as _;
 
 /// Core counts simulated.

@@ -8,7 +8,7 @@
 //! # Protocol
 //!
 //! The inbox is one [`AtomicList`], and the owner is *idle* exactly when
-//! the list's head carries the armed tag (`crate::task::list`).
+//! the list's head carries the armed tag (`super::list`).
 //!
 //! - **Push** (anyone): push the item. If the push replaced the armed tag,
 //!   the owner was idle and is now scheduled: this pusher schedules it.
@@ -47,8 +47,8 @@
 //! idle and scheduled a fibre that had been freed (a crash in the host
 //! stress test). `tests/loom_inbox.rs` checks both properties.
 
-use super::Task;
 use super::list::{AtomicList, Chain, Pushed};
+use crate::task::Task;
 use core::ptr::NonNull;
 
 /// A list of tasks and its owner's schedule.

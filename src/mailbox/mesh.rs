@@ -47,7 +47,7 @@
 //!
 //! # Why nothing is lost or stranded in transit
 //!
-//! Every push is onto the tagged lists of `task::list`, which lose
+//! Every push is onto the tagged lists of `super::list`, which lose
 //! nothing. A message is at all times either in one list or held by the
 //! core draining it, which is running: a drain returns only after every
 //! batch it took is pushed on. A core that means to sleep first calls
@@ -58,10 +58,10 @@
 //! forwards it; it never sleeps holding one.
 
 use super::list::{AtomicList, Pushed};
-use super::queue::TaskQueue;
-use super::storage::BlockCache;
-use super::{Action, Task};
 use crate::atomics::CachePadded;
+use crate::task::queue::TaskQueue;
+use crate::task::storage::BlockCache;
+use crate::task::{Action, Task};
 use alloc::boxed::Box;
 use core::ptr::NonNull;
 
