@@ -27,49 +27,10 @@
 //! domain that corrupts memory (with `unsafe`) can harm the others; and a
 //! core fault outside strands stops the machine.
 
-use crate::atomics::Ordering::SeqCst;
+pub use crate::pool::domain_id::DomainId;
 use crate::pool::{Config, Pool, PoolError, RunError};
-use crate::strand::{self, Failure, JoinHandle, SpawnError};
+use crate::strand::{Failure, JoinHandle, SpawnError};
 use core::fmt;
-use core::num::NonZeroU32;
-use core::sync::atomic::AtomicU32;
-
-/// Which domain something belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DomainId(NonZeroU32);
-
-/// The main domain's id.
-const MAIN: NonZeroU32 = NonZeroU32::MIN;
-
-static NEXT: AtomicU32 = AtomicU32::new(2);
-
-impl DomainId {
-    /// The main domain: the pools built outside any domain, and their
-    /// strands.
-    pub const MAIN: Self = Self(MAIN);
-
-    /// The domain of the calling code: the domain of the pool whose core
-    /// it runs on, or the main domain outside pools.
-    pub fn current() -> Self {
-        strand::scheduler::here().map_or(Self::MAIN, |(shared, _)| shared.domain)
-    }
-
-    fn fresh() -> Self {
-        let id = NEXT.fetch_add(1, SeqCst);
-        Self(NonZeroU32::new(id).expect("fewer than 2^32 domains"))
-    }
-
-    /// The id as a number (the main domain is 1).
-    pub fn get(self) -> u32 {
-        self.0.get()
-    }
-}
-
-impl fmt::Display for DomainId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "domain {}", self.0)
-    }
-}
 
 /// A running domain, and the right to its outcome.
 ///

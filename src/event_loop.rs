@@ -87,8 +87,8 @@ pub use callback::{Callback, Fired};
 
 pub use object::{Handle, LoopGroup, Object};
 
-use crate::domain::DomainId;
 use crate::pool::Pool;
+use crate::pool::domain_id::DomainId;
 use crate::protocol::actor_schedule::Link;
 use crate::protocol::loop_handoff::{Deferred, Drained, Handoff};
 use crate::task::closure::RunOnce;
@@ -321,7 +321,7 @@ impl<T: Send + 'static> Loop<T> {
                 op::run(node, Some(self))
             })
         };
-        trace_here!(crate::trace::Event::LoopDrained { operations: _ran });
+        trace_here!(crate::trace::event::Event::LoopDrained { operations: _ran });
         core::mem::forget(guard);
         self.unmark_drainer(me);
         drained

@@ -153,7 +153,7 @@ impl Here {
             let stack = match strand {
                 // SAFETY: the running strand's header.
                 Some(header) => unsafe { header.as_ref() }.fibre.joins.get(),
-                None => shared.joins[worker.core].get(),
+                None => shared.cores[worker.core].joins(),
             };
             NonNull::new(stack).map(|stack| Here { shared, core: worker.core, stack, strand })
         })
@@ -197,7 +197,7 @@ impl Here {
     #[inline]
     fn offer(&self) {
         let shared = self.shared();
-        let slot = &shared.join_slots[self.core];
+        let slot = &shared.cores[self.core].join_slot;
         if slot.is_empty() && (shared.sleep.anyone_idle(self.core) || shared.join_helpers.load(Relaxed) > 0) {
             self.publish_oldest();
         }
@@ -206,14 +206,14 @@ impl Here {
     #[cold]
     fn publish_oldest(&self) {
         let shared = self.shared();
-        let slot = &shared.join_slots[self.core];
+        let slot = &shared.cores[self.core].join_slot;
         let Some(oldest) = self.stack().oldest_private() else { return };
         // SAFETY: a pushed job is live until settled.
         unsafe { oldest.as_ref() }.mark_published(self.core);
         // SAFETY: as above; it is settled only after it is taken back or ended.
         if unsafe { slot.publish(oldest) } {
             self.stack().published_oldest();
-            trace_point!(shared, self.core, crate::trace::Event::JoinPublished);
+            trace_point!(shared, self.core, crate::trace::event::Event::JoinPublished);
             shared.announce_for(self.core, 1);
         }
     }
@@ -278,8 +278,8 @@ impl Drop for Settle<'_> {
 fn settle_published(shared: &Shared, frame: NonNull<Frame>) -> Settled {
     // SAFETY: ours until settled.
     let published_in = unsafe { frame.as_ref() }.published_in.get() as usize;
-    if shared.join_slots[published_in].take_back(frame) {
-        trace_here!(crate::trace::Event::JoinTakenBack);
+    if shared.cores[published_in].join_slot.take_back(frame) {
+        trace_here!(crate::trace::event::Event::JoinTakenBack);
         return Settled::Unrun;
     }
     // SAFETY: as above.
@@ -332,7 +332,7 @@ fn wait_for(shared: &Shared, frame: &Frame) -> u32 {
 /// Takes a job from some core's slot, starting after `me`'s.
 pub(crate) fn take_any(shared: &Shared, me: usize) -> Option<NonNull<Frame>> {
     let cores = shared.slots;
-    (1..=cores).find_map(|offset| shared.join_slots[(me + offset) % cores].take())
+    (1..=cores).find_map(|offset| shared.cores[(me + offset) % cores].join_slot.take())
 }
 
 /// A thief's view of a job taken from a slot, as the task it runs.
@@ -342,7 +342,7 @@ pub(crate) fn as_task(job: NonNull<Frame>) -> NonNull<Task> {
 
 /// Whether any core's slot holds a job.
 pub(crate) fn any_published(shared: &Shared) -> bool {
-    shared.join_slots.iter().any(|slot| !slot.is_empty())
+    shared.cores.iter().any(|core| !core.join_slot.is_empty())
 }
 
 /// What happened to `b` when a thief ran it.

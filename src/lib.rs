@@ -116,7 +116,7 @@ macro_rules! trace_point {
 macro_rules! trace_here {
     ($event:expr) => {
         #[cfg(feature = "trace")]
-        crate::pool::shared::trace_here($event);
+        crate::pool::current::trace_here($event);
     };
 }
 

@@ -45,14 +45,21 @@ mod census;
 mod config;
 pub(crate) mod current;
 mod deadlock;
+pub(crate) mod domain_id;
 mod entries;
 mod error;
+pub(crate) mod failure;
+mod fibres;
 mod lifetime;
 mod lifo_watch;
+mod membership;
 mod owners;
+pub(crate) mod per_core;
+mod post;
 mod resize;
 pub(crate) mod shared;
 pub(crate) mod stats;
+pub(crate) mod stop;
 mod timers;
 mod turns;
 mod worker;
@@ -66,8 +73,8 @@ pub use stats::CoreStats;
 pub(crate) use timers::TimerNode;
 
 use crate::atomics::Ordering::SeqCst;
-use crate::domain::DomainId;
 use crate::platform::{self, Depth, StartCoreError};
+use crate::pool::domain_id::DomainId;
 use crate::strand::{self, JoinHandle, Placement, SpawnError};
 use crate::task::closure::Closure;
 use crate::time::Instant;
@@ -75,7 +82,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::time::Duration;
 use current::Worker;
-use shared::{READY, RUNNING, Shared};
+use shared::Shared;
+use stop::{READY, RUNNING};
 
 /// A pool of cores. Cloning the handle shares the pool.
 ///
@@ -308,7 +316,7 @@ impl Pool {
 
     /// Each core's counters, by core index.
     pub fn stats(&self) -> Vec<CoreStats> {
-        let stats = self.shared.stats.iter().enumerate().map(|(core, counters)| {
+        let stats = self.shared.cores.iter().map(|core| &*core.stats).enumerate().map(|(core, counters)| {
             let (idle_spells, counted_idle_spells, shared_sleep_writes) = self.shared.sleep.tally(core);
             CoreStats { idle_spells, counted_idle_spells, shared_sleep_writes, ..counters.snapshot() }
         });
@@ -499,7 +507,7 @@ impl Pool {
         shared.wait_for_outside_posts();
         // SAFETY: every core has left and no outside post is in flight.
         let discarded = unsafe { shared.discard_everything(me) };
-        stats::add(&shared.stats[me].discarded, discarded);
+        stats::add(&shared.cores[me].stats.discarded, discarded);
         if discarded > 0 {
             crate::diag::info(format_args!(
                 "a pool stopped with {discarded} tasks unrun; they were discarded"

@@ -194,7 +194,7 @@ pub fn on_tick() -> Tick {
     let Some(strand) = scheduler::running_on(shared, me) else { return Tick::Continue };
     // SAFETY: the strand the core runs; its header lives while it runs.
     let header = unsafe { strand.as_ref() };
-    let slot = &shared.strands[me];
+    let slot = &shared.cores[me].strands;
     let now = platform::ticks();
     let end = slot.slice_end.load(Relaxed);
     // A woken strand that outranks this one cuts its slice short.
@@ -232,7 +232,7 @@ pub fn on_tick() -> Tick {
     // The strand is stopped in this interrupt: the entry and `preempted`
     // run under this deferral, released when the strand resumes.
     header.no_preempt.store(1, Relaxed);
-    crate::pool::stats::add(&shared.stats[me].preempted, 1);
+    crate::pool::stats::add(&shared.cores[me].stats.preempted, 1);
     Tick::Preempt
 }
 
@@ -246,7 +246,7 @@ pub(crate) fn woken(shared: &Shared, level: u8, to: usize) -> bool {
     if shared.slice_ticks == 0 {
         return false;
     }
-    let Some(slot) = shared.strands.get(to) else { return false };
+    let Some(slot) = shared.cores.get(to).map(|core| &*core.strands) else { return false };
     let running = slot.running_level.load(Relaxed);
     if running == NO_STRAND || level <= running {
         return false;
@@ -267,7 +267,7 @@ pub(crate) fn after_wait() {
     if let Some((shared, me)) = scheduler::here()
         && shared.slice_ticks != 0
     {
-        platform::request_tick(Some(shared.strands[me].slice_end.load(Relaxed)));
+        platform::request_tick(Some(shared.cores[me].strands.slice_end.load(Relaxed)));
     }
 }
 

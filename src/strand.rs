@@ -72,6 +72,7 @@ mod error;
 pub(crate) mod failure;
 pub mod fibre;
 mod hand_off;
+pub(crate) mod id;
 pub mod knobs;
 mod park;
 mod priority;
@@ -82,16 +83,16 @@ pub(crate) mod tree;
 pub(crate) mod wait;
 
 pub use cancel::{Shield, cancelled, checkpoint, shield};
-pub use control::BlockReason;
 pub use error::{CancelError, JoinError, SpawnError, WaitError};
 pub use failure::{Failure, FailureKind, Location, fail_running, raise};
 #[cfg(feature = "std")]
 pub(crate) use failure::{failures_in, from_task_unwind, install_hook, resume_counting};
+pub use id::{BlockReason, StrandId};
 pub use park::{Unparker, park, park_timeout, unparker};
 pub use priority::{Priority, priority, set_priority};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
-use crate::domain::DomainId;
+use crate::pool::domain_id::DomainId;
 use crate::pool::shared::Shared;
 use crate::time::Instant;
 use alloc::alloc::{Layout, alloc, dealloc};
@@ -99,37 +100,10 @@ use control::{Block, FINISHED, Header, Payload, Taken, flags};
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
-use core::num::NonZeroU64;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicU64, Ordering::*};
+use core::sync::atomic::Ordering::*;
 use core::time::Duration;
 use wait::Woken;
-
-/// A strand's identity, unique for the life of the image.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StrandId(NonZeroU64);
-
-impl StrandId {
-    fn next() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        Self(NonZeroU64::new(NEXT.fetch_add(1, Relaxed)).expect("strand ids do not wrap in 64 bits"))
-    }
-
-    pub(crate) fn from_raw(raw: u64) -> Option<Self> {
-        NonZeroU64::new(raw).map(Self)
-    }
-
-    /// The id as a number.
-    pub fn get(self) -> u64 {
-        self.0.get()
-    }
-}
-
-impl fmt::Display for StrandId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{}", self.0)
-    }
-}
 
 /// Spawns `f` as a strand of the pool the calling core works for. Spawned
 /// by a strand, it is that strand's child (see the module docs on the

@@ -2,9 +2,9 @@
 
 use super::turn::{self, Turn};
 use super::{Actor, EndWaitError};
-use crate::domain::DomainId;
 use crate::pool::DeliveryError;
 use crate::pool::Pool;
+use crate::pool::domain_id::DomainId;
 use crate::protocol::actor_schedule::{Closing, Link, Pushed, Schedule};
 use crate::sync::Event;
 use crate::task::boxed::{self, Boxed};

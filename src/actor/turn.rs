@@ -120,7 +120,7 @@ impl<A: Actor> RunOnce for Turn<A> {
             }
             if handled == A::MESSAGES_PER_TURN {
                 // Yield the core: to the back of its queue, batch and all.
-                trace_point!(pool, me, crate::trace::Event::ActorTurn { messages: handled as u32 });
+                trace_point!(pool, me, crate::trace::event::Event::ActorTurn { messages: handled as u32 });
                 handled = 0;
                 let pinned = self.pin().is_some();
                 match pool.requeue(me, self, pinned) {
@@ -147,7 +147,7 @@ impl<A: Actor> RunOnce for Turn<A> {
             }
             handled += 1;
         }
-        trace_point!(pool, me, crate::trace::Event::ActorTurn { messages: handled as u32 });
+        trace_point!(pool, me, crate::trace::event::Event::ActorTurn { messages: handled as u32 });
         self.over = true;
     }
 }

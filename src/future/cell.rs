@@ -99,7 +99,7 @@ impl<T> Header<T> {
             waiters.strands.wake_all();
             (mem::take(&mut waiters.wakers), waiters.first_then.take(), mem::take(&mut waiters.more_then))
         };
-        trace_here!(crate::trace::Event::FutureCompleted { broken });
+        trace_here!(crate::trace::event::Event::FutureCompleted { broken });
         wakers.into_iter().for_each(Waker::wake);
         first.into_iter().chain(more).for_each(|start| start(broken));
     }

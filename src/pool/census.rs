@@ -3,7 +3,8 @@
 
 use super::Pool;
 use crate::strand::control::{Header, state};
-use crate::strand::{BlockReason, StrandId, tree};
+use crate::strand::id::{BlockReason, StrandId};
+use crate::strand::tree;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::SeqCst;
 

@@ -132,3 +132,26 @@ pub(crate) fn interrupted_worker() -> Option<(&'static super::shared::Shared, us
     // worker, and the tick uses the reference only before it returns.
     unsafe { slot::get().as_ref() }.map(|worker| (unsafe { &*worker.shared }, worker.core))
 }
+
+/// Records `event` for the core an interrupt handler runs on, if that core
+/// works for a pool (`crate::trace::interrupt_begins`): an interrupt
+/// handler is no worker, but the core it interrupted may be one.
+#[cfg(feature = "trace")]
+pub(crate) fn trace_interrupted(event: crate::trace::event::Event) {
+    if let Some((shared, core)) = interrupted_worker() {
+        shared.trace.record(core, event);
+    }
+}
+
+/// Records `event` for the calling core, if it is a worker of a pool
+/// (`trace_here!`).
+#[cfg(feature = "trace")]
+pub(crate) fn trace_here(event: crate::trace::event::Event) {
+    with(|worker| {
+        if let Some(worker) = worker {
+            // SAFETY: a worker's pool outlives its time as the current
+            // worker; the reference ends with this call.
+            unsafe { &*worker.shared }.trace.record(worker.core, event);
+        }
+    });
+}

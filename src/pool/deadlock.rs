@@ -43,10 +43,15 @@
 //! [`WaitError::WouldDeadlock`](crate::strand::WaitError::WouldDeadlock),
 //! in every build.
 
+use super::failure::Failure;
 use super::shared::Shared;
+use super::stop::RUNNING;
 use crate::strand::control::{Header, state};
-use crate::strand::{BlockReason, StrandId, tree};
+use crate::strand::id::{BlockReason, StrandId};
+use crate::strand::tree;
 use crate::sync::MutexCore;
+use crate::task::{self, IntoTask};
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::Ordering::SeqCst;
@@ -169,4 +174,58 @@ fn waiter(header: &Header) -> Option<Waiter> {
         _ => {}
     }
     Some(waiter)
+}
+
+impl Shared {
+    /// Posts the deadlock check as a task, from the sleeping core that
+    /// found the pool stuck: it runs on a woken core, outside the sleep
+    /// protocol. Without memory for it, the pool stays as it is.
+    pub(super) fn post_deadlock_check(&self) {
+        let Some(shared) = self.this.upgrade() else { return };
+        match task::closure::Closure(move || shared.handle_deadlock()).into_task(None) {
+            Ok(task) => self.inject(task, None),
+            Err(_) => self.deadlock_pending.store(false, SeqCst),
+        }
+    }
+
+    /// The deadlock check itself (`super::deadlock`): runs as a task on a
+    /// core of the pool.
+    pub(super) fn handle_deadlock(&self) {
+        let others_asleep = self.sleep.counters().sleeping() + 1 >= self.member_count();
+        let stuck = others_asleep
+            && self.lists_empty()
+            && self.timers.is_empty()
+            && !super::owners::another_pool_runs(self.slots, self)
+            && !self.nothing_lives()
+            && self.state.load(SeqCst) == RUNNING;
+        let report = if stuck { Deadlock::of(self) } else { Deadlock::default() };
+        // A strand that began to wait for a signal as the check started.
+        let outside = report.waiting.iter().any(|w| w.reason == crate::strand::BlockReason::Signal);
+        if (report.waiting.is_empty() && report.tasks == 0) || outside {
+            // Something moved meanwhile, or no strand could be described.
+            self.deadlock_pending.store(false, SeqCst);
+            return;
+        }
+        match self.config.on_deadlock {
+            OnDeadlock::Fail => crate::diag::error(format_args!("{report}; the pool fails")),
+            OnDeadlock::Wait => crate::diag::warn(format_args!("{report}; the pool waits")),
+        }
+        *self.deadlock.lock() = Some(report.clone());
+        if self.config.on_deadlock == OnDeadlock::Wait {
+            // Reported once; `deadlock_pending` stays set.
+            return;
+        }
+        Failure::keep(&mut self.failure.lock(), Box::new(Failure::deadlocked(report)));
+        if self.deadlocks_failed.fetch_add(1, SeqCst) == 0 {
+            // Cancel everything so the strands end and give their fibres
+            // back; the pool stops at quiescence with the deadlock kept.
+            self.closing.store(true, SeqCst);
+            self.deadlock_pending.store(false, SeqCst);
+            self.entries.cancel_all();
+            self.async_tasks.cancel_all();
+        } else {
+            // Deadlocked again while cancelled (shielded waits): give up.
+            self.stop();
+        }
+    }
 }

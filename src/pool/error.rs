@@ -1,7 +1,7 @@
 //! What can go wrong with a pool, in types that say so.
 
+use super::failure::Failure;
 use crate::platform::StartCoreError;
-use crate::strand::Failure;
 use core::fmt;
 
 /// A closure that was not accepted, and why. The closure comes back with

@@ -11,7 +11,7 @@
 
 use super::error::{DestroyError, RunError};
 use super::resize::wait_until;
-use super::shared::RUNNING;
+use super::stop::RUNNING;
 use super::{Pool, current, owners};
 use crate::atomics::Ordering::SeqCst;
 use crate::strand::{self, JoinHandle, Placement, SpawnError};
@@ -120,7 +120,7 @@ impl Pool {
     }
 
     /// The failure that reached the pool unhandled, if any.
-    pub(crate) fn take_failure(&self) -> Option<strand::Failure> {
+    pub(crate) fn take_failure(&self) -> Option<super::failure::Failure> {
         self.shared.failure.lock().take().map(|failure| *failure)
     }
 

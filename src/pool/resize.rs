@@ -9,7 +9,8 @@
 //! pool runs at a time.
 
 use super::error::ResizeError;
-use super::shared::{RUNNING, Shared, ring};
+use super::shared::{Shared, ring};
+use super::stop::RUNNING;
 use super::{Pool, current, owners};
 use crate::atomics::Ordering::SeqCst;
 use crate::platform::{self, Depth};
@@ -118,11 +119,11 @@ impl Pool {
             return Err(ResizeError::CoreNotFree { core });
         }
         shared.reopen_mailboxes(core);
-        shared.members[core].store(true, SeqCst);
+        shared.membership[core].member.store(true, SeqCst);
         shared.member_count.fetch_add(1, SeqCst);
         shared.rebuild_routes(None);
         if let Err(error) = self.start_core(core) {
-            shared.members[core].store(false, SeqCst);
+            shared.membership[core].member.store(false, SeqCst);
             shared.member_count.fetch_sub(1, SeqCst);
             shared.rebuild_routes(None);
             // What was posted to it while it counted as a member: its pin
@@ -157,7 +158,7 @@ impl Pool {
         if !in_strand && platform::current_core() == Some(core) {
             return Err(ResizeError::OnThatCore { core });
         }
-        shared.leaving[core].store(true, SeqCst);
+        shared.membership[core].leaving.store(true, SeqCst);
         // Asleep or about to be: the flag is in its final check.
         if !shared.sleep.wake(core, ring) {
             ring(core);

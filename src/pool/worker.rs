@@ -37,8 +37,9 @@
 //!    one the pool cannot look quiescent (it is not asleep).
 
 use super::current::{self, Worker};
-use super::shared::{STOPPED, Shared};
+use super::shared::Shared;
 use super::stats;
+use super::stop::STOPPED;
 use crate::atomics::Ordering::SeqCst;
 use crate::platform::{self, Depth};
 use crate::sleep::{Outcome, Sleeper};
@@ -67,7 +68,7 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
         if shared.stopped() {
             return;
         }
-        if shared.leaving[me].load(Relaxed) {
+        if shared.membership[me].leaving.load(Relaxed) {
             leave(shared, me);
             return;
         }
@@ -78,7 +79,7 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
         let mut idle = shared.sleep.start_looking(me);
         let mut watched = false;
         let found = loop {
-            if shared.stopped() || shared.leaving[me].load(Relaxed) {
+            if shared.stopped() || shared.membership[me].leaving.load(Relaxed) {
                 break None;
             }
             if let Some(task) = find_work(shared, me) {
@@ -95,12 +96,12 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             };
             if shared.sleep.no_work_found(&mut idle, me, &mut sleeper) == Outcome::Slept {
                 if sleeper.deep {
-                    stats::add(&shared.stats[me].deep_sleeps, 1);
+                    stats::add(&shared.cores[me].stats.deep_sleeps, 1);
                 }
                 trace_point!(
                     shared,
                     me,
-                    crate::trace::Event::Woke { deep: sleeper.deep, claim: sleeper.claim }
+                    crate::trace::event::Event::Woke { deep: sleeper.deep, claim: sleeper.claim }
                 );
             }
             watched |= sleeper.watched;
@@ -138,16 +139,17 @@ fn leave(shared: &Shared, me: usize) {
     // SAFETY: as above.
     let local = unsafe { shared.local(me) };
     // SAFETY: a taken chain is ours.
-    unsafe { local.queue.append_reversed(shared.steal[me].take_all()) };
-    let rest = shared.lifo[me].take().into_iter().chain(core::iter::from_fn(|| local.queue.pop_front()));
+    unsafe { local.queue.append_reversed(shared.cores[me].steal.take_all()) };
+    let rest =
+        shared.cores[me].lifo.take().into_iter().chain(core::iter::from_fn(|| local.queue.pop_front()));
     for task in rest {
         shared.inject(task, Some(me));
     }
     local.since_inbound = 0;
     local.cache.flush();
-    shared.members[me].store(false, SeqCst);
+    shared.membership[me].member.store(false, SeqCst);
     shared.member_count.fetch_sub(1, SeqCst);
-    shared.leaving[me].store(false, SeqCst);
+    shared.membership[me].leaving.store(false, SeqCst);
 }
 
 fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
@@ -156,13 +158,13 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
     let cache = NonNull::from(&mut unsafe { shared.local(me) }.cache);
     if shared.winding_down() && !crate::strand::fibre::holds(task.as_ptr().cast()) {
         // Winding down runs only strands (`super::shared`, "Stopping").
-        stats::add(&shared.stats[me].discarded, 1);
+        stats::add(&shared.cores[me].stats.discarded, 1);
         // SAFETY: the task was taken from one of our lists, so it is ours.
         unsafe { Task::call(task, Action::Discard, cache) };
         return;
     }
-    stats::add(&shared.stats[me].tasks_run, 1);
-    trace_point!(shared, me, crate::trace::Event::TaskBegin);
+    stats::add(&shared.cores[me].stats.tasks_run, 1);
+    trace_point!(shared, me, crate::trace::event::Event::TaskBegin);
     #[cfg(feature = "std")]
     {
         let call = core::panic::AssertUnwindSafe(|| {
@@ -178,7 +180,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
     unsafe {
         Task::call(task, Action::Run, cache)
     };
-    trace_point!(shared, me, crate::trace::Event::TaskEnd);
+    trace_point!(shared, me, crate::trace::event::Event::TaskEnd);
     offer_surplus(shared, me);
 }
 
@@ -189,13 +191,13 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
 pub(super) fn offer_surplus(shared: &Shared, me: usize) {
     // SAFETY: we are core `me`, between tasks.
     let local = unsafe { shared.local(me) };
-    if local.queue.len() < 2 || shared.steal[me].has_tasks() || !shared.sleep.anyone_idle(me) {
+    if local.queue.len() < 2 || shared.cores[me].steal.has_tasks() || !shared.sleep.anyone_idle(me) {
         return;
     }
     let Some((newest, oldest, count)) = local.queue.split_front_half() else { return };
     // SAFETY: the chain is ours; steal lists have no sentinel.
-    let _ = unsafe { shared.steal[me].push_chain(newest, oldest) };
-    let stats = &shared.stats[me];
+    let _ = unsafe { shared.cores[me].steal.push_chain(newest, oldest) };
+    let stats = &shared.cores[me].stats;
     stats::add(&stats.offered, count as u64);
     shared.announce_for(me, count);
 }
@@ -205,7 +207,8 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
         // SAFETY: we are core `me`, between tasks; the reference ends here.
         let local = unsafe { shared.local(me) };
         if local.since_inbound < FAIRNESS
-            && let Some(task) = shared.lifo[me]
+            && let Some(task) = shared.cores[me]
+                .lifo
                 .take()
                 .or_else(|| local.queue.pop_front())
                 .or_else(|| local.pinned.pop_front())
@@ -221,22 +224,22 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     // SAFETY: we are core `me`, between tasks; this reference is not held
     // across the poller (user code) below.
     let local = unsafe { shared.local(me) };
-    let stats = &shared.stats[me];
+    let stats = &shared.cores[me].stats;
     drain_inbound(shared, me, local, false);
     if let Some(task) =
-        local.pinned.pop_front().or_else(|| shared.lifo[me].take()).or_else(|| local.queue.pop_front())
+        local.pinned.pop_front().or_else(|| shared.cores[me].lifo.take()).or_else(|| local.queue.pop_front())
     {
         return Some(task);
     }
     // SAFETY: a taken chain is ours.
-    if unsafe { local.queue.append_reversed(shared.steal[me].take_all()) } > 0 {
+    if unsafe { local.queue.append_reversed(shared.cores[me].steal.take_all()) } > 0 {
         return local.queue.pop_front();
     }
     // SAFETY: a taken chain is ours.
     let injected = unsafe { local.queue.append_reversed(shared.injector.take_all()) };
     if injected > 0 {
         stats::add(&stats.injected, injected as u64);
-        trace_point!(shared, me, crate::trace::Event::Injected { tasks: injected as u32 });
+        trace_point!(shared, me, crate::trace::event::Event::Injected { tasks: injected as u32 });
         return local.queue.pop_front();
     }
     if let Some(task) = shared.take_turn() {
@@ -259,14 +262,14 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
 /// into its stealable queue; with the mesh, forwards what passes through.
 /// With `arm`, leaves the wake sentinel in each. Returns whether work came
 /// in, or, arming, was found coming.
-fn drain_inbound(shared: &Shared, me: usize, local: &mut super::shared::Local, arm: bool) -> bool {
-    let stats = &shared.stats[me];
+fn drain_inbound(shared: &Shared, me: usize, local: &mut super::per_core::Local, arm: bool) -> bool {
+    let stats = &shared.cores[me].stats;
     let wake = |core: usize| _ = shared.wake_for(me, core);
     // SAFETY: we are core `me`.
     let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, arm, wake) };
     stats::add(&stats.received, took.received as u64);
     if took.received > 0 {
-        trace_point!(shared, me, crate::trace::Event::Drained { tasks: took.received as u32 });
+        trace_point!(shared, me, crate::trace::event::Event::Drained { tasks: took.received as u32 });
     }
     stats::add(&stats.forwarded, took.forwarded as u64);
     took.received > 0 || took.busy
@@ -276,19 +279,19 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
     let cores = shared.slots;
     for offset in 0..cores {
         let victim = (start + offset) % cores;
-        if victim == me || !shared.steal[victim].has_tasks() {
+        if victim == me || !shared.cores[victim].steal.has_tasks() {
             continue;
         }
         // SAFETY: we are core `me`, between tasks.
         let local = unsafe { shared.local(me) };
         // SAFETY: a taken chain is ours.
-        let stolen = unsafe { local.queue.append_reversed(shared.steal[victim].take_all()) };
+        let stolen = unsafe { local.queue.append_reversed(shared.cores[victim].steal.take_all()) };
         if stolen > 0 {
-            stats::add(&shared.stats[me].stolen, stolen as u64);
+            stats::add(&shared.cores[me].stats.stolen, stolen as u64);
             trace_point!(
                 shared,
                 me,
-                crate::trace::Event::Stole { from: Some(victim as u32), tasks: stolen as u32 }
+                crate::trace::event::Event::Stole { from: Some(victim as u32), tasks: stolen as u32 }
             );
             return local.queue.pop_front();
         }
@@ -298,13 +301,13 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
     }
     // `_victim` is read by the trace point alone.
     if let Some((_victim, task)) = steal_from_lifo_slots(shared, me) {
-        stats::add(&shared.stats[me].stolen, 1);
-        trace_point!(shared, me, crate::trace::Event::Stole { from: Some(_victim as u32), tasks: 1 });
+        stats::add(&shared.cores[me].stats.stolen, 1);
+        trace_point!(shared, me, crate::trace::event::Event::Stole { from: Some(_victim as u32), tasks: 1 });
         return Some(task);
     }
     let job = crate::join::take_any(shared, me)?;
-    stats::add(&shared.stats[me].stolen, 1);
-    trace_point!(shared, me, crate::trace::Event::Stole { from: None, tasks: 1 });
+    stats::add(&shared.cores[me].stats.stolen, 1);
+    trace_point!(shared, me, crate::trace::event::Event::Stole { from: None, tasks: 1 });
     Some(crate::join::as_task(job))
 }
 
@@ -320,11 +323,11 @@ fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNul
         let local = unsafe { shared.local(me) };
         // SAFETY: a stolen chain is ours.
         let stolen = unsafe { local.queue.append_reversed(Some(chain)) };
-        stats::add(&shared.stats[me].stolen, stolen as u64);
+        stats::add(&shared.cores[me].stats.stolen, stolen as u64);
         trace_point!(
             shared,
             me,
-            crate::trace::Event::Stole { from: Some(victim as u32), tasks: stolen as u32 }
+            crate::trace::event::Event::Stole { from: Some(victim as u32), tasks: stolen as u32 }
         );
         return local.queue.pop_front();
     }
@@ -340,8 +343,8 @@ fn steal_from_lifo_slots(shared: &Shared, me: usize) -> Option<(usize, NonNull<T
     watch.look(
         me,
         shared.slots,
-        |victim| shared.lifo[victim].peek(),
-        |victim, task| shared.lifo[victim].steal_if_seen(task),
+        |victim| shared.cores[victim].lifo.peek(),
+        |victim, task| shared.cores[victim].lifo.steal_if_seen(task),
     )
 }
 
@@ -392,7 +395,7 @@ impl Sleeper for CoreSleeper<'_> {
     fn should_wake(&self) -> bool {
         let shared = self.shared;
         shared.state.load(SeqCst) == STOPPED
-            || shared.leaving[self.me].load(SeqCst)
+            || shared.membership[self.me].leaving.load(SeqCst)
             || shared.inbound.has_work(self.me)
             || shared.timers.due()
     }
@@ -414,8 +417,8 @@ impl Sleeper for CoreSleeper<'_> {
     fn committed(&mut self) {
         // SAFETY: we are core `me`, between tasks.
         unsafe { self.shared.local(self.me) }.cache.trim();
-        stats::add(&self.shared.stats[self.me].sleeps, 1);
-        trace_point!(self.shared, self.me, crate::trace::Event::Slept);
+        stats::add(&self.shared.cores[self.me].stats.sleeps, 1);
+        trace_point!(self.shared, self.me, crate::trace::event::Event::Slept);
         self.slept_at = Some(Instant::now());
         self.shared.check_quiescence();
     }

@@ -13,9 +13,9 @@
 //! runs its fibre when it finishes) and its [`JoinHandle`](super::JoinHandle)'s.
 //! The last one frees the block.
 
-use super::StrandId;
 use super::failure::Failure;
 use super::fibre::Fibre;
+use super::id::{BlockReason, StrandId};
 use super::save::SaveArea;
 use super::tree::Node;
 use super::wait::WaitLinks;
@@ -67,65 +67,6 @@ pub(crate) mod flags {
     /// It was stopped at a preemption point after a cancel: its failure
     /// (`Interrupted`) is what the cancel asked for, and is not passed up.
     pub(crate) const CUT_SHORT: u32 = 1 << 7;
-}
-
-/// Why a strand is blocked: every blocked strand records it, for reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-#[non_exhaustive]
-pub enum BlockReason {
-    /// Not blocked.
-    None = 0,
-    /// In [`sleep`](super::sleep).
-    Sleeping,
-    /// Waiting for a mutex.
-    Mutex,
-    /// Waiting on a condition variable.
-    Condvar,
-    /// Waiting for a semaphore permit.
-    Semaphore,
-    /// Waiting for an event to be set.
-    Event,
-    /// Waiting to send into a full channel.
-    ChannelSend,
-    /// Waiting to receive from an empty channel.
-    ChannelReceive,
-    /// Waiting for another strand to finish.
-    Join,
-    /// At the end of a scope, waiting for its children to finish.
-    Scope,
-    /// Waiting for a [`Future`](crate::future::Future)'s result.
-    Future,
-    /// In [`LoopGroup::join`](crate::event_loop::LoopGroup::join), waiting for
-    /// event-loop objects to finish.
-    ContextJoin,
-    /// Waiting for a [`Signal`](crate::sync::Signal).
-    Signal,
-    /// In [`park`](super::park), waiting for its
-    /// [`Unparker`](super::Unparker).
-    Parked,
-}
-
-impl BlockReason {
-    pub(crate) fn from_raw(raw: u8) -> Self {
-        const ALL: [BlockReason; 14] = [
-            BlockReason::None,
-            BlockReason::Sleeping,
-            BlockReason::Mutex,
-            BlockReason::Condvar,
-            BlockReason::Semaphore,
-            BlockReason::Event,
-            BlockReason::ChannelSend,
-            BlockReason::ChannelReceive,
-            BlockReason::Join,
-            BlockReason::Scope,
-            BlockReason::Future,
-            BlockReason::ContextJoin,
-            BlockReason::Signal,
-            BlockReason::Parked,
-        ];
-        ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
-    }
 }
 
 /// What a strand's code does, behind one pointer per closure type.

@@ -8,210 +8,11 @@
 //! failure and abandons the strand's stack. Either way the message and the
 //! place of the panic are kept, and the strand finishes *failed*.
 
-use super::StrandId;
 use super::control::Header;
-use crate::pool::shared::Shared;
+use super::id::StrandId;
+pub use crate::pool::failure::{Failure, FailureKind, Location};
 use alloc::boxed::Box;
 use alloc::string::String;
-use alloc::sync::{Arc, Weak};
-use core::fmt;
-
-/// Why a strand failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FailureKind {
-    /// Its code panicked.
-    Panicked,
-    /// It returned from a scope (or its body) while strands it anchored
-    /// there were still alive. They were cancelled and waited for.
-    ReturnWithLiveStrands {
-        /// How many were alive when it returned.
-        live: usize,
-    },
-    /// Its pool deadlocked: every core asleep, no deadline armed, and
-    /// these strands waiting on each other. [`Failure::deadlock`] has the
-    /// report.
-    Deadlock {
-        /// How many strands were waiting.
-        waiting: usize,
-    },
-    /// It was cancelled while it computed, in a pool with a time slice,
-    /// and neither blocked nor reached a
-    /// [`checkpoint`](super::checkpoint) within a slice: it was stopped
-    /// at a preemption point and its stack abandoned (`docs/preemption.md`).
-    /// The cancel's intended effect, so it is never passed up.
-    Interrupted,
-}
-
-/// Where a panic happened.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Location {
-    /// Source file.
-    pub file: String,
-    /// Line, from 1.
-    pub line: u32,
-    /// Column, from 1.
-    pub column: u32,
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.column)
-    }
-}
-
-impl From<&core::panic::Location<'_>> for Location {
-    fn from(location: &core::panic::Location<'_>) -> Self {
-        Self { file: String::from(location.file()), line: location.line(), column: location.column() }
-    }
-}
-
-/// A strand's failure: what happened, where, and in which strand.
-///
-/// It reaches whoever joins the strand as
-/// [`JoinError::Failed`](super::JoinError::Failed). A failure nobody joins
-/// goes up the strand tree, cancelling each strand it passes, to the root
-/// of the pool, whose [`run`](crate::Pool::run) returns it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
-    kind: FailureKind,
-    message: String,
-    location: Option<Location>,
-    strand: Option<StrandId>,
-    others: usize,
-    deadlock: Option<Box<crate::pool::Deadlock>>,
-    origin: Origin,
-}
-
-/// The pool a strand failed in, kept with a failure that waits in the
-/// strand's handle: a handle dropped in another domain returns the failure
-/// there. Not part of what a failure *is*: every two origins compare equal.
-#[derive(Clone, Default)]
-struct Origin(Option<Weak<Shared>>);
-
-impl PartialEq for Origin {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for Origin {}
-
-impl fmt::Debug for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Origin")
-    }
-}
-
-impl Failure {
-    pub(crate) fn new(
-        kind: FailureKind,
-        message: String,
-        location: Option<Location>,
-        strand: Option<StrandId>,
-    ) -> Self {
-        Self { kind, message, location, strand, others: 0, deadlock: None, origin: Origin::default() }
-    }
-
-    /// The failure of a pool whose strands deadlocked, with the report.
-    #[cfg(not(loom))]
-    pub(crate) fn deadlocked(report: crate::pool::Deadlock) -> Self {
-        let kind = FailureKind::Deadlock { waiting: report.waiting.len() };
-        let message = alloc::format!("{report}");
-        Self { deadlock: Some(Box::new(report)), ..Self::new(kind, message, None, None) }
-    }
-
-    /// For [`FailureKind::Deadlock`]: who waited on what.
-    pub fn deadlock(&self) -> Option<&crate::pool::Deadlock> {
-        self.deadlock.as_deref()
-    }
-
-    /// What kind of failure it is.
-    pub fn kind(&self) -> FailureKind {
-        self.kind
-    }
-
-    /// The panic message, or a description of the broken rule.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// Where the panic happened, when that is known.
-    pub fn location(&self) -> Option<&Location> {
-        self.location.as_ref()
-    }
-
-    /// The strand that failed first, if it was a strand.
-    pub fn strand(&self) -> Option<StrandId> {
-        self.strand
-    }
-
-    /// How many further failures arrived at the same place before this one
-    /// was handled; only the first is kept whole.
-    pub fn others(&self) -> usize {
-        self.others
-    }
-
-    /// Remembers the pool the strand failed in (`Origin`).
-    pub(crate) fn set_origin(&mut self, pool: Weak<Shared>) {
-        self.origin = Origin(Some(pool));
-    }
-
-    /// The pool the strand failed in, if it is still there.
-    pub(crate) fn origin(&mut self) -> Option<Arc<Shared>> {
-        self.origin.0.take().and_then(|pool| pool.upgrade())
-    }
-
-    /// Counts one more failure that met this one on its way up.
-    pub(crate) fn absorb(&mut self, other: &Failure) {
-        self.others += 1 + other.others;
-    }
-
-    /// Counts `more` failures that are not kept as [`Failure`]s (a task's
-    /// panic on the host, a job settled without its type) behind this one.
-    pub(crate) fn count_others(&mut self, more: usize) {
-        self.others += more;
-    }
-
-    /// Keeps `failure` in `slot`: whole if the slot is empty, else counted
-    /// by the failure already there.
-    pub(crate) fn keep(slot: &mut Option<Box<Failure>>, failure: Box<Failure>) {
-        match slot {
-            Some(first) => first.absorb(&failure),
-            None => *slot = Some(failure),
-        }
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.strand, self.kind) {
-            (_, FailureKind::Deadlock { .. }) => f.write_str("the pool")?,
-            (Some(strand), _) => write!(f, "strand {strand}")?,
-            (None, _) => f.write_str("a task")?,
-        }
-        match self.kind {
-            FailureKind::Panicked => f.write_str(" panicked")?,
-            FailureKind::ReturnWithLiveStrands { live } => {
-                write!(f, " returned with {live} live strand(s), which were cancelled")?
-            }
-            FailureKind::Deadlock { .. } => f.write_str(" deadlocked")?,
-            FailureKind::Interrupted => f.write_str(" was cancelled while computing and stopped")?,
-        }
-        if let Some(location) = &self.location {
-            write!(f, " at {location}")?;
-        }
-        if !self.message.is_empty() {
-            write!(f, ": {}", self.message)?;
-        }
-        if self.others > 0 {
-            write!(f, " (and {} more failure(s))", self.others)?;
-        }
-        Ok(())
-    }
-}
-
-impl core::error::Error for Failure {}
 
 /// The failure of a strand that returned from a frame with `live` strands
 /// still anchored there.
@@ -349,7 +150,7 @@ mod host {
     /// How many failures an unwind payload stands for: one, plus those a
     /// raised failure had absorbed.
     pub(crate) fn failures_in(payload: &(dyn core::any::Any + Send)) -> usize {
-        1 + payload.downcast_ref::<Raised>().map_or(0, |raised| raised.0.others)
+        1 + payload.downcast_ref::<Raised>().map_or(0, |raised| raised.0.others())
     }
 
     /// Goes on unwinding with `payload` unchanged, counting `others` more
@@ -380,7 +181,7 @@ mod host {
         let payload = match payload.downcast::<Raised>() {
             Ok(raised) => {
                 let mut failure = Box::new(raised.0);
-                failure.others += pending;
+                failure.count_others(pending);
                 return failure;
             }
             Err(payload) => payload,
@@ -388,7 +189,7 @@ mod host {
         // SAFETY: the running strand's header.
         let strand = unsafe { header.as_ref() }.id;
         let mut failure = panicked(&*payload, Some(strand));
-        failure.others = pending;
+        failure.count_others(pending);
         failure
     }
 

@@ -444,7 +444,7 @@ pub fn guard_hit(address: usize) -> Option<GuardHit> {
 mod tests {
     use super::*;
     use crate::Config;
-    use crate::domain::DomainId;
+    use crate::pool::domain_id::DomainId;
 
     /// Holds every fibre for `pool`, each with one pinned strand (so none
     /// can be shared).

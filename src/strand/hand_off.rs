@@ -106,7 +106,7 @@ pub(super) struct Next {
 /// outcome recorded in the core's `outcome`, and `next` from
 /// [`next_strand`].
 pub(super) unsafe fn switch(shared: &Shared, me: usize, from: *mut Header, next: Next) -> usize {
-    let core = &shared.strands[me];
+    let core = &shared.cores[me].strands;
     // SAFETY: the caller's contract; our core's slots; both headers are
     // live (their strands' own references).
     unsafe {
@@ -124,7 +124,7 @@ pub(super) unsafe fn switch(shared: &Shared, me: usize, from: *mut Header, next:
 /// Ends the turn of the strand that handed core `me` of `shared` to the
 /// running one, if one did (step 4).
 pub(super) fn finish_previous(shared: &Shared, me: usize) {
-    let core = &shared.strands[me];
+    let core = &shared.cores[me].strands;
     // SAFETY: our core's slots; the record was left by the strand that ran
     // here just before us, which is suspended now, and its outcome is
     // still the core's (we have not left yet).

@@ -118,7 +118,7 @@ pub(crate) fn current() -> Option<NonNull<Header>> {
 #[inline]
 pub(crate) fn running_on(shared: &Shared, core: usize) -> Option<NonNull<Header>> {
     // SAFETY: the calling core's own slot (contract).
-    NonNull::new(unsafe { *shared.strands[core].current.get() })
+    NonNull::new(unsafe { *shared.cores[core].strands.current.get() })
 }
 
 /// Switches from the running strand back to its core's scheduler, or
@@ -144,7 +144,7 @@ pub(crate) unsafe fn suspend(outcome: Outcome) {
 /// As for [`suspend`], with `me` the calling core, held (deferring).
 #[inline(always)]
 unsafe fn switch_out(shared: &Shared, me: usize, outcome: Outcome) {
-    let core = &shared.strands[me];
+    let core = &shared.cores[me].strands;
     // SAFETY: our core's slot; the caller is its current strand.
     let strand = unsafe { *core.current.get() };
     // SAFETY: our core's slots.
@@ -173,7 +173,7 @@ pub(crate) fn yield_running() -> bool {
     // The core found here must stay ours while we look at it.
     let _deferral = crate::preempt::defer();
     let Some((shared, me)) = here() else { return false };
-    let core = &shared.strands[me];
+    let core = &shared.cores[me].strands;
     // SAFETY: our core's slot: the strand it runs, if it runs one, and
     // then that is us (code outside strands runs with it null).
     let strand = unsafe { *core.current.get() };
@@ -306,13 +306,24 @@ pub(crate) fn signal(strand: NonNull<Header>, cause: u8) -> bool {
     }
     // Before the push, after which the strand may run (and its turn's
     // start would come first in the trace).
-    trace_here!(crate::trace::Event::StrandWoken {
+    trace_here!(crate::trace::event::Event::StrandWoken {
         // SAFETY: as above.
         strand: unsafe { strand.as_ref() }.id.get() as u32,
-        by: crate::trace::Woken::from_cause(cause),
+        by: woken_by(cause),
     });
     make_runnable(strand);
     true
+}
+
+/// What the trace calls a wake with `cause` (a `state::*` value).
+#[cfg(feature = "trace")]
+fn woken_by(cause: u8) -> crate::trace::event::Woken {
+    use crate::trace::event::Woken;
+    match cause {
+        state::TIMED_OUT => Woken::TimedOut,
+        state::INTERRUPTED => Woken::Cancelled,
+        _ => Woken::Signalled,
+    }
 }
 
 /// Puts a strand in its fibre's inbox, scheduling the fibre if it was idle.
@@ -363,7 +374,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     }
     let (shared, me) = here().expect("fibres run on a pool's cores");
     let Some((strand, more)) = take_runnable(shared, me, fibre) else { return };
-    let core = &shared.strands[me];
+    let core = &shared.cores[me].strands;
     // SAFETY: the strand is resident and ours to run; our core's slots.
     let (strand, outcome) = unsafe {
         enter(shared, me, fibre, strand, more);
@@ -420,12 +431,12 @@ pub(super) fn take_runnable(
 /// [`take_runnable`]), `more` as that returned.
 #[inline(always)]
 pub(super) unsafe fn enter(shared: &Shared, me: usize, fibre: &Fibre, strand: NonNull<Header>, more: bool) {
-    let core = &shared.strands[me];
+    let core = &shared.cores[me].strands;
     // SAFETY: the strand's own reference keeps its header live; our
     // core's slots.
     unsafe {
         let header = strand.as_ref();
-        trace_point!(shared, me, crate::trace::Event::StrandIn { strand: header.id.get() as u32 });
+        trace_point!(shared, me, crate::trace::event::Event::StrandIn { strand: header.id.get() as u32 });
         fibre.resident_id.store(header.id.get(), Relaxed);
         fibre.running.store(strand.as_ptr(), Relaxed);
         // Named before the tick is asked for: a tick that comes before the
@@ -455,7 +466,7 @@ pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, ou
     let task = Header::task(strand);
     assert!(fibre.canary_intact(), "strand {} overflowed the stack of fibre {}", header.id, fibre.index());
     trace_point!(shared, me, {
-        use crate::trace::{Event, Left};
+        use crate::trace::event::{Event, Left};
         let left = match outcome {
             Outcome::Yielded => Left::Yielded,
             Outcome::Preempted => Left::Preempted,
@@ -556,7 +567,7 @@ fn swap_in(
         // SAFETY: `[stack_pointer, top)` is the outgoing strand's used stack.
         unsafe { area.save(top, used) };
         *saved = area;
-        trace_point!(_shared, _me, crate::trace::Event::StackSaved { bytes: used as u32 });
+        trace_point!(_shared, _me, crate::trace::event::Event::StackSaved { bytes: used as u32 });
     }
     // SAFETY: the incoming strand is not running (we hold the fibre); its
     // image ends at the stack top, which nothing uses now.
@@ -566,7 +577,7 @@ fn swap_in(
         owned.spare = mem::replace(incoming, super::save::SaveArea::empty());
         restored
     };
-    trace_point!(_shared, _me, crate::trace::Event::StackRestored { bytes: _restored as u32 });
+    trace_point!(_shared, _me, crate::trace::event::Event::StackRestored { bytes: _restored as u32 });
     owned.resident = strand.as_ptr();
     true
 }

@@ -38,8 +38,9 @@
 
 mod queue;
 
-use super::control::{BlockReason, Header, state};
+use super::control::{Header, state};
 use super::error::WaitError;
+use super::id::BlockReason;
 use super::scheduler::{self, Outcome};
 use crate::spin_lock::SpinLock;
 use crate::time::Instant;

@@ -1,0 +1,48 @@
+//! Which domain a pool, and so its strands and tasks, belongs to
+//! (`crate::domain`, which re-exports [`DomainId`]). A pool carries its
+//! domain's id, and a call from another domain is refused, so the id lives
+//! with the pool.
+
+use core::fmt;
+use core::num::NonZeroU32;
+use core::sync::atomic::{AtomicU32, Ordering::SeqCst};
+
+/// Which domain something belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DomainId(NonZeroU32);
+
+/// The main domain's id.
+const MAIN: NonZeroU32 = NonZeroU32::MIN;
+
+static NEXT: AtomicU32 = AtomicU32::new(2);
+
+impl DomainId {
+    /// The main domain: the pools built outside any domain, and their
+    /// strands.
+    pub const MAIN: Self = Self(MAIN);
+
+    /// The domain of the calling code: the domain of the pool whose core
+    /// it runs on, or the main domain outside pools.
+    pub fn current() -> Self {
+        super::current::with(|worker| {
+            // SAFETY: a worker's pool outlives its time as the current worker.
+            worker.map_or(Self::MAIN, |worker| unsafe { &*worker.shared }.domain)
+        })
+    }
+
+    pub(crate) fn fresh() -> Self {
+        let id = NEXT.fetch_add(1, SeqCst);
+        Self(NonZeroU32::new(id).expect("fewer than 2^32 domains"))
+    }
+
+    /// The id as a number (the main domain is 1).
+    pub fn get(self) -> u32 {
+        self.0.get()
+    }
+}
+
+impl fmt::Display for DomainId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "domain {}", self.0)
+    }
+}

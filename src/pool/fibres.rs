@@ -1,0 +1,178 @@
+//! Scheduling fibres: a woken strand's fibre goes back to the core that
+//! last ran it (its fibre mailbox, or the core's own queue), a preempted
+//! strand's fibre joins the pool's turns, and a strand that leaves its core
+//! may hand it straight to the next fibre's strand (`crate::strand`'s
+//! `hand_off`), with the loop's bookkeeping done here.
+
+use super::shared::{Shared, ring};
+use super::stats;
+use crate::mailbox::inbound::{CLOSURES, FIBRES, Sent};
+use crate::strand::Priority;
+use crate::task::Task;
+use core::ptr::NonNull;
+
+impl Shared {
+    /// Whether core `me` has work queued that it could run next: its
+    /// private queues, its mailboxes, its steal list, a preempted strand's
+    /// turn, or the injector.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Shared::local`]: called on core `me` while nothing else
+    /// holds its private state (its timer interrupt, over a strand outside
+    /// roving's code).
+    pub(crate) unsafe fn has_work_for(&self, me: usize) -> bool {
+        // SAFETY: per the contract.
+        let local = unsafe { self.local(me) };
+        self.cores[me].lifo.is_occupied()
+            || local.queue.len() > 0
+            || local.pinned.len() > 0
+            || self.inbound.has_work(me)
+            || self.cores[me].steal.has_tasks()
+            || self.has_turns()
+            || self.injector.has_tasks()
+    }
+
+    /// Whether the task running on core `me`, were it requeued now, would
+    /// be the next one the core runs, with nothing looked at in between:
+    /// nothing else is queued on the core, and its loop is not due to check
+    /// its mailboxes, timers and flags (it does so every
+    /// [`super::worker::FAIRNESS`] tasks). If so, the caller may go on in
+    /// place of that requeue and the turn it would have taken, and this
+    /// counts the turn.
+    #[inline]
+    pub(crate) fn continues_in_place(&self, me: usize) -> bool {
+        // SAFETY: we are core `me`, inside a task; the loop holds no
+        // reference to its `Local` across it.
+        let local = unsafe { self.local(me) };
+        let alone = local.queue.len() == 0 && !self.cores[me].lifo.is_occupied() && local.pinned.len() == 0;
+        if !alone || local.since_inbound + 1 >= super::worker::FAIRNESS {
+            return false;
+        }
+        if self.stopped() || self.is_leaving(me) {
+            return false;
+        }
+        local.since_inbound += 1;
+        true
+    }
+
+    /// Takes the task core `me` would run next once its running task ends
+    /// (the newest it spawned for itself, or else the oldest in its
+    /// queue), if that is a fibre's, the core is not due to look at its
+    /// mailboxes, timers and flags first, and `ready()` agrees: a strand
+    /// about to leave the core hands it straight to a strand of that
+    /// fibre. Counts the turn as the core's loop would.
+    #[inline]
+    pub(crate) fn take_next_fibre(&self, me: usize, ready: impl FnOnce() -> bool) -> Option<NonNull<Task>> {
+        // SAFETY: we are core `me`, inside a task; the loop holds no
+        // reference to its `Local` across it.
+        let local = unsafe { self.local(me) };
+        let slot = &self.cores[me].lifo;
+        let in_slot = slot.peek();
+        let next = in_slot.or_else(|| local.queue.front())?;
+        if !crate::strand::fibre::is_fibre_task(next) || local.since_inbound + 1 >= super::worker::FAIRNESS {
+            return None;
+        }
+        if self.stopped() || self.is_leaving(me) || !ready() {
+            return None;
+        }
+        if in_slot.is_some() {
+            // Only this core puts, so the slot holds `next` or, if an idle
+            // core stole it meanwhile, nothing.
+            slot.take()?;
+        } else {
+            local.queue.pop_front();
+        }
+        local.since_inbound += 1;
+        stats::add(&self.cores[me].stats.tasks_run, 1);
+        trace_point!(self, me, crate::trace::event::Event::TaskBegin);
+        Some(next)
+    }
+
+    /// What core `me`'s loop does after each task: offers its surplus to
+    /// idle cores.
+    pub(crate) fn after_task(&self, me: usize) {
+        super::worker::offer_surplus(self, me);
+    }
+
+    /// Queues the fibre of a strand that core `me` preempted at the back
+    /// of the pool's turns, which every core takes from in order once it
+    /// has nothing of its own: strands that never yield take turns on all
+    /// the cores. A pinned fibre's stays on `me`.
+    pub(crate) fn requeue_preempted(&self, me: usize, task: NonNull<Task>, pinned: bool, level: Priority) {
+        if pinned || self.is_leaving(me) {
+            self.requeue_local(me, task, pinned);
+            return;
+        }
+        // SAFETY: the task is ours to give.
+        unsafe { self.turns.push(task, level) };
+        self.announce_for(me, 1);
+    }
+
+    /// The fibre whose turn is next, if any (see [`Shared::requeue_preempted`]).
+    pub(crate) fn take_turn(&self) -> Option<NonNull<Task>> {
+        self.turns.take()
+    }
+
+    /// Whether a preempted strand waits for its turn.
+    pub(crate) fn has_turns(&self) -> bool {
+        self.turns.any()
+    }
+
+    /// Sends a fibre that was just scheduled to core `to`, the core that
+    /// last ran it: into the caller's queue if that is `to`, else through
+    /// the fibre mailbox of the pair (closure mailbox if `pinned`).
+    /// Returns false only if the pool refused it: it has stopped, and the
+    /// caller is outside it.
+    pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) -> bool {
+        // The core found below must stay ours while we use it.
+        let _deferral = crate::preempt::defer();
+        let lane = if pinned { CLOSURES } else { FIBRES };
+        match self.worker_core() {
+            Some(me) if me == to && pinned => self.requeue_local(me, task, true),
+            Some(me) if me == to => self.place_spawned(me, task),
+            Some(me) => {
+                // SAFETY: we are core `me`; the task is ours to give.
+                match unsafe { self.inbound.send(lane, me, to, task) } {
+                    Sent::Queued => {}
+                    Sent::Wake(core) => _ = self.wake_for(me, core),
+                    // `to` left the pool: any core may run the fibre.
+                    Sent::Refused(task) => self.inject(task, Some(me)),
+                    // The mesh had no memory for a parcel: the direct list
+                    // needs none, and keeps a pinned fibre on its core (a
+                    // wake has no order to keep with the sender's posts).
+                    // SAFETY: the task came back to us.
+                    Sent::NoMemory(task) => match unsafe { self.inbound.send_from_outside(lane, to, task) } {
+                        Sent::Queued => {}
+                        Sent::Wake(core) => _ = self.wake_for(me, core),
+                        Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, Some(me)),
+                    },
+                }
+            }
+            None => {
+                // A pool winding down takes it (its strands must end); a
+                // stopped one refuses it: its strands were abandoned with
+                // the pool (`strand::scheduler::run_fibre`).
+                return self.enter_from_outside(true, || {
+                    // SAFETY: the task is ours to give.
+                    match unsafe { self.inbound.send_from_outside(lane, to, task) } {
+                        // `to` is awake, but may be busy for long: the
+                        // fibre is announced like any new job, so a
+                        // sleeping core is woken to take it from `to`'s
+                        // mailbox if no core is idle (a strand woken by an
+                        // interrupt should not wait for a long task).
+                        Sent::Queued if !pinned => {
+                            self.sleep.new_jobs(1, None, to + 1, ring, |_, _| ());
+                        }
+                        Sent::Queued => {}
+                        Sent::Wake(core) => {
+                            self.sleep.wake(core, ring);
+                        }
+                        Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, None),
+                    }
+                });
+            }
+        }
+        true
+    }
+}

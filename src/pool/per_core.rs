@@ -1,0 +1,152 @@
+//! One core's part of a pool, grouped by who writes it.
+//!
+//! A pool keeps three arrays indexed by core, not one per purpose:
+//!
+//! - [`PerCore`]: what the core writes. Each field that another core reads
+//!   or takes from sits alone on its cache line, as before, so a thief
+//!   scanning steal lists never pulls in a line the owner is writing for
+//!   itself.
+//! - [`Membership`]: whether the core is in the pool, written only when
+//!   the pool is resized and read by every sender. Packed, not padded:
+//!   every core reads these bytes on every post, and nobody writes them in
+//!   between.
+//! - The block caches' return lists (`Shared::returns`), pushed by every
+//!   core and taken by the home core. Apart because a block cache indexes
+//!   them by home core (`crate::task::storage`).
+//!
+//! Some per-core state belongs to a part of the pool with its own file and
+//! stays there: the sleep protocol's word per core (`crate::sleep`), the
+//! inbound mailboxes (`crate::mailbox::inbound`), the trace's rings and the
+//! live async tasks' shards.
+
+use super::lifo_watch::LifoWatch;
+use super::stats::Counters;
+use crate::atomics::CachePadded;
+use crate::join::{JoinStack, Slot};
+use crate::mailbox::list::AtomicList;
+use crate::protocol::lifo_slot::LifoSlot;
+use crate::strand::scheduler::StrandCore;
+use crate::task::queue::TaskQueue;
+use crate::task::storage::BlockCache;
+use core::cell::UnsafeCell;
+use core::sync::atomic::AtomicBool;
+
+/// What one core of a pool writes. Each field's doc says who else reads it.
+pub(crate) struct PerCore {
+    /// Tasks the core offers idle cores (the older half of its queue).
+    /// Pushed by the core; taken whole by any core that steals.
+    pub(crate) steal: CachePadded<AtomicList>,
+    /// The newest task the core spawned or woke for itself, which it runs
+    /// next (`crate::protocol::lifo_slot`). Put and taken by the core; taken
+    /// by an idle core once it has sat there a while.
+    pub(crate) lifo: CachePadded<LifoSlot>,
+    /// A fork-join job a `join` on this core published (`crate::join`).
+    /// Published and taken back by the core; taken by any core.
+    pub(crate) join_slot: CachePadded<Slot>,
+    /// The core's counters. Written by the core; read by anyone
+    /// (`Pool::stats`, the trace check).
+    pub(crate) stats: CachePadded<Counters>,
+    /// The strand the core runs and its time slice
+    /// (`crate::strand::scheduler`). Written by the core; the slice's
+    /// fields are read by the core's tick and by wakers on any core.
+    pub(crate) strands: CachePadded<StrandCore>,
+    /// What only the core touches, ever.
+    own: CachePadded<Own>,
+}
+
+/// The fields of [`PerCore`] that only their core touches.
+struct Own {
+    local: UnsafeCell<Local>,
+    /// The join stack of the core's own loop (strands keep theirs with
+    /// their fibre).
+    joins: UnsafeCell<JoinStack>,
+}
+
+/// What only one core touches: its queues and its block cache.
+pub(crate) struct Local {
+    /// What this core saw in other cores' LIFO slots on its last look, so
+    /// that it steals only a task that sat there since
+    /// (`crate::protocol::lifo_slot`).
+    pub(crate) lifo_watch: LifoWatch,
+    /// Tasks any core may run (spawned here, or taken from the injector or
+    /// a steal list). The older half is offered to idle cores.
+    pub(crate) queue: TaskQueue,
+    /// Tasks addressed to this core (from its mailboxes): never offered.
+    pub(crate) pinned: TaskQueue,
+    pub(crate) cache: BlockCache,
+    /// Tasks run since the mailboxes were last drained (fairness).
+    pub(crate) since_inbound: u32,
+    /// State of the victim chooser.
+    pub(crate) rng: u32,
+}
+
+// SAFETY: `own` is touched only by its core (the contracts of
+// `Shared::local` and `PerCore::joins`); every other field is atomics.
+unsafe impl Sync for PerCore {}
+// SAFETY: as above; the raw task pointers inside are owned, `Send` tasks.
+unsafe impl Send for PerCore {}
+
+impl PerCore {
+    /// Core `core`'s part of a pool of `cores` cores; its block cache
+    /// returns blocks through `returns`.
+    ///
+    /// # Safety
+    ///
+    /// `returns` outlives the result (as `BlockCache::new` asks).
+    pub(crate) unsafe fn new(core: usize, cores: usize, returns: &[CachePadded<AtomicList>]) -> Self {
+        let local = Local {
+            lifo_watch: LifoWatch::new(cores),
+            queue: TaskQueue::new(),
+            pinned: TaskQueue::new(),
+            // SAFETY: per the contract.
+            cache: unsafe { BlockCache::new(core, returns) },
+            since_inbound: 0,
+            rng: (core as u32).wrapping_mul(0x9e37_79b9) | 1,
+        };
+        Self {
+            steal: CachePadded(AtomicList::new()),
+            lifo: CachePadded(LifoSlot::new()),
+            join_slot: CachePadded(Slot::new()),
+            stats: CachePadded(Counters::default()),
+            strands: CachePadded(StrandCore::new()),
+            own: CachePadded(Own { local: UnsafeCell::new(local), joins: UnsafeCell::new(JoinStack::new()) }),
+        }
+    }
+
+    /// The core's private state.
+    ///
+    /// # Safety
+    ///
+    /// The caller is this core running its pool, or the pool is not
+    /// running and the caller owns it; and no other reference to this
+    /// `Local` is live (in particular none is held across a task's call).
+    #[allow(clippy::mut_from_ref)]
+    #[inline]
+    pub(crate) unsafe fn local(&self) -> &mut Local {
+        // SAFETY: exclusive by the contract above.
+        unsafe { &mut *self.own.local.get() }
+    }
+
+    /// The join stack of the core's own loop, for `crate::join`, which
+    /// touches it only on this core, through the pointer.
+    #[inline]
+    pub(crate) fn joins(&self) -> *mut JoinStack {
+        self.own.joins.get()
+    }
+}
+
+/// Whether a core is one of the pool's, and whether it is on its way out.
+pub(crate) struct Membership {
+    /// One of the pool's cores now. Set when the pool is built or a core is
+    /// added; cleared by the core itself when it has left.
+    pub(crate) member: AtomicBool,
+    /// Asked to leave: set by a resize, cleared by the core once it has
+    /// left, at its next step between tasks.
+    pub(crate) leaving: AtomicBool,
+}
+
+impl Membership {
+    pub(crate) fn new(member: bool) -> Self {
+        Self { member: AtomicBool::new(member), leaving: AtomicBool::new(false) }
+    }
+}
