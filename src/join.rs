@@ -23,7 +23,7 @@
 //! An owner whose job was taken waits for it without suspending: it runs
 //! jobs from other slots meanwhile (often pieces of its own job, published
 //! by the thief), spins briefly, then waits for its doorbell with a short
-//! deadline. The thief rings it (protocol in [`frame`]).
+//! deadline. The thief rings it (protocol in `crate::protocol::join_frame`).
 //!
 //! # Strands
 //!
@@ -34,12 +34,6 @@
 //! unwound: before its stack is abandoned it takes back or waits out the
 //! jobs it published, and ends the jobs it was running for others with its
 //! failure, which their owners then raise.
-
-mod stack;
-
-/// A core's slot for a published job.
-pub(crate) type Slot = crate::protocol::join_frame::Slot<Failure>;
-pub(crate) use stack::JoinStack;
 
 use crate::platform::{self, Depth};
 use crate::pool::current;
@@ -57,9 +51,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Relaxed, SeqCst};
 use core::time::Duration;
 
-/// A job: the join protocol's frame, failing with a strand's failure.
-type Frame = crate::protocol::join_frame::Frame<Failure>;
-use stack::Popped;
+use crate::pool::fork_join::{Frame, JoinStack, Popped};
 
 /// Runs `a` and `b`, possibly in parallel, and returns both results.
 ///
@@ -314,7 +306,7 @@ fn wait_for(shared: &Shared, frame: &Frame) -> u32 {
         }
         // A strand that blocked in a helped job may have moved.
         let core = platform::current_core().unwrap_or(0);
-        if let Some(job) = take_any(shared, core) {
+        if let Some(job) = shared.take_published_job(core) {
             // SAFETY: taken from its slot, so its end is ours.
             unsafe { Frame::call(job, Action::Run) };
             idle = 0;
@@ -327,22 +319,6 @@ fn wait_for(shared: &Shared, frame: &Frame) -> u32 {
             platform::wait_for_event(Depth::Light, Some(Instant::now() + NAP));
         }
     }
-}
-
-/// Takes a job from some core's slot, starting after `me`'s.
-pub(crate) fn take_any(shared: &Shared, me: usize) -> Option<NonNull<Frame>> {
-    let cores = shared.slots;
-    (1..=cores).find_map(|offset| shared.cores[(me + offset) % cores].join_slot.take())
-}
-
-/// A thief's view of a job taken from a slot, as the task it runs.
-pub(crate) fn as_task(job: NonNull<Frame>) -> NonNull<Task> {
-    job.cast()
-}
-
-/// Whether any core's slot holds a job.
-pub(crate) fn any_published(shared: &Shared) -> bool {
-    shared.cores.iter().any(|core| !core.join_slot.is_empty())
 }
 
 /// What happened to `b` when a thief ran it.

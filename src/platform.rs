@@ -421,11 +421,11 @@ pub fn wait_for_event(depth: Depth, deadline: Option<Instant>) {
     // A strand that waits here (for a stolen fork-join job, say) stays on
     // this core throughout: the wait uses the core's own state.
     #[cfg(not(loom))]
-    let _deferral = crate::preempt::defer();
+    let _deferral = crate::preempt::deferral::defer();
     // SAFETY: defined by `set_platform!` with this signature.
     unsafe { _roving_platform_wait_for_event(depth, deadline.map(Instant::ticks)) }
     #[cfg(not(loom))]
-    crate::preempt::after_wait();
+    crate::preempt::deferral::after_wait();
 }
 
 /// Wakes `core` if it is waiting in [`wait_for_event`], or makes its next

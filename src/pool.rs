@@ -50,18 +50,19 @@ mod entries;
 mod error;
 pub(crate) mod failure;
 mod fibres;
+pub(crate) mod fork_join;
 mod lifetime;
 mod lifo_watch;
 mod membership;
 mod owners;
 pub(crate) mod per_core;
 mod post;
+pub(crate) mod preempted;
 mod resize;
 pub(crate) mod shared;
 pub(crate) mod stats;
 pub(crate) mod stop;
 mod timers;
-mod turns;
 mod worker;
 
 pub use census::StrandInfo;
@@ -327,7 +328,7 @@ impl Pool {
     /// events of each core, oldest first, and how many were lost
     /// ([`trace`](crate::trace)).
     #[cfg(feature = "trace")]
-    pub fn trace(&self) -> Vec<crate::trace::CoreTrace> {
+    pub fn trace(&self) -> Vec<crate::trace::event::CoreTrace> {
         self.shared.trace.read()
     }
 

@@ -22,7 +22,7 @@
 //!   no ticks.
 //! - **The platform**, told to preempt, makes the interrupted strand enter
 //!   `roving_preempt_entry` when the interrupt returns (an injected call;
-//!   per instruction set in `context/preempt_*.rs`). The entry saves every
+//!   per instruction set in `preempt/entry_*.rs`). The entry saves every
 //!   register on the strand's own stack and calls `preempted`, which
 //!   yields as `strand::yield_now` does. When the strand runs again, on
 //!   this core or another, the entry restores every register and resumes
@@ -30,15 +30,9 @@
 //!
 //! # Deferral
 //!
-//! A strand inside roving's own code must not be preempted: it may hold
-//! its core's private queues, be half-way into blocking, or be switching
-//! away. Such code runs under a `Deferral`, which raises the strand's
-//! `no_preempt` count for as long as it lives. The count is written only by
-//! the strand itself (never with a read-modify-write that a tick could
-//! split: a tick only reads it, or sets it from 0 to 1 while the strand is
-//! stopped in the interrupt) and read by ticks on the core that runs the
-//! strand. Internal spin locks mask interrupts, so no tick lands inside
-//! them at all.
+//! A strand inside roving's own code holds a deferral (`preempt/deferral.rs`,
+//! which every layer down to the platform seam uses), and a tick never
+//! preempts a strand whose count is above 0.
 //!
 //! # Stopping a cancelled strand
 //!
@@ -74,12 +68,11 @@ use crate::platform;
 use crate::pool::current;
 use crate::pool::shared::Shared;
 use crate::strand::cancel::interruptible;
-use crate::strand::control::Header;
 use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
 use crate::strand::scheduler::{self, NO_STRAND, Outcome};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
+use core::sync::atomic::{AtomicU8, Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
 
 /// What a timer tick should do about the strand it interrupted: the answer
 /// of [`on_tick`] to the platform's timer interrupt.
@@ -94,85 +87,45 @@ pub enum Tick {
 }
 
 /// The address a platform makes a preempted strand resume at (module
-/// docs; `context/preempt_*.rs` states what each instruction set's entry
+/// docs; `preempt/entry_*.rs` states what each instruction set's entry
 /// expects the interrupt handler to have set up).
 pub fn entry_address() -> usize {
-    crate::context::preempt_entry::ENTRY as *const () as usize
+    entry::ENTRY as *const () as usize
 }
 
-/// How many pools with a time slice exist. While there are none, nothing
-/// can be preempted and a deferral costs one load: cooperative programs
-/// pay nothing else for preemption.
-static PREEMPTING_POOLS: AtomicUsize = AtomicUsize::new(0);
+pub(crate) mod deferral;
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod entry_aarch64;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod entry_x86_64;
+/// The preemption entry, per instruction set (module docs).
+#[cfg(target_arch = "aarch64")]
+pub(crate) use entry_aarch64 as entry;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use entry_x86_64 as entry;
 
-/// Whether any pool with a time slice exists. While none does, no tick
-/// can preempt anything, so a platform's interrupt exit may skip asking
-/// [`on_tick`] (a tick it skips is one roving asked for earlier, from a
-/// pool that has gone).
-#[inline]
-pub fn any_pool_preempts() -> bool {
-    PREEMPTING_POOLS.load(Relaxed) != 0
+pub(crate) use deferral::Deferral;
+pub use deferral::any_pool_preempts;
+
+/// The strand layer's side of [`deferral`]: what it installs before its
+/// first strand exists.
+pub(crate) static DEFERRAL_HOOKS: deferral::Hooks =
+    deferral::Hooks { running_count: running_count, after_wait: ask_for_tick_again };
+
+/// The running strand's deferral count (`deferral::Hooks::running_count`).
+fn running_count() -> Option<NonNull<AtomicU8>> {
+    // SAFETY: the running strand's header, live while it runs.
+    scheduler::current().map(|me| NonNull::from(&unsafe { me.as_ref() }.no_preempt))
 }
 
-/// Counts a pool with a time slice in [`PREEMPTING_POOLS`] for as long as
-/// it lives: a field of the pool, made before any of its strands exist and
-/// dropped after they have all gone. So a strand of a preempting pool
-/// always finds the count above 0 (its pool's creation happens before it
-/// runs), and a deferral it takes is always real.
-pub(crate) struct Preempting(bool);
-
-impl Preempting {
-    /// Counts the pool if it `preempts`.
-    pub(crate) fn count(preempts: bool) -> Self {
-        if preempts {
-            PREEMPTING_POOLS.fetch_add(1, SeqCst);
-        }
-        Self(preempts)
-    }
-}
-
-impl Drop for Preempting {
-    fn drop(&mut self) {
-        if self.0 {
-            PREEMPTING_POOLS.fetch_sub(1, SeqCst);
-        }
-    }
-}
-
-/// Holds preemption off for the running strand while it lives (module
-/// docs). Outside strands, and while no pool preempts, it does nothing.
-pub(crate) struct Deferral(Option<NonNull<Header>>);
-
-/// Defers preemption of the running strand until the result is dropped.
+/// Defers preemption of the running strand, found directly: the strand
+/// layer's own deferrals do not go through the hooks.
 #[inline]
 pub(crate) fn defer() -> Deferral {
     if !any_pool_preempts() {
-        return Deferral(None);
+        return deferral::raise(None);
     }
-    let strand = scheduler::current();
-    if let Some(me) = strand {
-        // SAFETY: the running strand's own header.
-        let count = &unsafe { me.as_ref() }.no_preempt;
-        let depth = count.load(Relaxed);
-        assert!(depth < u8::MAX, "roving's own code nested 255 deep in one strand");
-        count.store(depth + 1, Relaxed);
-        // A tick is an interrupt on this core: keep what follows after it.
-        compiler_fence(SeqCst);
-    }
-    Deferral(strand)
-}
-
-impl Drop for Deferral {
-    #[inline]
-    fn drop(&mut self) {
-        if let Some(me) = self.0 {
-            compiler_fence(SeqCst);
-            // SAFETY: the strand that raised the deferral is running (it is
-            // dropping it), so its header is live.
-            let count = &unsafe { me.as_ref() }.no_preempt;
-            count.store(count.load(Relaxed) - 1, Relaxed);
-        }
-    }
+    deferral::raise(running_count())
 }
 
 /// How long after a deferring strand the next tick looks again: a
@@ -255,12 +208,10 @@ pub(crate) fn woken(shared: &Shared, level: u8, to: usize) -> bool {
     true
 }
 
-/// After a strand waited in `platform::wait_for_event`: the platform may
-/// have used the core's timer for the wait's own deadline and turned it
-/// off afterwards, so the strand's tick is asked for again. Outside
-/// strands, and in cooperative pools, it does nothing.
-pub(crate) fn after_wait() {
-    if !any_pool_preempts() || scheduler::current().is_none() {
+/// Asks again for the running strand's tick after it waited in
+/// `platform::wait_for_event` (`deferral::after_wait`).
+fn ask_for_tick_again() {
+    if scheduler::current().is_none() {
         return;
     }
     let _deferral = defer();

@@ -161,6 +161,9 @@ where
     crate::platform::refuse_in_handler("spawning a strand", crate::platform::HANDLERS_DO_NOT_ALLOCATE);
     #[cfg(feature = "std")]
     failure::install_hook();
+    // Before the first strand exists, the layers below learn how to find a
+    // strand's deferral count (`crate::preempt::deferral`).
+    crate::preempt::deferral::install(&crate::preempt::DEFERRAL_HOOKS);
     if shared.refuses_work() || shared.closing.load(SeqCst) {
         return Err(SpawnError::Stopped(f));
     }

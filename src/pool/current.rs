@@ -103,7 +103,7 @@ pub(crate) fn with<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
     if crate::platform::in_interrupt() {
         return f(None);
     }
-    if !crate::preempt::any_pool_preempts() {
+    if !crate::preempt::deferral::any_pool_preempts() {
         // No strand can be preempted (`preempt::defer` says why), so none
         // moves while `f` runs. Apart from the path below because a
         // deferral's guard around every join, even a guard that does
@@ -118,7 +118,7 @@ pub(crate) fn with<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
 #[inline(never)]
 fn with_deferred<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
     // A strand must not move to another core while `f` uses this one's.
-    let _deferral = crate::preempt::defer();
+    let _deferral = crate::preempt::deferral::defer();
     // SAFETY: a non-null slot points at a live `Worker` (contract of
     // `enter`), used only on the core that set it.
     f(unsafe { slot::get().as_ref() })

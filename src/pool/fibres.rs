@@ -7,7 +7,6 @@
 use super::shared::{Shared, ring};
 use super::stats;
 use crate::mailbox::inbound::{CLOSURES, FIBRES, Sent};
-use crate::strand::Priority;
 use crate::task::Task;
 use core::ptr::NonNull;
 
@@ -99,24 +98,24 @@ impl Shared {
     /// of the pool's turns, which every core takes from in order once it
     /// has nothing of its own: strands that never yield take turns on all
     /// the cores. A pinned fibre's stays on `me`.
-    pub(crate) fn requeue_preempted(&self, me: usize, task: NonNull<Task>, pinned: bool, level: Priority) {
+    pub(crate) fn requeue_preempted(&self, me: usize, task: NonNull<Task>, pinned: bool, level: u8) {
         if pinned || self.is_leaving(me) {
             self.requeue_local(me, task, pinned);
             return;
         }
         // SAFETY: the task is ours to give.
-        unsafe { self.turns.push(task, level) };
+        unsafe { self.preempted.push(task, level) };
         self.announce_for(me, 1);
     }
 
     /// The fibre whose turn is next, if any (see [`Shared::requeue_preempted`]).
     pub(crate) fn take_turn(&self) -> Option<NonNull<Task>> {
-        self.turns.take()
+        self.preempted.take()
     }
 
     /// Whether a preempted strand waits for its turn.
     pub(crate) fn has_turns(&self) -> bool {
-        self.turns.any()
+        self.preempted.any()
     }
 
     /// Sends a fibre that was just scheduled to core `to`, the core that
@@ -126,7 +125,7 @@ impl Shared {
     /// caller is outside it.
     pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) -> bool {
         // The core found below must stay ours while we use it.
-        let _deferral = crate::preempt::defer();
+        let _deferral = crate::preempt::deferral::defer();
         let lane = if pinned { CLOSURES } else { FIBRES };
         match self.worker_core() {
             Some(me) if me == to && pinned => self.requeue_local(me, task, true),

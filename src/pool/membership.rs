@@ -52,7 +52,7 @@ impl Shared {
     pub(crate) fn rebuild_routes(&self, leaving: Option<usize>) {
         // A preempted rebuild would hold every core's sends until it ran
         // again.
-        let _deferral = crate::preempt::defer();
+        let _deferral = crate::preempt::deferral::defer();
         let ranked = |core: usize| self.is_member(core) && Some(core) != leaving;
         // SAFETY: resizes run one at a time, and rebuilds only in them; no
         // caller is in a read section; preemption is deferred.

@@ -19,10 +19,10 @@
 //! inbound mailboxes (`crate::mailbox::inbound`), the trace's rings and the
 //! live async tasks' shards.
 
+use super::fork_join::{JoinStack, Slot};
 use super::lifo_watch::LifoWatch;
 use super::stats::Counters;
 use crate::atomics::CachePadded;
-use crate::join::{JoinStack, Slot};
 use crate::mailbox::list::AtomicList;
 use crate::protocol::lifo_slot::LifoSlot;
 use crate::strand::scheduler::StrandCore;

@@ -25,7 +25,7 @@ impl Shared {
     /// Posts `work` to run on core `to`.
     pub(crate) fn post<W: IntoTask>(&self, to: usize, work: W) -> Result<(), PostError<W>> {
         // The core found below must stay ours while we use it.
-        let _deferral = crate::preempt::defer();
+        let _deferral = crate::preempt::deferral::defer();
         if to >= self.slots {
             return Err(PostError::NoSuchCore { core: to, cores: self.slots, closure: work });
         }
@@ -62,7 +62,7 @@ impl Shared {
     /// Spawns `work` to run on any core.
     pub(crate) fn spawn<W: IntoTask>(&self, work: W) -> Result<(), PostError<W>> {
         // The core found below must stay ours while we use it.
-        let _deferral = crate::preempt::defer();
+        let _deferral = crate::preempt::deferral::defer();
         match self.worker_core() {
             Some(me) => self.spawn_from(me, work),
             None if self.foreign_caller() => Err(PostError::OtherDomain(work)),
@@ -83,7 +83,7 @@ impl Shared {
     /// this pool (storage made there may be freed on any core of the pool).
     pub(crate) fn with_cache<R>(&self, f: impl FnOnce(Option<&mut BlockCache>) -> R) -> R {
         // The core found below must stay ours while we use it.
-        let _deferral = crate::preempt::defer();
+        let _deferral = crate::preempt::deferral::defer();
         // SAFETY: `me` is what `worker_core` says for the calling core.
         unsafe { self.with_cache_at(self.worker_core(), f) }
     }
@@ -95,7 +95,7 @@ impl Shared {
     ///
     /// `me` is what [`Shared::worker_core`] returns on the calling core,
     /// and a strand caller has deferred preemption since it asked
-    /// (`crate::preempt::defer`), so it is still on that core.
+    /// (`crate::preempt::deferral`), so it is still on that core.
     pub(crate) unsafe fn with_cache_at<R>(
         &self,
         me: Option<usize>,

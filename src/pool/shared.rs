@@ -47,9 +47,9 @@ use super::domain_id::DomainId;
 use super::entries::Entries;
 use super::failure::Failure;
 use super::per_core::{Local, Membership, PerCore};
+use super::preempted::Preempted;
 use super::stop::READY;
 use super::timers::Timers;
-use super::turns::Turns;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded};
 use crate::executor::list::LiveTasks;
 use crate::mailbox::inbound::Inbound;
@@ -73,7 +73,7 @@ pub(crate) struct Shared {
     /// (`crate::preempt`).
     pub(crate) slice_ticks: u64,
     /// Counts the pool among those that preempt while it lives.
-    _preempting: crate::preempt::Preempting,
+    _preempting: crate::preempt::deferral::Preempting,
 
     // Cores (`per_core.rs`, `membership.rs`).
     /// Core indices this pool can hold: `0..slots`, every core of the
@@ -97,7 +97,7 @@ pub(crate) struct Shared {
     /// Fibres whose strand was preempted, by level, oldest first within
     /// one: a core with nothing of its own takes the next, so strands that
     /// never yield take turns on every core (`crate::preempt`).
-    pub(crate) turns: Turns,
+    pub(crate) preempted: Preempted,
     /// Join owners waiting for their stolen jobs, taking others' meanwhile
     /// (`crate::join::wait_for`): a job offered is taken by them as by an
     /// idle core.
@@ -222,7 +222,7 @@ impl Shared {
                     slice.as_nanos().saturating_mul(u128::from(crate::platform::tick_hz())) / 1_000_000_000;
                 u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
             }),
-            _preempting: crate::preempt::Preempting::count(config.time_slice.is_some()),
+            _preempting: crate::preempt::deferral::Preempting::count(config.time_slice.is_some()),
             slots,
             // Filled below, once `returns` has its address.
             cores: Box::new([]),
@@ -231,7 +231,7 @@ impl Shared {
             returns: (0..slots).map(|_| CachePadded(AtomicList::new())).collect(),
             injector: CachePadded(AtomicList::new()),
             inbound: Inbound::new(slots, &members, mesh_links(config, slots)),
-            turns: Turns::new(),
+            preempted: Preempted::new(),
             join_helpers: CachePadded(AtomicUsize::new(0)),
             polling: AtomicBool::new(false),
             sleep: Sleep::new(slots, config.search_rounds),

@@ -228,7 +228,7 @@ impl Shared {
             && self.inbound.is_empty(self.worker_core().unwrap_or(0))
             && self.cores.iter().all(|core| !core.steal.has_tasks())
             && self.cores.iter().all(|core| !core.lifo.is_occupied())
-            && !crate::join::any_published(self)
+            && !self.any_job_published()
     }
 
     /// Waits until no outside post is between its state check and its push.

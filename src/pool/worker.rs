@@ -305,10 +305,10 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
         trace_point!(shared, me, crate::trace::event::Event::Stole { from: Some(_victim as u32), tasks: 1 });
         return Some(task);
     }
-    let job = crate::join::take_any(shared, me)?;
+    let job = shared.take_published_job(me)?;
     stats::add(&shared.cores[me].stats.stolen, 1);
     trace_point!(shared, me, crate::trace::event::Event::Stole { from: None, tasks: 1 });
-    Some(crate::join::as_task(job))
+    Some(super::fork_join::as_task(job))
 }
 
 /// Takes the woken fibres waiting in another core's fibre mailboxes: a

@@ -48,12 +48,6 @@ mod isa;
 #[cfg(target_arch = "x86_64")]
 #[path = "context/x86_64.rs"]
 mod isa;
-#[cfg(all(target_arch = "aarch64", not(loom)))]
-#[path = "context/preempt_aarch64.rs"]
-pub(crate) mod preempt_entry;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
-#[path = "context/preempt_x86_64.rs"]
-pub(crate) mod preempt_entry;
 #[path = "context/sanitizer.rs"]
 mod sanitizer;
 

@@ -21,8 +21,8 @@
 use super::control::Header;
 use super::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
 use super::save::SaveArea;
-use crate::join::JoinStack;
 use crate::mailbox::inbox::Inbox;
+use crate::pool::fork_join::JoinStack;
 use crate::pool::shared::Shared;
 use crate::task::queue::TaskQueue;
 use crate::task::{Action, Task};

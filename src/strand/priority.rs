@@ -32,6 +32,9 @@ pub enum Priority {
     High = 2,
 }
 
+// The pool's turns of preempted strands keep one queue per level.
+const _: () = assert!(Priority::LEVELS == crate::pool::preempted::LEVELS);
+
 impl Priority {
     /// How many levels there are.
     pub const LEVELS: usize = 3;

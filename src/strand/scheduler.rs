@@ -481,7 +481,7 @@ pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, ou
         Outcome::Preempted => {
             // SAFETY: as above.
             unsafe { owned.runnable.push_back(task) };
-            let level = crate::strand::Priority::from_raw(header.priority.load(Relaxed));
+            let level = header.priority.load(Relaxed);
             shared.requeue_preempted(me, fibre.task(), fibre.pinned.load(Relaxed), level);
             return;
         }

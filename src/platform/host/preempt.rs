@@ -10,7 +10,7 @@
 //!   stack, asks `preempt::on_tick`. Told to preempt, it writes an
 //!   interrupt-return frame below the interrupted stack pointer's red zone
 //!   and points the interrupted context at the preemption entry
-//!   (`context/preempt_x86_64.rs`), so returning from the handler enters
+//!   (`crate::preempt`'s `entry_x86_64.rs`), so returning from the handler enters
 //!   it.
 //! - Interrupts "masked" (`Platform::disable_interrupts`: roving's spin
 //!   locks) hold the tick off, as on bare metal; it is retried.
@@ -195,7 +195,7 @@ static TEXT: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 fn install() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        crate::context::preempt_entry::detect_save_area();
+        crate::preempt::entry::detect_save_area();
         find_program_text();
         // SAFETY: a zeroed `sigaction` is a valid value to fill in.
         let mut action: libc::sigaction = unsafe { MaybeUninit::zeroed().assume_init() };

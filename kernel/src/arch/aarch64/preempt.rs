@@ -28,7 +28,7 @@ pub(super) fn after_interrupt(preemptible: bool, frame: &mut Frame) {
 /// Makes the `eret` of this IRQ enter roving's preemption entry with the
 /// interrupted return address and status two words below the strand's
 /// stack pointer, IRQs masked (the entry's contract,
-/// `src/raw/context/preempt_aarch64.rs`).
+/// `src/preempt/entry_aarch64.rs`).
 ///
 /// # Safety
 ///

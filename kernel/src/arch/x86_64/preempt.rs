@@ -27,7 +27,7 @@ pub(super) fn after_interrupt(frame: &mut Frame) {
 /// Makes the `iretq` of this interrupt enter roving's preemption entry
 /// with the interrupted `rip, cs, rflags, rsp, ss` as an interrupt-return
 /// frame below the strand's stack pointer, interrupts disabled (the
-/// entry's contract, `src/raw/context/preempt_x86_64.rs`).
+/// entry's contract, `src/preempt/entry_x86_64.rs`).
 ///
 /// # Safety
 ///

@@ -1,3 +1,10 @@
+//! The pool's side of fork-join (`crate::join`): the job type, each core's
+//! slot for a published job, each context's stack of pending jobs, and how
+//! an idle core takes a published job. The protocol by which a job
+//! changes hands is `crate::protocol::join_frame`.
+//!
+//! # A context's job stack
+//!
 //! The jobs of one context (a core's own loop, or the strand resident on a
 //! fibre), newest on top, as `join` calls nest. Only that context touches
 //! it, so it is plain memory: pushing and popping a job costs no atomic.
@@ -7,8 +14,16 @@
 //! job popped is always the newest, and it was published exactly when it
 //! lies below `bottom`.
 
-use super::Frame;
+use super::failure::Failure;
+use super::shared::Shared;
+use crate::task::Task;
 use core::ptr::{self, NonNull};
+
+/// A fork-join job: the join protocol's frame, whose thief passes on a
+/// strand's failure.
+pub(crate) type Frame = crate::protocol::join_frame::Frame<Failure>;
+/// A core's slot for a published job.
+pub(crate) type Slot = crate::protocol::join_frame::Slot<Failure>;
 
 /// Nesting depth a context can offer jobs at; deeper joins run `b` inline.
 pub(crate) const DEPTH: usize = 64;
@@ -99,4 +114,22 @@ impl JoinStack {
     pub(crate) fn take_stolen(&mut self) -> *const Frame {
         core::mem::replace(&mut self.stolen, ptr::null())
     }
+}
+
+impl Shared {
+    /// Takes a published job from some core's slot, starting after `me`'s.
+    pub(crate) fn take_published_job(&self, me: usize) -> Option<NonNull<Frame>> {
+        let cores = self.slots;
+        (1..=cores).find_map(|offset| self.cores[(me + offset) % cores].join_slot.take())
+    }
+
+    /// Whether any core's slot holds a job.
+    pub(crate) fn any_job_published(&self) -> bool {
+        self.cores.iter().any(|core| !core.join_slot.is_empty())
+    }
+}
+
+/// A thief's view of a job taken from a slot, as the task it runs.
+pub(crate) fn as_task(job: NonNull<Frame>) -> NonNull<Task> {
+    job.cast()
 }

@@ -126,5 +126,5 @@ global_asm!(
     "eret",
     ".popsection",
     save = const SAVE_BYTES,
-    preempted = sym crate::preempt::preempted,
+    preempted = sym super::preempted,
 );

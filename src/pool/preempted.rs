@@ -1,6 +1,7 @@
 //! The turns of preempted strands: one FIFO per priority level, served in
 //! a fixed weighted round (four turns of `High`, two of `Normal`, one of
-//! `Low`), skipping levels with nobody waiting.
+//! `Low`), skipping levels with nobody waiting. A level is a strand's
+//! `Priority` as a number, 0 the lowest (`crate::strand::Priority`).
 //!
 //! Bound: a level with turns waiting is served within [`ROUND`]`.len()`
 //! takes, so a strand with `k` turns ahead of it at its level gets its turn
@@ -8,29 +9,31 @@
 //! hold. Within a level, turns go oldest first.
 
 use crate::spin_lock::SpinLock;
-use crate::strand::Priority;
 use crate::task::Task;
 use crate::task::queue::TaskQueue;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
-/// The order levels are served in, as `Priority as u8`.
+/// How many levels there are.
+pub(crate) const LEVELS: usize = 3;
+
+/// The order levels are served in.
 const ROUND: [u8; 7] = [2, 2, 2, 2, 1, 1, 0];
 
-/// See the module documentation.
-pub(crate) struct Turns {
+/// Preempted strands' fibres, waiting for their turn (module docs).
+pub(crate) struct Preempted {
     levels: SpinLock<Levels>,
     /// How many turns wait, for looks that take no lock.
     waiting: AtomicUsize,
 }
 
 struct Levels {
-    queues: [TaskQueue; Priority::LEVELS],
+    queues: [TaskQueue; LEVELS],
     /// The next place in [`ROUND`].
     next: usize,
 }
 
-impl Turns {
+impl Preempted {
     pub(crate) fn new() -> Self {
         let queues = [TaskQueue::new(), TaskQueue::new(), TaskQueue::new()];
         Self { levels: SpinLock::new(Levels { queues, next: 0 }), waiting: AtomicUsize::new(0) }
@@ -41,10 +44,10 @@ impl Turns {
     /// # Safety
     ///
     /// The task is the caller's to give, and in no list.
-    pub(crate) unsafe fn push(&self, task: NonNull<Task>, level: Priority) {
+    pub(crate) unsafe fn push(&self, task: NonNull<Task>, level: u8) {
         let mut levels = self.levels.lock();
         // SAFETY: per the contract.
-        unsafe { levels.queues[level as usize].push_back(task) };
+        unsafe { levels.queues[usize::from(level).min(LEVELS - 1)].push_back(task) };
         self.waiting.fetch_add(1, SeqCst);
     }
 

@@ -138,7 +138,7 @@ macro_rules! entry {
     "pop rax",
     "iretq",
     ".popsection",
-    preempted = sym crate::preempt::preempted,
+    preempted = sym super::preempted,
     save_bytes = sym SAVE_BYTES,
     use_xsave = sym USE_XSAVE,
         );
