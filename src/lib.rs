@@ -174,7 +174,7 @@ pub mod time;
 pub mod trace;
 // Without the feature, for its unit tests only.
 #[cfg(all(not(feature = "trace"), test, not(loom)))]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod trace;
 
 #[cfg(not(loom))]

@@ -43,10 +43,10 @@
 
 mod census;
 mod config;
+pub(crate) mod core_turn;
 pub(crate) mod current;
-mod deadlock;
+pub(crate) mod deadlock;
 pub(crate) mod domain_id;
-mod entries;
 mod error;
 pub(crate) mod failure;
 mod fibres;
@@ -62,6 +62,7 @@ mod resize;
 pub(crate) mod shared;
 pub(crate) mod stats;
 pub(crate) mod stop;
+pub(crate) mod strands;
 mod timers;
 mod worker;
 
@@ -307,7 +308,7 @@ impl Pool {
     /// Strands of this pool that have been spawned and have not finished
     /// (blocked or not).
     pub fn live_strands(&self) -> usize {
-        self.shared.live_strands.load(SeqCst)
+        self.shared.strands.live()
     }
 
     /// The last deadlock found in this pool, if any (see [`OnDeadlock`]).

@@ -65,12 +65,13 @@
 //!   changes.
 
 use crate::platform;
+use crate::pool::core_turn::{NO_STRAND, TurnEnd};
 use crate::pool::current;
 use crate::pool::shared::Shared;
 use crate::strand::cancel::interruptible;
 use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
-use crate::strand::scheduler::{self, NO_STRAND, Outcome};
+use crate::strand::scheduler;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
 
@@ -110,7 +111,7 @@ pub use deferral::any_pool_preempts;
 /// The strand layer's side of [`deferral`]: what it installs before its
 /// first strand exists.
 pub(crate) static DEFERRAL_HOOKS: deferral::Hooks =
-    deferral::Hooks { running_count: running_count, after_wait: ask_for_tick_again };
+    deferral::Hooks { running_count, after_wait: ask_for_tick_again };
 
 /// The running strand's deferral count (`deferral::Hooks::running_count`).
 fn running_count() -> Option<NonNull<AtomicU8>> {
@@ -147,7 +148,7 @@ pub fn on_tick() -> Tick {
     let Some(strand) = scheduler::running_on(shared, me) else { return Tick::Continue };
     // SAFETY: the strand the core runs; its header lives while it runs.
     let header = unsafe { strand.as_ref() };
-    let slot = &shared.cores[me].strands;
+    let slot = &shared.cores[me].turn;
     let now = platform::ticks();
     let end = slot.slice_end.load(Relaxed);
     // A woken strand that outranks this one cuts its slice short.
@@ -199,7 +200,7 @@ pub(crate) fn woken(shared: &Shared, level: u8, to: usize) -> bool {
     if shared.slice_ticks == 0 {
         return false;
     }
-    let Some(slot) = shared.cores.get(to).map(|core| &*core.strands) else { return false };
+    let Some(slot) = shared.cores.get(to).map(|core| &*core.turn) else { return false };
     let running = slot.running_level.load(Relaxed);
     if running == NO_STRAND || level <= running {
         return false;
@@ -218,7 +219,7 @@ fn ask_for_tick_again() {
     if let Some((shared, me)) = scheduler::here()
         && shared.slice_ticks != 0
     {
-        platform::request_tick(Some(shared.cores[me].strands.slice_end.load(Relaxed)));
+        platform::request_tick(Some(shared.cores[me].turn.slice_end.load(Relaxed)));
     }
 }
 
@@ -255,7 +256,7 @@ pub(crate) unsafe extern "C" fn preempted() {
         crate::strand::failure::interrupt_running(me);
     }
     // SAFETY: we are the running strand, and still runnable.
-    unsafe { scheduler::suspend(Outcome::Preempted) };
+    unsafe { scheduler::suspend(TurnEnd::Preempted) };
     let count = &header.no_preempt;
     compiler_fence(SeqCst);
     count.store(count.load(Relaxed) - 1, Relaxed);

@@ -75,6 +75,7 @@ mod hand_off;
 pub(crate) mod id;
 pub mod knobs;
 mod park;
+mod pool_ops;
 mod priority;
 mod save;
 pub(crate) mod scheduler;
@@ -164,6 +165,9 @@ where
     // Before the first strand exists, the layers below learn how to find a
     // strand's deferral count (`crate::preempt::deferral`).
     crate::preempt::deferral::install(&crate::preempt::DEFERRAL_HOOKS);
+    // And before the first strand in this pool, the pool learns what to do
+    // with strands (`crate::pool::strands`).
+    shared.strands.attach(&pool_ops::STRAND_OPS);
     if shared.refuses_work() || shared.closing.load(SeqCst) {
         return Err(SpawnError::Stopped(f));
     }
@@ -241,12 +245,12 @@ where
         }
     }
     crate::chaos::point();
-    shared.live_strands.fetch_add(1, SeqCst);
+    shared.strands.spawned();
     // SAFETY: built above with a node naming `parent`; not yet runnable.
     unsafe { tree::adopt(header) };
     // SAFETY: the parent is live (as above).
     if parent.is_none_or(|parent| !ptr::eq(unsafe { parent.as_ref() }.fibre.pool(), shared)) {
-        shared.entries.add(header);
+        shared.strands.add_entry(Header::task(header));
     }
     scheduler::make_runnable(header);
     Ok(RawHandle { header, domain: shared.domain, _result: PhantomData })

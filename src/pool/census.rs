@@ -26,8 +26,8 @@ impl Pool {
     /// pool is walked may be missing.
     pub fn strands(&self) -> Vec<StrandInfo> {
         let mut strands = Vec::new();
-        self.shared.entries.for_each(|entry| {
-            tree::visit_subtree(entry, &mut |header| strands.push(info(header)));
+        self.shared.strands.for_each_entry(|entry| {
+            tree::visit_subtree(Header::from_task(entry), &mut |header| strands.push(info(header)));
         });
         strands
     }

@@ -46,10 +46,7 @@
 use super::failure::Failure;
 use super::shared::Shared;
 use super::stop::RUNNING;
-use crate::strand::control::{Header, state};
 use crate::strand::id::{BlockReason, StrandId};
-use crate::strand::tree;
-use crate::sync::MutexCore;
 use crate::task::{self, IntoTask};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -135,45 +132,11 @@ impl fmt::Display for Deadlock {
 }
 
 impl Deadlock {
-    /// The blocked strands of `shared`, found by walking its entries'
-    /// subtrees.
+    /// The blocked strands of `shared` (walking its entries' subtrees) and
+    /// its async tasks waiting for a wake.
     pub(crate) fn of(shared: &Shared) -> Self {
-        let mut waiting = Vec::new();
-        shared.entries.for_each(|entry| {
-            tree::visit_subtree(entry, &mut |header| {
-                if let Some(waiter) = waiter(header) {
-                    waiting.push(waiter);
-                }
-            });
-        });
-        Self { waiting, tasks: shared.async_tasks.count() }
+        Self { waiting: shared.strands.waiting(), tasks: shared.async_tasks.count() }
     }
-}
-
-fn waiter(header: &Header) -> Option<Waiter> {
-    let blocked = matches!(header.state.load(SeqCst), state::BLOCKED | state::BLOCKED_SHIELDED);
-    if !blocked {
-        return None;
-    }
-    let reason = header.reason();
-    let object = header.waits_on();
-    let mut waiter = Waiter { strand: header.id, reason, object, holder: None, joins: None };
-    match reason {
-        BlockReason::Mutex if object != 0 => {
-            // SAFETY: a strand blocked on a mutex borrows it until it
-            // leaves the wait, and its block lives at least as long.
-            let core = unsafe { &*core::ptr::with_exposed_provenance::<MutexCore>(object) };
-            // SAFETY: a holder listed in a mutex is alive while it holds.
-            waiter.holder = core.holder().map(|holder| unsafe { holder.as_ref() }.id);
-        }
-        BlockReason::Join if object != 0 => {
-            // SAFETY: the joiner's handle keeps the target alive while it
-            // waits.
-            waiter.joins = Some(unsafe { &*core::ptr::with_exposed_provenance::<Header>(object) }.id);
-        }
-        _ => {}
-    }
-    Some(waiter)
 }
 
 impl Shared {
@@ -221,7 +184,7 @@ impl Shared {
             // back; the pool stops at quiescence with the deadlock kept.
             self.closing.store(true, SeqCst);
             self.deadlock_pending.store(false, SeqCst);
-            self.entries.cancel_all();
+            self.strands.cancel_all();
             self.async_tasks.cancel_all();
         } else {
             // Deadlocked again while cancelled (shielded waits): give up.

@@ -223,7 +223,7 @@ impl Shared {
         if self.tears_down.load(SeqCst) {
             // Quiescence stops it once every strand has ended.
             self.closing.store(true, SeqCst);
-            self.entries.cancel_all();
+            self.strands.cancel_all();
         } else {
             self.stop();
         }

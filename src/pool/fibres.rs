@@ -57,19 +57,24 @@ impl Shared {
 
     /// Takes the task core `me` would run next once its running task ends
     /// (the newest it spawned for itself, or else the oldest in its
-    /// queue), if that is a fibre's, the core is not due to look at its
-    /// mailboxes, timers and flags first, and `ready()` agrees: a strand
-    /// about to leave the core hands it straight to a strand of that
-    /// fibre. Counts the turn as the core's loop would.
+    /// queue), if `is_fibre` says it is a fibre's, the core is not due to
+    /// look at its mailboxes, timers and flags first, and `ready()` agrees:
+    /// a strand about to leave the core hands it straight to a strand of
+    /// that fibre. Counts the turn as the core's loop would.
     #[inline]
-    pub(crate) fn take_next_fibre(&self, me: usize, ready: impl FnOnce() -> bool) -> Option<NonNull<Task>> {
+    pub(crate) fn take_next_fibre(
+        &self,
+        me: usize,
+        is_fibre: impl FnOnce(NonNull<Task>) -> bool,
+        ready: impl FnOnce() -> bool,
+    ) -> Option<NonNull<Task>> {
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it.
         let local = unsafe { self.local(me) };
         let slot = &self.cores[me].lifo;
         let in_slot = slot.peek();
         let next = in_slot.or_else(|| local.queue.front())?;
-        if !crate::strand::fibre::is_fibre_task(next) || local.since_inbound + 1 >= super::worker::FAIRNESS {
+        if !is_fibre(next) || local.since_inbound + 1 >= super::worker::FAIRNESS {
             return None;
         }
         if self.stopped() || self.is_leaving(me) || !ready() {

@@ -91,8 +91,8 @@ impl Pool {
         let in_strand = strand::current().is_some();
         shared.closing.store(true, SeqCst);
         wait_until(in_strand, || {
-            shared.entries.cancel_all();
-            shared.live_strands.load(SeqCst) == 0
+            shared.strands.cancel_all();
+            shared.strands.live() == 0
         });
         shared.stop();
         let first = self.cores().first().copied().unwrap_or(0);

@@ -19,13 +19,13 @@
 //! inbound mailboxes (`crate::mailbox::inbound`), the trace's rings and the
 //! live async tasks' shards.
 
+use super::core_turn::CoreTurn;
 use super::fork_join::{JoinStack, Slot};
 use super::lifo_watch::LifoWatch;
 use super::stats::Counters;
 use crate::atomics::CachePadded;
 use crate::mailbox::list::AtomicList;
 use crate::protocol::lifo_slot::LifoSlot;
-use crate::strand::scheduler::StrandCore;
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
 use core::cell::UnsafeCell;
@@ -46,10 +46,10 @@ pub(crate) struct PerCore {
     /// The core's counters. Written by the core; read by anyone
     /// (`Pool::stats`, the trace check).
     pub(crate) stats: CachePadded<Counters>,
-    /// The strand the core runs and its time slice
-    /// (`crate::strand::scheduler`). Written by the core; the slice's
-    /// fields are read by the core's tick and by wakers on any core.
-    pub(crate) strands: CachePadded<StrandCore>,
+    /// The strand the core runs and its time slice (`super::core_turn`).
+    /// Written by the core; the slice's fields are read by the core's tick
+    /// and by wakers on any core.
+    pub(crate) turn: CachePadded<CoreTurn>,
     /// What only the core touches, ever.
     own: CachePadded<Own>,
 }
@@ -108,7 +108,7 @@ impl PerCore {
             lifo: CachePadded(LifoSlot::new()),
             join_slot: CachePadded(Slot::new()),
             stats: CachePadded(Counters::default()),
-            strands: CachePadded(StrandCore::new()),
+            turn: CachePadded(CoreTurn::new()),
             own: CachePadded(Own { local: UnsafeCell::new(local), joins: UnsafeCell::new(JoinStack::new()) }),
         }
     }

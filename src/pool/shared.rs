@@ -44,11 +44,11 @@
 use super::config::Config;
 use super::deadlock::Deadlock;
 use super::domain_id::DomainId;
-use super::entries::Entries;
 use super::failure::Failure;
 use super::per_core::{Local, Membership, PerCore};
 use super::preempted::Preempted;
 use super::stop::READY;
+use super::strands::Strands;
 use super::timers::Timers;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded};
 use crate::executor::list::LiveTasks;
@@ -129,11 +129,9 @@ pub(crate) struct Shared {
     pub(crate) tears_down: AtomicBool,
 
     // What lives in the pool without being queued.
-    /// Strands that entered the pool from outside its part of the tree.
-    pub(crate) entries: Entries,
-    /// Strands spawned and not yet finished: the pool is not quiescent
-    /// while any is alive, blocked or not.
-    pub(crate) live_strands: AtomicUsize,
+    /// The strands alive in the pool, and those that entered it from
+    /// outside its part of the tree (`super::strands`).
+    pub(crate) strands: Strands,
     /// Async tasks spawned and not complete (`crate::executor`): like
     /// live strands, they keep the pool from being quiescent.
     pub(crate) async_tasks: LiveTasks,
@@ -244,8 +242,7 @@ impl Shared {
             closing: AtomicBool::new(false),
             stops_when_quiescent: AtomicBool::new(config.stop_when_quiescent),
             tears_down: AtomicBool::new(false),
-            entries: Entries::default(),
-            live_strands: AtomicUsize::new(0),
+            strands: Strands::new(),
             async_tasks: LiveTasks::new(slots),
             actor_ends: crate::actor::end::EndWaiters::new(),
             outside_waits: AtomicUsize::new(0),

@@ -106,12 +106,12 @@ impl Shared {
                     spin_hint();
                     continue;
                 }
-                RUNNING if self.live_strands.load(SeqCst) > 0 => WINDING,
+                RUNNING if self.strands.live() > 0 => WINDING,
                 _ => STOPPED,
             };
             if self.state.compare_exchange(state, next, SeqCst, SeqCst).is_ok() {
                 if next == WINDING {
-                    self.entries.cancel_all();
+                    self.strands.cancel_all();
                 }
                 self.sleep.wake_all(ring);
                 self.actor_ends.stopped();
@@ -123,9 +123,7 @@ impl Shared {
     /// A strand of this pool ended (it no longer counts as live); the last
     /// one ends a wind-down.
     pub(crate) fn strand_ended(&self) {
-        if self.live_strands.fetch_sub(1, SeqCst) == 1
-            && self.state.compare_exchange(WINDING, STOPPED, SeqCst, SeqCst).is_ok()
-        {
+        if self.strands.ended() && self.state.compare_exchange(WINDING, STOPPED, SeqCst, SeqCst).is_ok() {
             self.sleep.wake_all(ring);
         }
     }
@@ -187,7 +185,7 @@ impl Shared {
     pub(super) fn abandon_stuck_strands(&self) {
         let stuck = || self.looks_idle() && self.timers.is_empty();
         if stuck() && self.with_posters_held(WINDING, || (stuck(), ())).is_some() {
-            let left = self.live_strands.load(SeqCst);
+            let left = self.strands.live();
             if left > 0 && self.state.load(SeqCst) == STOPPED {
                 crate::diag::warn(format_args!(
                     "a stopping pool abandoned {left} strands that could not end (shielded waits?)"
@@ -211,7 +209,7 @@ impl Shared {
     /// No strand and no async task lives: a pool with nothing queued
     /// would stop.
     pub(super) fn nothing_lives(&self) -> bool {
-        self.live_strands.load(SeqCst) == 0 && self.async_tasks.count() == 0
+        self.strands.live() == 0 && self.async_tasks.count() == 0
     }
 
     /// The checks of the module docs, in their order, but for the strands.

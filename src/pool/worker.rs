@@ -156,7 +156,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
     // SAFETY: we are core `me`; the reference ends with this statement,
     // before the task runs.
     let cache = NonNull::from(&mut unsafe { shared.local(me) }.cache);
-    if shared.winding_down() && !crate::strand::fibre::holds(task.as_ptr().cast()) {
+    if shared.winding_down() && !shared.strands.runs_strands(task) {
         // Winding down runs only strands (`super::shared`, "Stopping").
         stats::add(&shared.cores[me].stats.discarded, 1);
         // SAFETY: the task was taken from one of our lists, so it is ours.

@@ -26,7 +26,7 @@
 //!    queue), so nothing touches the stack A runs on. If FB has nothing to
 //!    run, that turn ends there and A leaves through the scheduler.
 //! 3. It names B as C's running strand (`enter`), records itself in C's
-//!    `handed_from` (its outcome is in C's `outcome` already), and
+//!    `handed_from` (its outcome is in C's `end` already), and
 //!    switches to B with a message naming C ([`crate::context::hand_off`];
 //!    a plain resume's message is 0). The switch leaves C's scheduler link as it was: when B leaves
 //!    for the scheduler, it returns from the same `resume` that entered A.
@@ -82,8 +82,7 @@ pub(super) unsafe fn next_strand(shared: &Shared, me: usize, from: *mut Header) 
     // SAFETY: the running strand's header is live.
     let from_fibre = unsafe { &*from }.fibre;
     // An overflowed stack is reported by the scheduler, not here.
-    let task = shared.take_next_fibre(me, || from_fibre.canary_intact())?;
-    debug_assert!(fibre::is_fibre_task(task));
+    let task = shared.take_next_fibre(me, fibre::is_fibre_task, || from_fibre.canary_intact())?;
     // SAFETY: a fibre's task, which the core now runs.
     let fibre = unsafe { Fibre::from_task(task) };
     let (strand, more) = take_runnable(shared, me, fibre)?;
@@ -106,16 +105,16 @@ pub(super) struct Next {
 /// outcome recorded in the core's `outcome`, and `next` from
 /// [`next_strand`].
 pub(super) unsafe fn switch(shared: &Shared, me: usize, from: *mut Header, next: Next) -> usize {
-    let core = &shared.cores[me].strands;
+    let core = &shared.cores[me].turn;
     // SAFETY: the caller's contract; our core's slots; both headers are
     // live (their strands' own references).
     unsafe {
         enter(shared, me, next.fibre, next.strand, next.more);
-        *core.handed_from.get() = from;
+        *core.handed_from.get() = Header::task(NonNull::new_unchecked(from)).as_ptr();
         context::hand_off(
             (*from).context.get(),
             next.strand.as_ref().context.get(),
-            core.scheduler.get(),
+            core.loop_context.get(),
             message(me),
         )
     }
@@ -124,12 +123,16 @@ pub(super) unsafe fn switch(shared: &Shared, me: usize, from: *mut Header, next:
 /// Ends the turn of the strand that handed core `me` of `shared` to the
 /// running one, if one did (step 4).
 pub(super) fn finish_previous(shared: &Shared, me: usize) {
-    let core = &shared.cores[me].strands;
+    let core = &shared.cores[me].turn;
     // SAFETY: our core's slots; the record was left by the strand that ran
     // here just before us, which is suspended now, and its outcome is
     // still the core's (we have not left yet).
-    let (previous, outcome) =
-        unsafe { (NonNull::new(core.handed_from.get().replace(ptr::null_mut())), *core.outcome.get()) };
+    let (previous, outcome) = unsafe {
+        (
+            NonNull::new(core.handed_from.get().replace(ptr::null_mut())).map(Header::from_task),
+            *core.end.get(),
+        )
+    };
     let Some(previous) = previous else { return };
     after_turn(shared, me, previous, outcome);
     shared.after_task(me);

@@ -16,75 +16,14 @@
 use super::control::{FINISHED, Header, flags, state};
 use super::fibre::{Fibre, Owned};
 use super::{failure, tree};
-use crate::context::{self, Context};
+use crate::context;
+use crate::pool::core_turn::{NO_STRAND, TurnEnd};
 use crate::pool::current;
 use crate::pool::shared::Shared;
 use crate::task::Action;
-use core::cell::UnsafeCell;
 use core::mem;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicU8, AtomicU64, Ordering::*};
-
-/// How a strand left the core.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// It waits for something; a waker will make it runnable.
-    Blocked,
-    /// It is still runnable and lets other work go first.
-    Yielded,
-    /// Its time slice ended (`crate::preempt`): as `Yielded`, and any core
-    /// may take it next.
-    Preempted,
-    /// Its closure returned.
-    Finished,
-}
-
-/// A core's strand state: where its scheduler context is saved while a
-/// strand runs, which strand that is, and how it came back.
-pub(crate) struct StrandCore {
-    pub(super) scheduler: UnsafeCell<Context>,
-    pub(super) current: UnsafeCell<*mut Header>,
-    pub(super) outcome: UnsafeCell<Outcome>,
-    /// When the running strand's time slice ends, in ticks (pools with a
-    /// slice only; read by the core's timer interrupt, `crate::preempt`).
-    pub(crate) slice_end: AtomicU64,
-    /// The running strand's `Priority` level, or [`NO_STRAND`]: what a
-    /// woken strand compares itself with (`crate::preempt::woken`).
-    pub(crate) running_level: AtomicU8,
-    /// One more than the highest level woken for this core that outranks
-    /// its running strand, 0 if none: the next tick preempts at once.
-    pub(crate) urgent: AtomicU8,
-    /// Whether other strands of the running strand's fibre were runnable
-    /// when it was resumed (fixed while it runs: strands made runnable
-    /// meanwhile go to the fibre's inbox).
-    fibre_has_more: UnsafeCell<bool>,
-    /// The strand that just handed the core to the running one (its
-    /// outcome still in `outcome`), until the running one ends that
-    /// strand's turn (`hand_off::finish_previous`); null otherwise.
-    pub(super) handed_from: UnsafeCell<*mut Header>,
-}
-
-/// [`StrandCore::running_level`] of a core that runs no strand.
-pub(crate) const NO_STRAND: u8 = u8::MAX;
-
-// SAFETY: each `StrandCore` is touched only by its own core (the strand
-// running there counts as that core).
-unsafe impl Sync for StrandCore {}
-
-impl StrandCore {
-    pub(crate) const fn new() -> Self {
-        Self {
-            scheduler: UnsafeCell::new(Context::empty()),
-            current: UnsafeCell::new(ptr::null_mut()),
-            outcome: UnsafeCell::new(Outcome::Blocked),
-            slice_end: AtomicU64::new(0),
-            running_level: AtomicU8::new(NO_STRAND),
-            urgent: AtomicU8::new(0),
-            fibre_has_more: UnsafeCell::new(false),
-            handed_from: UnsafeCell::new(ptr::null_mut()),
-        }
-    }
-}
+use core::sync::atomic::Ordering::*;
 
 /// The calling core's pool and index, if it is a pool's core.
 ///
@@ -118,7 +57,7 @@ pub(crate) fn current() -> Option<NonNull<Header>> {
 #[inline]
 pub(crate) fn running_on(shared: &Shared, core: usize) -> Option<NonNull<Header>> {
     // SAFETY: the calling core's own slot (contract).
-    NonNull::new(unsafe { *shared.cores[core].strands.current.get() })
+    NonNull::new(unsafe { *shared.cores[core].turn.running.get() }).map(Header::from_task)
 }
 
 /// Switches from the running strand back to its core's scheduler, or
@@ -129,7 +68,7 @@ pub(crate) fn running_on(shared: &Shared, core: usize) -> Option<NonNull<Header>
 ///
 /// Called by the running strand, with `outcome` true of it: if `Blocked`,
 /// a waker can find it; if `Finished`, it never expects to return.
-pub(crate) unsafe fn suspend(outcome: Outcome) {
+pub(crate) unsafe fn suspend(outcome: TurnEnd) {
     // The core found here must stay ours until we switch away.
     let _deferral = crate::preempt::defer();
     let (shared, me) = here().expect("a strand runs on a core");
@@ -143,17 +82,17 @@ pub(crate) unsafe fn suspend(outcome: Outcome) {
 ///
 /// As for [`suspend`], with `me` the calling core, held (deferring).
 #[inline(always)]
-unsafe fn switch_out(shared: &Shared, me: usize, outcome: Outcome) {
-    let core = &shared.cores[me].strands;
+unsafe fn switch_out(shared: &Shared, me: usize, outcome: TurnEnd) {
+    let core = &shared.cores[me].turn;
     // SAFETY: our core's slot; the caller is its current strand.
-    let strand = unsafe { *core.current.get() };
+    let strand: *mut Header = unsafe { *core.running.get() }.cast();
     // SAFETY: our core's slots.
     let message = unsafe {
-        *core.outcome.get() = outcome;
-        let handing = matches!(outcome, Outcome::Yielded | Outcome::Blocked);
+        *core.end.get() = outcome;
+        let handing = matches!(outcome, TurnEnd::Yielded | TurnEnd::Blocked);
         match handing.then(|| super::hand_off::next_strand(shared, me, strand)).flatten() {
             Some(next) => super::hand_off::switch(shared, me, strand, next),
-            None => context::suspend((*strand).context.get(), core.scheduler.get()),
+            None => context::suspend((*strand).context.get(), core.loop_context.get()),
         }
     };
     if let Some(core) = super::hand_off::handed_on(message) {
@@ -173,10 +112,10 @@ pub(crate) fn yield_running() -> bool {
     // The core found here must stay ours while we look at it.
     let _deferral = crate::preempt::defer();
     let Some((shared, me)) = here() else { return false };
-    let core = &shared.cores[me].strands;
+    let core = &shared.cores[me].turn;
     // SAFETY: our core's slot: the strand it runs, if it runs one, and
     // then that is us (code outside strands runs with it null).
-    let strand = unsafe { *core.current.get() };
+    let strand: *mut Header = unsafe { *core.running.get() }.cast();
     if strand.is_null() {
         return false;
     }
@@ -185,7 +124,7 @@ pub(crate) fn yield_running() -> bool {
     let alone = unsafe { !*core.fibre_has_more.get() && !(*strand).fibre.inbox.has_tasks() };
     if !(alone && shared.continues_in_place(me)) {
         // SAFETY: we are the running strand, still runnable; deferring.
-        unsafe { switch_out(shared, me, Outcome::Yielded) };
+        unsafe { switch_out(shared, me, TurnEnd::Yielded) };
     }
     true
 }
@@ -282,7 +221,7 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
         unsafe { &*header.fibre.pool() }.fail(unclaimed);
     }
     // SAFETY: we are the running strand, finished.
-    unsafe { suspend(Outcome::Finished) };
+    unsafe { suspend(TurnEnd::Finished) };
     unreachable!("a finished strand is never resumed");
 }
 
@@ -374,19 +313,19 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     }
     let (shared, me) = here().expect("fibres run on a pool's cores");
     let Some((strand, more)) = take_runnable(shared, me, fibre) else { return };
-    let core = &shared.cores[me].strands;
+    let core = &shared.cores[me].turn;
     // SAFETY: the strand is resident and ours to run; our core's slots.
     let (strand, outcome) = unsafe {
         enter(shared, me, fibre, strand, more);
-        context::resume(strand.as_ref().context.get(), core.scheduler.get());
+        context::resume(strand.as_ref().context.get(), core.loop_context.get());
         // Whichever strand came back: the one resumed, or the last of
         // those that handed the core on (`hand_off`).
-        let back = *core.current.get();
-        *core.current.get() = ptr::null_mut();
+        let back = *core.running.get();
+        *core.running.get() = ptr::null_mut();
         if shared.slice_ticks != 0 {
             core.running_level.store(NO_STRAND, Relaxed);
         }
-        (NonNull::new(back).expect("a strand came back"), *core.outcome.get())
+        (Header::from_task(NonNull::new(back).expect("a strand came back")), *core.end.get())
     };
     after_turn(shared, me, strand, outcome);
 }
@@ -431,7 +370,7 @@ pub(super) fn take_runnable(
 /// [`take_runnable`]), `more` as that returned.
 #[inline(always)]
 pub(super) unsafe fn enter(shared: &Shared, me: usize, fibre: &Fibre, strand: NonNull<Header>, more: bool) {
-    let core = &shared.cores[me].strands;
+    let core = &shared.cores[me].turn;
     // SAFETY: the strand's own reference keeps its header live; our
     // core's slots.
     unsafe {
@@ -442,7 +381,7 @@ pub(super) unsafe fn enter(shared: &Shared, me: usize, fibre: &Fibre, strand: No
         // Named before the tick is asked for: a tick that comes before the
         // switch must find the strand (deferring, so it asks again), or it
         // would take the core for idle and ask for no tick at all.
-        *core.current.get() = strand.as_ptr();
+        *core.running.get() = Header::task(strand).as_ptr();
         *core.fibre_has_more.get() = more;
         if shared.slice_ticks != 0 {
             core.running_level.store(header.priority.load(Relaxed), Relaxed);
@@ -456,7 +395,7 @@ pub(super) unsafe fn enter(shared: &Shared, me: usize, fibre: &Fibre, strand: No
 /// Ends the turn of `strand`, which left core `me` with `outcome` and is
 /// no longer running: requeues its fibre, or unschedules it.
 #[inline(always)]
-pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, outcome: Outcome) {
+pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, outcome: TurnEnd) {
     // SAFETY: the header is live (the strand's own reference).
     let header = unsafe { strand.as_ref() };
     let fibre = header.fibre;
@@ -468,25 +407,25 @@ pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, ou
     trace_point!(shared, me, {
         use crate::trace::event::{Event, Left};
         let left = match outcome {
-            Outcome::Yielded => Left::Yielded,
-            Outcome::Preempted => Left::Preempted,
-            Outcome::Blocked => Left::Blocked(header.reason()),
-            Outcome::Finished => Left::Finished,
+            TurnEnd::Yielded => Left::Yielded,
+            TurnEnd::Preempted => Left::Preempted,
+            TurnEnd::Blocked => Left::Blocked(header.reason()),
+            TurnEnd::Finished => Left::Finished,
         };
         Event::StrandOut { strand: header.id.get() as u32, left }
     });
     match outcome {
         // SAFETY: the strand is runnable and in no list.
-        Outcome::Yielded => unsafe { owned.runnable.push_back(task) },
-        Outcome::Preempted => {
+        TurnEnd::Yielded => unsafe { owned.runnable.push_back(task) },
+        TurnEnd::Preempted => {
             // SAFETY: as above.
             unsafe { owned.runnable.push_back(task) };
             let level = header.priority.load(Relaxed);
             shared.requeue_preempted(me, fibre.task(), fibre.pinned.load(Relaxed), level);
             return;
         }
-        Outcome::Blocked => {}
-        Outcome::Finished => {
+        TurnEnd::Blocked => {}
+        TurnEnd::Finished => {
             owned.resident = ptr::null_mut();
             fibre.resident_id.store(0, Relaxed);
             fibre.running.store(ptr::null_mut(), Relaxed);

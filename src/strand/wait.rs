@@ -41,7 +41,8 @@ mod queue;
 use super::control::{Header, state};
 use super::error::WaitError;
 use super::id::BlockReason;
-use super::scheduler::{self, Outcome};
+use super::scheduler;
+use crate::pool::core_turn::TurnEnd;
 use crate::spin_lock::SpinLock;
 use crate::time::Instant;
 use core::ptr::{self, NonNull};
@@ -131,7 +132,7 @@ pub(crate) fn block(
         // The timer fired and queued us: suspend to be resumed at once.
     }
     // SAFETY: we are the running strand, findable by whoever wakes us.
-    unsafe { scheduler::suspend(Outcome::Blocked) };
+    unsafe { scheduler::suspend(TurnEnd::Blocked) };
     let woken = match header.state.swap(state::RUNNABLE, SeqCst) {
         // What we waited for had already happened when we registered.
         _ if !registered => Woken::Signalled,

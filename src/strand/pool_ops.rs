@@ -1,0 +1,61 @@
+//! The strand layer's side of what a pool keeps for its strands
+//! (`crate::pool::strands`): the operations it attaches to every pool it
+//! spawns into, on strands named by their control block's task header.
+
+use super::control::{FINISHED, Header, state};
+use super::fibre;
+use super::id::BlockReason;
+use super::tree;
+use crate::pool::deadlock::Waiter;
+use crate::pool::strands::StrandOps;
+use crate::sync::MutexCore;
+use crate::task::Task;
+use core::ptr::NonNull;
+use core::sync::atomic::Ordering::{Acquire, SeqCst};
+
+/// What every pool is given (`Strands::attach`).
+pub(crate) static STRAND_OPS: StrandOps = StrandOps {
+    runs_strands: |task| fibre::holds(task.as_ptr().cast()),
+    finished: |strand| header(strand).joiner.load(Acquire) == FINISHED,
+    acquire: |strand| header(strand).acquire(),
+    // SAFETY: per `StrandOps::release`, the caller's reference.
+    release: |strand| unsafe { Header::release(Header::from_task(strand)) },
+    cancel: |strand| _ = tree::cancel(header(strand)),
+    waiting: |strand, waiting| {
+        tree::visit_subtree(Header::from_task(strand), &mut |header| waiting.extend(waiter(header)))
+    },
+};
+
+/// The control block of a strand the pool holds a reference to.
+fn header<'a>(strand: NonNull<Task>) -> &'a Header {
+    // SAFETY: the pool's registry holds a reference, which keeps the block
+    // alive while the pool looks at it.
+    unsafe { Header::from_task(strand).as_ref() }
+}
+
+/// `header`'s line in a deadlock report, if it is blocked.
+fn waiter(header: &Header) -> Option<Waiter> {
+    let blocked = matches!(header.state.load(SeqCst), state::BLOCKED | state::BLOCKED_SHIELDED);
+    if !blocked {
+        return None;
+    }
+    let reason = header.reason();
+    let object = header.waits_on();
+    let mut waiter = Waiter { strand: header.id, reason, object, holder: None, joins: None };
+    match reason {
+        BlockReason::Mutex if object != 0 => {
+            // SAFETY: a strand blocked on a mutex borrows it until it
+            // leaves the wait, and its block lives at least as long.
+            let core = unsafe { &*core::ptr::with_exposed_provenance::<MutexCore>(object) };
+            // SAFETY: a holder listed in a mutex is alive while it holds.
+            waiter.holder = core.holder().map(|holder| unsafe { holder.as_ref() }.id);
+        }
+        BlockReason::Join if object != 0 => {
+            // SAFETY: the joiner's handle keeps the target alive while it
+            // waits.
+            waiter.joins = Some(unsafe { &*core::ptr::with_exposed_provenance::<Header>(object) }.id);
+        }
+        _ => {}
+    }
+    Some(waiter)
+}
