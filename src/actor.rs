@@ -83,7 +83,6 @@
 //! ```
 
 mod address;
-pub(crate) mod end;
 mod interrupt;
 mod turn;
 

@@ -67,7 +67,6 @@ mod cell;
 #[cfg(not(feature = "std"))]
 mod contain;
 mod handle;
-pub(crate) mod list;
 
 use crate::pool::shared::Shared;
 use crate::pool::{Pool, PostError};
@@ -230,7 +229,7 @@ impl<F: Send + 'static> IntoTask for NewTask<F> {
         // SAFETY: the task is new, listed nowhere; its shard is the list's.
         unsafe {
             let header = self.header.as_ref();
-            header.shared().async_tasks.insert(self.header);
+            header.shared().async_tasks.insert(Header::live(self.header), &cell::ASYNC_OPS);
         }
         Ok(Header::as_task(self.header))
     }
@@ -239,7 +238,7 @@ impl<F: Send + 'static> IntoTask for NewTask<F> {
         let header = task.cast::<Header>();
         // SAFETY: refused after `into_task` listed it (contract): unlisted
         // again, it is the caller's alone.
-        unsafe { header.as_ref().shared().async_tasks.remove(header) };
+        unsafe { header.as_ref().shared().async_tasks.remove(Header::live(header)) };
         Self { header, future: core::marker::PhantomData }
     }
 }

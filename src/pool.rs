@@ -41,12 +41,14 @@
 //! }).unwrap();
 //! ```
 
+pub(crate) mod async_tasks;
 mod census;
 mod config;
 pub(crate) mod core_turn;
 pub(crate) mod current;
 pub(crate) mod deadlock;
 pub(crate) mod domain_id;
+pub(crate) mod end_waiters;
 mod error;
 pub(crate) mod failure;
 mod fibres;
@@ -63,7 +65,7 @@ pub(crate) mod shared;
 pub(crate) mod stats;
 pub(crate) mod stop;
 pub(crate) mod strands;
-mod timers;
+pub(crate) mod timers;
 mod worker;
 
 pub use census::StrandInfo;

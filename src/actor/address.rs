@@ -213,7 +213,7 @@ impl<A: Actor> Addr<A> {
         if crate::strand::current().is_none() {
             return Err(EndWaitError::NotAStrand);
         }
-        // The protocol is in `super::end`.
+        // The protocol is in `crate::pool::end_waiters`.
         let waiters = &self.pool.shared().actor_ends;
         let event = Arc::new(Event::new());
         waiters.register(Arc::as_ptr(&self.cell).addr(), event.clone());

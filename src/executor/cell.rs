@@ -9,6 +9,7 @@
 //! without knowing the future's type.
 
 use super::TaskError;
+use crate::pool::async_tasks::{AsyncOps, LiveLink};
 use crate::pool::shared::Shared;
 use crate::protocol::async_state::{AfterPending, Start, TaskState, Wake};
 use crate::spin_lock::SpinLock;
@@ -63,10 +64,8 @@ pub(crate) struct Header {
     pin: usize,
     /// The handle's waker, woken when the task completes.
     pub(super) join: SpinLock<Option<Waker>>,
-    /// Links in the pool's list of live tasks, guarded by its lock.
-    pub(super) links: UnsafeCell<[*mut Header; 2]>,
-    /// Which of the list's shards holds it.
-    pub(super) shard: usize,
+    /// Its place in the pool's list of live tasks (`crate::pool::async_tasks`).
+    live: LiveLink,
 }
 
 /// The header and the output: all a handle of output `T` reads.
@@ -99,7 +98,36 @@ impl Header {
     pub(super) fn as_task(header: NonNull<Header>) -> NonNull<Task> {
         header.cast()
     }
+
+    /// The task's link in its pool's list of live tasks, as a pointer the
+    /// list may hand back to [`Header::from_live`]: derived from the
+    /// header's pointer, so its provenance covers the whole allocation.
+    pub(super) fn live(header: NonNull<Header>) -> NonNull<LiveLink> {
+        // SAFETY: a field of a live header; in bounds, so not null.
+        unsafe { NonNull::new_unchecked(&raw mut (*header.as_ptr()).live) }
+    }
+
+    /// The header whose link is `link`.
+    fn from_live(link: NonNull<LiveLink>) -> NonNull<Header> {
+        // SAFETY: the list holds only links made by `live`, so `link` points
+        // into a header, `offset_of` bytes in.
+        unsafe { link.byte_sub(core::mem::offset_of!(Header, live)).cast() }
+    }
 }
+
+/// What a pool's list of live tasks does to a task (`AsyncOps`). The list
+/// calls each on a live task it holds a reference to.
+pub(super) static ASYNC_OPS: AsyncOps = AsyncOps {
+    // SAFETY: live while the list's reference is.
+    acquire: |link| unsafe { Header::from_live(link).as_ref() }.state.acquire(),
+    // SAFETY: the list gives up its reference, as `release` asks.
+    release: |link| unsafe { release(Header::from_live(link)) },
+    // SAFETY: a live task, as `cancel` asks.
+    cancel: |link| unsafe { cancel(Header::from_live(link)) },
+    // SAFETY: the list calls it only as `LiveTasks::tear_down`'s contract
+    // allows: nothing else polls the task.
+    tear_down: |link| unsafe { tear_down(Header::from_live(link)) },
+};
 
 /// Makes a task of `future` for `shared`, queued on nothing yet, with
 /// three references: its handle's, the pool's list's and the first run
@@ -128,8 +156,7 @@ where
         home: AtomicUsize::new(home),
         pin,
         join: SpinLock::new(None),
-        links: UnsafeCell::new([ptr::null_mut(); 2]),
-        shard,
+        live: LiveLink::new(shard),
     };
     let cell =
         Cell { head: Head { header, output: UnsafeCell::new(None) }, future: UnsafeCell::new(Some(future)) };
@@ -448,7 +475,7 @@ pub(super) unsafe fn complete(header: NonNull<Header>) {
     let shared = header_ref.shared();
     // SAFETY: in the list since it was spawned; the list's reference.
     unsafe {
-        shared.async_tasks.remove(header);
+        shared.async_tasks.remove(Header::live(header));
         release(header);
     }
     let waker = header_ref.join.lock().take();

@@ -163,7 +163,7 @@ impl Shared {
             && self.state.load(SeqCst) == RUNNING;
         let report = if stuck { Deadlock::of(self) } else { Deadlock::default() };
         // A strand that began to wait for a signal as the check started.
-        let outside = report.waiting.iter().any(|w| w.reason == crate::strand::BlockReason::Signal);
+        let outside = report.waiting.iter().any(|w| w.reason == crate::strand::id::BlockReason::Signal);
         if (report.waiting.is_empty() && report.tasks == 0) || outside {
             // Something moved meanwhile, or no strand could be described.
             self.deadlock_pending.store(false, SeqCst);

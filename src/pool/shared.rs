@@ -41,9 +41,11 @@
 //! [`post`]: Shared::post
 //! [`spawn`]: Shared::spawn
 
+use super::async_tasks::LiveTasks;
 use super::config::Config;
 use super::deadlock::Deadlock;
 use super::domain_id::DomainId;
+use super::end_waiters::EndWaiters;
 use super::failure::Failure;
 use super::per_core::{Local, Membership, PerCore};
 use super::preempted::Preempted;
@@ -51,7 +53,6 @@ use super::stop::READY;
 use super::strands::Strands;
 use super::timers::Timers;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded};
-use crate::executor::list::LiveTasks;
 use crate::mailbox::inbound::Inbound;
 use crate::mailbox::list::AtomicList;
 use crate::platform;
@@ -136,7 +137,7 @@ pub(crate) struct Shared {
     /// live strands, they keep the pool from being quiescent.
     pub(crate) async_tasks: LiveTasks,
     /// Strands waiting for an actor of this pool to end.
-    pub(crate) actor_ends: crate::actor::end::EndWaiters,
+    pub(crate) actor_ends: EndWaiters,
     /// Strands waiting for what code outside the pool raises (a
     /// [`Signal`](crate::sync::Signal), typically from an interrupt
     /// handler): while any does, an idle pool is waiting, not deadlocked.
@@ -244,7 +245,7 @@ impl Shared {
             tears_down: AtomicBool::new(false),
             strands: Strands::new(),
             async_tasks: LiveTasks::new(slots),
-            actor_ends: crate::actor::end::EndWaiters::new(),
+            actor_ends: EndWaiters::new(),
             outside_waits: AtomicUsize::new(0),
             failure: SpinLock::new(None),
             #[cfg(feature = "std")]

@@ -2,8 +2,11 @@
 //! async tasks' sleeps.
 //!
 //! A binary min-heap under a spin lock, with each entry's index kept in its
-//! owner (a strand's control block, or the [`TimerNode`] in a task's
-//! `Sleep` future) so an entry woken early leaves the heap in O(log n).
+//! owner (a [`TimerSlot`] in a strand's control block, or the [`TimerNode`]
+//! in a task's `Sleep` future) so an entry woken early leaves the heap in
+//! O(log n). The heap does not know what a strand is: a strand's entry is
+//! its slot, and the strand layer says how to wake the strand that holds
+//! it ([`StrandTimer`]).
 //! Its storage grows by chunks allocated outside the lock (`chunked.rs`).
 //! `earliest` mirrors the heap's top outside the lock, so cores can ask
 //! "is anything due?" with one load.
@@ -45,23 +48,35 @@ mod chunked;
 use super::shared::ring;
 use crate::sleep::watch::{NONE, Watch};
 use crate::spin_lock::SpinLock;
-use crate::strand::control::{Header, state};
-use crate::strand::scheduler;
 use crate::time::Instant;
 use chunked::Chunked;
 use core::cell::UnsafeCell;
 use core::marker::PhantomPinned;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, Ordering::Acquire, Ordering::Release};
 use core::task::Waker;
 
-/// The control block an untagged entry points at.
-fn strand_of(target: *mut ()) -> NonNull<Header> {
-    // SAFETY: an entry's target is never null.
-    unsafe { NonNull::new_unchecked(target.cast()) }
+const NOT_QUEUED: u32 = u32::MAX;
+
+/// Where a strand's entry keeps its index in the heap: a field of the
+/// strand's control block, guarded by the heap's lock. Its alignment
+/// leaves the low bit of its address free for the [`TASK`] tag.
+pub(crate) struct TimerSlot(UnsafeCell<u32>);
+
+impl TimerSlot {
+    /// A slot in no heap.
+    pub(crate) const fn new() -> Self {
+        Self(UnsafeCell::new(NOT_QUEUED))
+    }
 }
 
-const NOT_QUEUED: u32 = u32::MAX;
+/// How the strand layer's entries are woken: `wake` makes the strand whose
+/// control block holds the slot runnable, timed out, and says whether it
+/// was still waiting.
+pub(crate) struct StrandTimer {
+    pub(crate) wake: fn(NonNull<TimerSlot>) -> bool,
+}
 
 /// The low bit of an entry's target that is a task's node.
 const TASK: usize = 1;
@@ -69,7 +84,7 @@ const TASK: usize = 1;
 #[derive(Clone, Copy)]
 struct Entry {
     deadline: u64,
-    /// A strand's control block, or (tagged with [`TASK`]) a task's node.
+    /// A strand's slot, or (tagged with [`TASK`]) a task's node.
     target: *mut (),
 }
 
@@ -78,8 +93,8 @@ struct Entry {
 unsafe impl Send for Entry {}
 
 impl Entry {
-    fn strand(deadline: u64, strand: NonNull<Header>) -> Self {
-        Self { deadline, target: strand.as_ptr().cast() }
+    fn strand(deadline: u64, slot: NonNull<TimerSlot>) -> Self {
+        Self { deadline, target: slot.as_ptr().cast() }
     }
 
     fn task(deadline: u64, node: &TimerNode) -> Self {
@@ -95,8 +110,8 @@ impl Entry {
         match self.node() {
             // SAFETY: a node in the heap is live (module docs).
             Some(node) => unsafe { (*node).slot.get() },
-            // SAFETY: a control block in the heap is live (module docs).
-            None => unsafe { (*self.target.cast::<Header>()).timer_slot.get() },
+            // SAFETY: a strand's slot in the heap is live (module docs).
+            None => unsafe { (*self.target.cast::<TimerSlot>()).0.get() },
         }
     }
 }
@@ -133,16 +148,37 @@ impl TimerNode {
 pub(crate) struct Timers {
     heap: SpinLock<Chunked<Entry>>,
     watch: Watch,
+    /// How strands' entries are woken, set with the first one.
+    strands: AtomicPtr<StrandTimer>,
 }
 
 impl Timers {
     pub(crate) fn new() -> Self {
-        Self { heap: SpinLock::new(Chunked::new()), watch: Watch::new() }
+        Self {
+            heap: SpinLock::new(Chunked::new()),
+            watch: Watch::new(),
+            strands: AtomicPtr::new(ptr::null_mut()),
+        }
     }
 
-    /// Adds `strand`'s deadline. Fails only if the heap could not grow.
-    pub(crate) fn insert(&self, deadline: Instant, strand: NonNull<Header>) -> Result<(), ()> {
-        self.insert_entry(Entry::strand(deadline.ticks().min(NONE - 1), strand))
+    /// Adds a strand's deadline, by its slot; `timer` wakes it (every
+    /// strand's entry passes the same). Fails only if the heap could not
+    /// grow.
+    ///
+    /// # Safety
+    ///
+    /// The slot is in no heap, and is taken out ([`Timers::remove`]) before
+    /// the strand that holds it is freed.
+    pub(crate) unsafe fn insert(
+        &self,
+        deadline: Instant,
+        slot: NonNull<TimerSlot>,
+        timer: &'static StrandTimer,
+    ) -> Result<(), ()> {
+        if self.strands.load(Acquire).is_null() {
+            self.strands.store(ptr::from_ref(timer).cast_mut(), Release);
+        }
+        self.insert_entry(Entry::strand(deadline.ticks().min(NONE - 1), slot))
     }
 
     /// Adds a task's deadline, to wake `waker` at. Fails only if the heap
@@ -227,11 +263,11 @@ impl Timers {
         Ok(())
     }
 
-    /// Takes `strand`'s deadline out, if it is still in.
-    pub(crate) fn remove(&self, strand: NonNull<Header>) {
+    /// Takes a strand's deadline out, by its slot, if it is still in.
+    pub(crate) fn remove(&self, slot: &TimerSlot) {
         let mut heap = self.heap.lock();
         // SAFETY: the slot is guarded by the lock we hold.
-        let slot = unsafe { *strand.as_ref().timer_slot.get() };
+        let slot = unsafe { *slot.0.get() };
         if slot == NOT_QUEUED {
             return;
         }
@@ -277,7 +313,13 @@ impl Timers {
                     }
                     true
                 },
-                None => scheduler::signal(strand_of(due.target), state::TIMED_OUT),
+                None => {
+                    // SAFETY: only `insert` stores here, before it adds a
+                    // strand's entry: one is in the heap, so it is set.
+                    let timer = unsafe { &*self.strands.load(Acquire) };
+                    // SAFETY: an entry's target is never null.
+                    (timer.wake)(unsafe { NonNull::new_unchecked(due.target.cast()) })
+                }
             });
         }
     }

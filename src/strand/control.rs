@@ -20,6 +20,7 @@ use super::save::SaveArea;
 use super::tree::Node;
 use super::wait::WaitLinks;
 use crate::context::Context;
+use crate::pool::timers::TimerSlot;
 use crate::sync::MutexCore;
 use crate::task::{Action, Task};
 use alloc::alloc::{Layout, dealloc};
@@ -103,9 +104,9 @@ pub(crate) struct Header {
     /// while it has fork-join jobs pending (`crate::join`): while this is
     /// non-zero, the strand stays resident on its fibre.
     pub(crate) lent: AtomicU32,
-    /// Its index in the pool's timer heap, or `u32::MAX`; guarded by the
-    /// timer lock.
-    pub(crate) timer_slot: UnsafeCell<u32>,
+    /// Its entry's index in the pool's timer heap, guarded by the heap's
+    /// lock.
+    pub(crate) timer: TimerSlot,
     /// How many cancellation guards the strand holds (at most 255); only
     /// it writes this.
     pub(crate) shield: AtomicU8,
@@ -175,6 +176,21 @@ impl Header {
 
     pub(crate) fn reason(&self) -> BlockReason {
         BlockReason::from_raw(self.reason.load(Relaxed))
+    }
+
+    /// The strand's timer slot, as a pointer the heap may hand back to
+    /// [`Header::from_timer_slot`]: derived from the block's pointer, so
+    /// its provenance covers the whole block.
+    pub(crate) fn timer_slot(strand: NonNull<Header>) -> NonNull<TimerSlot> {
+        // SAFETY: a field of a live block; in bounds, so not null.
+        unsafe { NonNull::new_unchecked(&raw mut (*strand.as_ptr()).timer) }
+    }
+
+    /// The header whose `timer` field is `slot`.
+    pub(crate) fn from_timer_slot(slot: NonNull<TimerSlot>) -> NonNull<Header> {
+        // SAFETY: `slot` came from `timer_slot` (the heap holds no other
+        // strand slots), so it points into a block, `offset_of` bytes in.
+        unsafe { slot.byte_sub(core::mem::offset_of!(Header, timer)).cast() }
     }
 
     /// The header whose `task` field is `task`.
@@ -315,7 +331,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 saved: UnsafeCell::new(SaveArea::empty()),
                 id,
                 wait: UnsafeCell::new(WaitLinks::new()),
-                timer_slot: UnsafeCell::new(u32::MAX),
+                timer: TimerSlot::new(),
                 flags: AtomicU32::new(flags),
                 shield: AtomicU8::new(0),
                 no_preempt: AtomicU8::new(1),

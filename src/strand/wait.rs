@@ -43,11 +43,17 @@ use super::error::WaitError;
 use super::id::BlockReason;
 use super::scheduler;
 use crate::pool::core_turn::TurnEnd;
+use crate::pool::timers::StrandTimer;
 use crate::spin_lock::SpinLock;
 use crate::time::Instant;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering::*;
 pub(crate) use queue::{TaskWaiter, WaitLinks, WaitQueue};
+
+/// How the pool's timer heap wakes a strand whose deadline passed: by its
+/// slot, which is a field of its control block.
+static STRAND_TIMER: StrandTimer =
+    StrandTimer { wake: |slot| scheduler::signal(Header::from_timer_slot(slot), state::TIMED_OUT) };
 
 /// How a blocked strand was woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +113,9 @@ pub(crate) fn block(
     // SAFETY: a fibre with strands is held by a live pool.
     let pool = unsafe { &*header.fibre.pool() };
     if let Some(deadline) = deadline
-        && pool.timers.insert(deadline, me).is_err()
+        // SAFETY: our slot is in no heap (we are not waiting), and every
+        // wait takes it out before it returns.
+        && unsafe { pool.timers.insert(deadline, Header::timer_slot(me), &STRAND_TIMER) }.is_err()
     {
         header.state.store(state::RUNNABLE, SeqCst);
         header.set_reason(BlockReason::None);
@@ -122,7 +130,7 @@ pub(crate) fn block(
         // Nobody can signal us (we registered nowhere), but the timer can.
         if scheduler::claim(header, state::SIGNALLED) {
             if deadline.is_some() {
-                pool.timers.remove(me);
+                pool.timers.remove(&header.timer);
             }
             header.state.store(state::RUNNABLE, SeqCst);
             header.set_reason(BlockReason::None);
@@ -139,13 +147,13 @@ pub(crate) fn block(
         state::TIMED_OUT => Woken::TimedOut,
         state::INTERRUPTED => {
             if deadline.is_some() {
-                pool.timers.remove(me);
+                pool.timers.remove(&header.timer);
             }
             Woken::Interrupted
         }
         _ => {
             if deadline.is_some() {
-                pool.timers.remove(me);
+                pool.timers.remove(&header.timer);
             }
             Woken::Signalled
         }

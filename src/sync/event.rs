@@ -134,3 +134,9 @@ impl Default for Event {
         Self::new()
     }
 }
+
+impl crate::pool::end_waiters::Notify for Event {
+    fn notify(&self) {
+        self.set();
+    }
+}

@@ -1,11 +1,13 @@
-//! Waiting for an actor's end: the strands blocked in
-//! [`Addr::wait_ended`](super::Addr::wait_ended), per pool.
+//! Waiting for something of a pool to end: each waiter names the object
+//! it waits for (by address) and how to tell it. Actors use it: the
+//! strands blocked in [`Addr::wait_ended`](crate::actor::Addr::wait_ended)
+//! are kept here, in the actor's pool, because a dormant actor costs one
+//! word and has no room for them.
 //!
 //! An actor *ends* once no turn of it will ever run again: its last turn
-//! ran the `stopped` hook, or its pool discarded the turn. The schedule
-//! word then reads exactly `CLOSED` (`schedule.rs`), which is what
-//! `Addr::has_ended` checks. A dormant actor costs one word, so the
-//! waiters are kept here, in its pool, not in the actor.
+//! ran the `stopped` hook, or its pool discarded the turn. Its schedule
+//! word then reads exactly `CLOSED` (`crate::protocol::actor_schedule`),
+//! which is what `Addr::has_ended` checks.
 //!
 //! # Protocol
 //!
@@ -26,14 +28,20 @@
 //! for the pool's state and a stop.
 
 use crate::spin_lock::SpinLock;
-use crate::sync::Event;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+
+/// How a waiter is told (a strand waits on an `Event`, which implements
+/// this by setting itself).
+pub(crate) trait Notify: Send + Sync {
+    /// Wakes the waiter; it then looks again at what it waits for.
+    fn notify(&self);
+}
 
 /// The strands of one pool waiting for some actor's end.
 pub(crate) struct EndWaiters {
     /// `(actor, event)`: the actor's cell address, and what to set.
-    waiting: SpinLock<Vec<(usize, Arc<Event>)>>,
+    waiting: SpinLock<Vec<(usize, Arc<dyn Notify>)>>,
 }
 
 impl EndWaiters {
@@ -41,29 +49,31 @@ impl EndWaiters {
         Self { waiting: SpinLock::new(Vec::new()) }
     }
 
-    pub(crate) fn register(&self, actor: usize, event: Arc<Event>) {
-        self.waiting.lock().push((actor, event));
+    pub(crate) fn register(&self, object: usize, event: Arc<dyn Notify>) {
+        self.waiting.lock().push((object, event));
     }
 
-    pub(crate) fn deregister(&self, event: &Arc<Event>) {
-        self.waiting.lock().retain(|(_, waiting)| !Arc::ptr_eq(waiting, event));
+    pub(crate) fn deregister<N: Notify>(&self, event: &Arc<N>) {
+        self.waiting
+            .lock()
+            .retain(|(_, waiting)| !core::ptr::addr_eq(Arc::as_ptr(waiting), Arc::as_ptr(event)));
     }
 
     /// `actor` has ended: wakes its waiters.
-    pub(crate) fn ended(&self, actor: usize) {
+    pub(crate) fn ended(&self, object: usize) {
         let mut waiting = self.waiting.lock();
         waiting.retain(|(of, event)| {
-            if *of == actor {
-                event.set();
+            if *of == object {
+                event.notify();
             }
-            *of != actor
+            *of != object
         });
     }
 
     /// The pool stopped: wakes every waiter.
     pub(crate) fn stopped(&self) {
         for (_, event) in self.waiting.lock().drain(..) {
-            event.set();
+            event.notify();
         }
     }
 }
