@@ -120,7 +120,7 @@ impl core::fmt::Display for EndWaitError {
 impl core::error::Error for EndWaitError {}
 
 use crate::pool::Pool;
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use address::Cell;
 use alloc::sync::Arc;
 
@@ -145,8 +145,8 @@ pub trait Actor: Send + Sized + 'static {
 /// What an actor can do about itself while it handles a message.
 pub struct ActorContext<'a, A: Actor> {
     cell: &'a Arc<Cell<A>>,
-    /// The pool of the core running the turn (a worker's pointer).
-    shared: *const Shared,
+    /// The pool of the core running the turn.
+    pool: PoolRef<'a>,
     core: usize,
     stop: bool,
 }
@@ -161,8 +161,7 @@ impl<A: Actor> ActorContext<'_, A> {
 
     /// The actor's own address, to hand to others.
     pub fn address(&self) -> Addr<A> {
-        // SAFETY: the turn runs on a worker of this pool, working now.
-        Addr::new(self.cell.clone(), unsafe { Pool::from_worker(self.shared) })
+        Addr::new(self.cell.clone(), self.pool.to_pool())
     }
 
     /// The core this turn runs on.
@@ -185,7 +184,7 @@ impl Pool {
     ///
     /// [`PinError::NoSuchCore`] or [`PinError::NotAMember`], with `actor`.
     pub fn spawn_actor_on<A: Actor>(&self, core: usize, actor: A) -> Result<Addr<A>, PinError<A>> {
-        if let Err(error) = self.shared().check_pin(core) {
+        if let Err(error) = self.pool_ref().check_pin(core) {
             return Err(error.carrying(actor));
         }
         Ok(Addr::new(Arc::new(Cell::new(actor, Some(core))), self.clone()))

@@ -112,7 +112,7 @@ struct Home {
 
 impl Home {
     fn new(pool: &Pool, core: usize) -> Result<Self, PinError<()>> {
-        pool.shared().check_pin(core)?;
+        pool.pool_ref().check_pin(core)?;
         Ok(Self { pool: pool.clone(), core })
     }
 }
@@ -254,8 +254,8 @@ impl<T: Send + 'static> Loop<T> {
     fn defer_op<O: Operation<T>>(&self, op: O) -> Result<(), DeliveryError<O>> {
         match &self.inner.home {
             Some(home) => {
-                let shared = home.pool.shared();
-                if shared.worker_core().is_none() && DomainId::current() != shared.domain {
+                let shared = home.pool.pool_ref();
+                if shared.worker_core().is_none() && DomainId::current() != shared.domain() {
                     return Err(DeliveryError::OtherDomain(op));
                 }
             }
@@ -341,7 +341,7 @@ impl<T: Send + 'static> Loop<T> {
     /// comes back.
     fn start_drain<O: Operation<T>>(&self, home: &Home, own: NonNull<Link>) -> Result<(), DeliveryError<O>> {
         let task = DrainTask { of: self.clone(), over: false };
-        let Err(error) = home.pool.shared().post_pinned(home.core, task) else {
+        let Err(error) = home.pool.pool_ref().post_pinned(home.core, task) else {
             return Ok(());
         };
         let (mut task, refusal) = error.into_refusal();
@@ -371,7 +371,7 @@ impl<T: Send + 'static> Loop<T> {
             dropped += unsafe { op::drop_chain::<T>(chain, keep) };
         }
         if let Some(home) = &self.inner.home {
-            home.pool.shared().count_discarded(dropped as u64);
+            home.pool.pool_ref().count_discarded(dropped as u64);
         }
     }
 
@@ -457,10 +457,9 @@ impl<T: Send + 'static> RunOnce for DrainTask<T> {
             }
             // Let the core's other work go first; the batch stays with the
             // drain, which this task still holds.
-            let shared =
-                self.of.inner.home.as_ref().expect("a drain task's loop has a core").pool.shared().clone();
-            let me = shared.worker_core().expect("a drain task runs on a core of its pool");
-            match shared.requeue(me, self, true) {
+            let pool = self.of.inner.home.as_ref().expect("a drain task's loop has a core").pool.clone();
+            let me = pool.pool_ref().worker_core().expect("a drain task runs on a core of its pool");
+            match pool.pool_ref().requeue(me, self, true) {
                 Ok(()) => return,
                 // Out of memory for the task: keep the core instead.
                 Err(task) => self = task,

@@ -68,13 +68,11 @@ mod cell;
 mod contain;
 mod handle;
 
-use crate::pool::shared::Shared;
 use crate::pool::{Pool, PostError};
 use crate::strand::{self, Failure, WaitError};
 use crate::task::storage::BlockCache;
 use crate::task::{IntoTask, Task};
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 #[cfg(not(feature = "std"))]
 pub use contain::{fail_running_task, running_task};
 use core::fmt;
@@ -135,7 +133,7 @@ impl Pool {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_in(self.shared(), None, future)
+        spawn_in(self, None, future)
     }
 
     /// Spawns `future` as an async task pinned to `core`: it is polled
@@ -150,7 +148,7 @@ impl Pool {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_in(self.shared(), Some(core), future)
+        spawn_in(self, Some(core), future)
     }
 }
 
@@ -188,11 +186,7 @@ where
     }
 }
 
-fn spawn_in<F>(
-    shared: &Arc<Shared>,
-    pin: Option<usize>,
-    future: F,
-) -> Result<TaskHandle<F::Output>, PostError<F>>
+fn spawn_in<F>(pool: &Pool, pin: Option<usize>, future: F) -> Result<TaskHandle<F::Output>, PostError<F>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -202,10 +196,11 @@ where
     strand::install_hook();
     // The core found below must stay ours while we use it.
     let _deferral = crate::preempt::defer();
+    let shared = pool.pool_ref();
     let me = shared.worker_core();
-    let shard = shared.async_tasks.shard_for(me);
+    let shard = shared.async_tasks().shard_for(me);
     let home = pin.or(me).unwrap_or(0);
-    let header = cell::allocate(future, shared, pin.unwrap_or(cell::UNPINNED), home, shard)
+    let header = cell::allocate(future, pool, pin.unwrap_or(cell::UNPINNED), home, shard)
         .map_err(PostError::OutOfMemory)?;
     let task = NewTask { header, future: core::marker::PhantomData::<F> };
     let posted = match pin {
@@ -229,7 +224,7 @@ impl<F: Send + 'static> IntoTask for NewTask<F> {
         // SAFETY: the task is new, listed nowhere; its shard is the list's.
         unsafe {
             let header = self.header.as_ref();
-            header.shared().async_tasks.insert(Header::live(self.header), &cell::ASYNC_OPS);
+            header.pool().async_tasks().insert(Header::live(self.header), &cell::ASYNC_OPS);
         }
         Ok(Header::as_task(self.header))
     }
@@ -238,7 +233,7 @@ impl<F: Send + 'static> IntoTask for NewTask<F> {
         let header = task.cast::<Header>();
         // SAFETY: refused after `into_task` listed it (contract): unlisted
         // again, it is the caller's alone.
-        unsafe { header.as_ref().shared().async_tasks.remove(Header::live(header)) };
+        unsafe { header.as_ref().pool().async_tasks().remove(Header::live(header)) };
         Self { header, future: core::marker::PhantomData }
     }
 }
@@ -314,7 +309,7 @@ impl Pool {
     /// Async tasks of this pool that have been spawned and have not
     /// finished (queued, being polled, or waiting for a wake).
     pub fn live_tasks(&self) -> usize {
-        self.shared().async_tasks.count()
+        self.pool_ref().async_tasks().count()
     }
 }
 

@@ -149,7 +149,7 @@ where
 {
     let cell = Cell::new(Sent(f));
     let slot: Arc<dyn Slot<T>> = cell.clone();
-    match pool.shared().post(core, Run(cell)) {
+    match pool.pool_ref().post(core, Run(cell)) {
         Ok(()) => Ok(Future { slot, pool }),
         Err(refused) => Err(refused.map(|run| run.into_work().0)),
     }
@@ -182,13 +182,13 @@ where
 {
     let cell = Cell::new(work);
     let next: Arc<dyn Slot<U>> = cell.clone();
-    let shared = pool.shared().clone();
+    let target = pool.clone();
     after.header().on_ready(Box::new(move |broken| {
         let run = Run(cell);
         // A broken future's continuation breaks where it is, unposted:
         // dropping its task breaks its future.
         if !broken {
-            drop(shared.post(core, run));
+            drop(target.pool_ref().post(core, run));
         }
     }));
     Future { slot: next, pool }

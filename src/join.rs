@@ -37,7 +37,7 @@
 
 use crate::platform::{self, Depth};
 use crate::pool::current;
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use crate::protocol::join_frame::{DONE, RETURNED, Ring};
 use crate::strand::Failure;
 use crate::strand::control::Header;
@@ -48,7 +48,10 @@ use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::{Relaxed, SeqCst};
+use core::sync::atomic::{
+    AtomicUsize,
+    Ordering::{Relaxed, SeqCst},
+};
 use core::time::Duration;
 
 use crate::pool::fork_join::{Frame, JoinStack, Popped};
@@ -127,7 +130,8 @@ where
 
 /// Where a join runs: its pool, core and join stack.
 struct Here {
-    shared: *const Shared,
+    /// The pool, for the join's duration (see `find`).
+    shared: PoolRef<'static>,
     core: usize,
     stack: NonNull<JoinStack>,
     /// The strand whose stack holds the jobs, if it is one.
@@ -139,22 +143,21 @@ impl Here {
     fn find() -> Option<Self> {
         current::with(|worker| {
             let worker = worker?;
-            // SAFETY: the pool outlives the work it runs, this join included.
-            let shared = unsafe { &*worker.shared };
+            // The pool outlives the work it runs, this join included.
+            let shared = worker.pool();
             let strand = scheduler::running_on(shared, worker.core);
             let stack = match strand {
                 // SAFETY: the running strand's header.
                 Some(header) => unsafe { header.as_ref() }.fibre.joins.get(),
-                None => shared.cores[worker.core].joins(),
+                None => shared.join_stack(worker.core),
             };
             NonNull::new(stack).map(|stack| Here { shared, core: worker.core, stack, strand })
         })
     }
 
     #[inline]
-    fn shared(&self) -> &Shared {
-        // SAFETY: see `find`.
-        unsafe { &*self.shared }
+    fn shared(&self) -> PoolRef<'_> {
+        self.shared
     }
 
     /// The context's join stack, for one short step that runs no user code.
@@ -189,8 +192,8 @@ impl Here {
     #[inline]
     fn offer(&self) {
         let shared = self.shared();
-        let slot = &shared.cores[self.core].join_slot;
-        if slot.is_empty() && (shared.sleep.anyone_idle(self.core) || shared.join_helpers.load(Relaxed) > 0) {
+        let slot = shared.join_slot(self.core);
+        if slot.is_empty() && (shared.anyone_idle(self.core) || shared.join_helpers().load(Relaxed) > 0) {
             self.publish_oldest();
         }
     }
@@ -198,7 +201,7 @@ impl Here {
     #[cold]
     fn publish_oldest(&self) {
         let shared = self.shared();
-        let slot = &shared.cores[self.core].join_slot;
+        let slot = shared.join_slot(self.core);
         let Some(oldest) = self.stack().oldest_private() else { return };
         // SAFETY: a pushed job is live until settled.
         unsafe { oldest.as_ref() }.mark_published(self.core);
@@ -267,10 +270,10 @@ impl Drop for Settle<'_> {
 
 /// Takes a published job back, or waits until its thief ends it.
 #[cold]
-fn settle_published(shared: &Shared, frame: NonNull<Frame>) -> Settled {
+fn settle_published(shared: PoolRef<'_>, frame: NonNull<Frame>) -> Settled {
     // SAFETY: ours until settled.
     let published_in = unsafe { frame.as_ref() }.published_in.get() as usize;
-    if shared.cores[published_in].join_slot.take_back(frame) {
+    if shared.join_slot(published_in).take_back(frame) {
         trace_here!(crate::trace::event::Event::JoinTakenBack);
         return Settled::Unrun;
     }
@@ -288,16 +291,16 @@ const NAP: Duration = Duration::from_micros(50);
 
 /// Waits until a taken job ends, running other slots' jobs meanwhile.
 /// Returns the end (`DONE` or `RETURNED`).
-fn wait_for(shared: &Shared, frame: &Frame) -> u32 {
+fn wait_for(shared: PoolRef<'_>, frame: &Frame) -> u32 {
     /// Counts the owner among `join_helpers` while it waits.
-    struct Helping<'a>(&'a Shared);
+    struct Helping<'a>(&'a AtomicUsize);
     impl Drop for Helping<'_> {
         fn drop(&mut self) {
-            self.0.join_helpers.fetch_sub(1, Relaxed);
+            self.0.fetch_sub(1, Relaxed);
         }
     }
-    shared.join_helpers.fetch_add(1, Relaxed);
-    let _helping = Helping(shared);
+    shared.join_helpers().fetch_add(1, Relaxed);
+    let _helping = Helping(shared.join_helpers());
     let mut idle = 0;
     loop {
         let state = frame.state();

@@ -106,7 +106,7 @@ extern crate alloc;
 macro_rules! trace_point {
     ($shared:expr, $core:expr, $event:expr) => {
         #[cfg(feature = "trace")]
-        $shared.trace.record($core, $event);
+        $shared.record_trace($core, $event);
     };
 }
 

@@ -53,6 +53,7 @@ mod error;
 pub(crate) mod failure;
 mod fibres;
 pub(crate) mod fork_join;
+mod handle;
 mod lifetime;
 mod lifo_watch;
 mod membership;
@@ -61,7 +62,8 @@ pub(crate) mod per_core;
 mod post;
 pub(crate) mod preempted;
 mod resize;
-pub(crate) mod shared;
+pub(crate) mod seam;
+mod shared;
 pub(crate) mod stats;
 pub(crate) mod stop;
 pub(crate) mod strands;
@@ -72,6 +74,7 @@ pub use census::StrandInfo;
 pub use config::{Config, Mailboxes};
 pub use deadlock::{Deadlock, OnDeadlock, Waiter};
 pub use error::{DeliveryError, DestroyError, PinError, PoolError, PostError, ResizeError, RunError};
+pub use handle::Pool;
 pub use resize::free_cores;
 pub use stats::CoreStats;
 pub(crate) use timers::TimerNode;
@@ -88,30 +91,6 @@ use core::time::Duration;
 use current::Worker;
 use shared::Shared;
 use stop::{READY, RUNNING};
-
-/// A pool of cores. Cloning the handle shares the pool.
-///
-/// Build one on a core of the machine (on the host, inside a
-/// [`Machine`](crate::platform::host::Machine)), then [`run`](Pool::run)
-/// its root strand; the pool stops once nothing is left to do.
-///
-/// ```
-/// use roving::{Config, Pool, platform::host::Machine};
-///
-/// Machine::new(2).unwrap().run(|| {
-///     let pool = Pool::with_config(Config::new().cores(2)).unwrap();
-///     let sum = pool.run(|| {
-///         // The root strand: it may spawn strands and block on them.
-///         let half = roving::strand::spawn(|| (1..=50u64).sum::<u64>()).unwrap();
-///         (51..=100u64).sum::<u64>() + half.join().unwrap()
-///     });
-///     assert_eq!(sum.unwrap(), 5050);
-/// }).unwrap();
-/// ```
-#[derive(Clone)]
-pub struct Pool {
-    shared: Arc<Shared>,
-}
 
 /// How long `run` keeps retrying a core that is still finishing the entry
 /// of a previous pool.
@@ -185,37 +164,6 @@ impl Pool {
         }
         config.check()?;
         Ok(Self { shared: Shared::new(available, |core| cores.contains(&core), config, domain) })
-    }
-
-    /// The pool the calling core works for, if it is a core of a running
-    /// pool (from a task, a strand, an actor's turn or `main`).
-    pub fn current() -> Option<Pool> {
-        current::with(|worker| {
-            worker.map(|worker| {
-                // SAFETY: the calling core's worker, working now.
-                unsafe { Pool::from_worker(worker.shared) }
-            })
-        })
-    }
-
-    /// The pool whose shared state a worker points at.
-    ///
-    /// # Safety
-    ///
-    /// `shared` is a worker's pointer, taken while that worker works.
-    pub(crate) unsafe fn from_worker(shared: *const Shared) -> Pool {
-        // SAFETY: a worker's `shared` is the pointer of the `Arc` held by
-        // the pool that runs it, alive while it works (contract); one more
-        // strong count is taken before the new `Arc` is made.
-        unsafe {
-            Arc::increment_strong_count(shared);
-            Pool { shared: Arc::from_raw(shared) }
-        }
-    }
-
-    /// The pool's shared state, for the models built on it.
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
     }
 
     /// How many cores the pool has now (it starts with cores
@@ -304,7 +252,7 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        strand::spawn_in(&self.shared, f, Placement::default()).map(JoinHandle::from_raw)
+        strand::spawn_in(self.pool_ref(), f, Placement::default()).map(JoinHandle::from_raw)
     }
 
     /// Strands of this pool that have been spawned and have not finished
@@ -410,7 +358,11 @@ impl Pool {
             // the root strand is pinned to this core.
             let body: alloc::boxed::Box<dyn FnOnce() + Send + 'static> =
                 unsafe { core::mem::transmute(body) };
-            strand::spawn_in(shared, body, Placement { pin: Some(me), root: true, ..Placement::default() })
+            strand::spawn_in(
+                self.pool_ref(),
+                body,
+                Placement { pin: Some(me), root: true, ..Placement::default() },
+            )
         };
         let root = match root {
             Ok(root) => root,

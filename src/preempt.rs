@@ -67,7 +67,7 @@
 use crate::platform;
 use crate::pool::core_turn::{NO_STRAND, TurnEnd};
 use crate::pool::current;
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use crate::strand::cancel::interruptible;
 use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
@@ -141,14 +141,14 @@ const RETRY_DIVISOR: u64 = 16;
 /// cannot preempt never calls it.
 pub fn on_tick() -> Tick {
     let Some((shared, me)) = current::interrupted_worker() else { return Tick::Continue };
-    let slice = shared.slice_ticks;
+    let slice = shared.slice_ticks();
     if slice == 0 {
         return Tick::Continue;
     }
     let Some(strand) = scheduler::running_on(shared, me) else { return Tick::Continue };
     // SAFETY: the strand the core runs; its header lives while it runs.
     let header = unsafe { strand.as_ref() };
-    let slot = &shared.cores[me].turn;
+    let slot = shared.turn(me);
     let now = platform::ticks();
     let end = slot.slice_end.load(Relaxed);
     // A woken strand that outranks this one cuts its slice short.
@@ -186,7 +186,7 @@ pub fn on_tick() -> Tick {
     // The strand is stopped in this interrupt: the entry and `preempted`
     // run under this deferral, released when the strand resumes.
     header.no_preempt.store(1, Relaxed);
-    crate::pool::stats::add(&shared.cores[me].stats.preempted, 1);
+    shared.count_preempted(me);
     Tick::Preempt
 }
 
@@ -196,11 +196,11 @@ pub fn on_tick() -> Tick {
 /// returns `true`: the caller then asks for that tick
 /// (`platform::request_tick_on`) once the strand is queued. Interrupt-safe:
 /// a handler's wake comes here.
-pub(crate) fn woken(shared: &Shared, level: u8, to: usize) -> bool {
-    if shared.slice_ticks == 0 {
+pub(crate) fn woken(shared: PoolRef<'_>, level: u8, to: usize) -> bool {
+    if shared.slice_ticks() == 0 {
         return false;
     }
-    let Some(slot) = shared.cores.get(to).map(|core| &*core.turn) else { return false };
+    let Some(slot) = shared.turn_of(to) else { return false };
     let running = slot.running_level.load(Relaxed);
     if running == NO_STRAND || level <= running {
         return false;
@@ -217,9 +217,9 @@ fn ask_for_tick_again() {
     }
     let _deferral = defer();
     if let Some((shared, me)) = scheduler::here()
-        && shared.slice_ticks != 0
+        && shared.slice_ticks() != 0
     {
-        platform::request_tick(Some(shared.cores[me].turn.slice_end.load(Relaxed)));
+        platform::request_tick(Some(shared.turn(me).slice_end.load(Relaxed)));
     }
 }
 
@@ -232,12 +232,12 @@ fn ask_for_tick_again() {
 ///
 /// Called on core `me` while it runs `fibre`'s strand outside roving's
 /// code, so nothing holds the core's private state or the fibre's.
-unsafe fn work_waiting(shared: &Shared, me: usize, fibre: &Fibre) -> bool {
+unsafe fn work_waiting(shared: PoolRef<'_>, me: usize, fibre: &Fibre) -> bool {
     // SAFETY: per the contract, nobody else touches these now.
     let (owned, core_has_work) = unsafe { (fibre.owned(), shared.has_work_for(me)) };
     // A due deadline counts: only a core between tasks expires timers, so
     // with every core in a strand a sleeper would never wake.
-    owned.runnable.len() > 0 || fibre.inbox.has_tasks() || core_has_work || shared.timers.due()
+    owned.runnable.len() > 0 || fibre.inbox.has_tasks() || core_has_work || shared.timers().due()
 }
 
 /// Where the preemption entry goes once it has saved the strand's

@@ -94,7 +94,7 @@ pub use priority::{Priority, priority, set_priority};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
 use crate::pool::domain_id::DomainId;
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use crate::time::Instant;
 use alloc::alloc::{Layout, alloc, dealloc};
 use control::{Block, FINISHED, Header, Payload, Taken, flags};
@@ -151,7 +151,7 @@ pub(crate) struct Placement {
 
 /// Spawns `f` on `shared`'s fibres, as `placement` says.
 pub(crate) fn spawn_in<F, T>(
-    shared: &Shared,
+    shared: PoolRef<'_>,
     f: F,
     placement: Placement,
 ) -> Result<RawHandle<T>, SpawnError<F>>
@@ -167,11 +167,11 @@ where
     crate::preempt::deferral::install(&crate::preempt::DEFERRAL_HOOKS);
     // And before the first strand in this pool, the pool learns what to do
     // with strands (`crate::pool::strands`).
-    shared.strands.attach(&pool_ops::STRAND_OPS);
-    if shared.refuses_work() || shared.closing.load(SeqCst) {
+    shared.strands().attach(&pool_ops::STRAND_OPS);
+    if shared.refuses_work() || shared.closing() {
         return Err(SpawnError::Stopped(f));
     }
-    if !placement.root && DomainId::current() != shared.domain {
+    if !placement.root && DomainId::current() != shared.domain() {
         return Err(SpawnError::OtherDomain(f));
     }
     if let Some(core) = placement.pin
@@ -245,15 +245,15 @@ where
         }
     }
     crate::chaos::point();
-    shared.strands.spawned();
+    shared.strands().spawned();
     // SAFETY: built above with a node naming `parent`; not yet runnable.
     unsafe { tree::adopt(header) };
     // SAFETY: the parent is live (as above).
-    if parent.is_none_or(|parent| !ptr::eq(unsafe { parent.as_ref() }.fibre.pool(), shared)) {
-        shared.strands.add_entry(Header::task(header));
+    if parent.is_none_or(|parent| !unsafe { parent.as_ref() }.fibre.pool().same(shared)) {
+        shared.strands().add_entry(Header::task(header));
     }
     scheduler::make_runnable(header);
-    Ok(RawHandle { header, domain: shared.domain, _result: PhantomData })
+    Ok(RawHandle { header, domain: shared.domain(), _result: PhantomData })
 }
 
 /// Whether `fibre` runs `parent` or one of its ancestors. A child must not
@@ -623,7 +623,7 @@ impl<T> Drop for RawHandle<T> {
 /// its domain has ended and nobody is left to hand it to.
 fn return_to_origin(mut failure: alloc::boxed::Box<Failure>) {
     if let Some(pool) = failure.origin() {
-        pool.fail(Some(failure));
+        pool.pool_ref().fail(Some(failure));
     }
 }
 

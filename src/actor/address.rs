@@ -114,11 +114,11 @@ impl<A: Actor> Addr<A> {
     /// [`DeliveryError::OtherDomain`] from another domain;
     /// [`DeliveryError::OutOfMemory`]. Each carries `message` back.
     pub fn send(&self, message: A::Message) -> Result<(), DeliveryError<A::Message>> {
-        let shared = &**self.pool.shared();
+        let shared = self.pool.pool_ref();
         // The core found below must stay ours while we use it.
         let _deferral = crate::preempt::defer();
         let me = shared.worker_core();
-        if me.is_none() && DomainId::current() != shared.domain {
+        if me.is_none() && DomainId::current() != shared.domain() {
             return Err(DeliveryError::OtherDomain(message));
         }
         // SAFETY: `me` is what `worker_core` said, just now, on this core.
@@ -214,7 +214,7 @@ impl<A: Actor> Addr<A> {
             return Err(EndWaitError::NotAStrand);
         }
         // The protocol is in `crate::pool::end_waiters`.
-        let waiters = &self.pool.shared().actor_ends;
+        let waiters = self.pool.pool_ref().end_waiters();
         let event = Arc::new(Event::new());
         waiters.register(Arc::as_ptr(&self.cell).addr(), event.clone());
         let outcome = loop {
@@ -246,7 +246,7 @@ impl<A: Actor> Addr<A> {
         pin: Option<usize>,
         own: Option<NonNull<Envelope<A::Message>>>,
     ) -> Result<(), DeliveryError<A::Message>> {
-        let shared = &**self.pool.shared();
+        let shared = self.pool.pool_ref();
         let turn = Turn::new(self.cell.clone(), shared, pin);
         let refused = match pin {
             Some(core) => shared.post_pinned(core, turn),
@@ -263,7 +263,7 @@ impl<A: Actor> Addr<A> {
     ///
     /// `envelope` was made by `send` on this thread and refused.
     unsafe fn take_back(&self, envelope: NonNull<Envelope<A::Message>>) -> A::Message {
-        self.pool.shared().with_cache(|cache| {
+        self.pool.pool_ref().with_cache(|cache| {
             // SAFETY: ours (contract); the cache, if any, is this pool's.
             unsafe { boxed::take(envelope, cache.map(NonNull::from)) }
         })

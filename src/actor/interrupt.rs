@@ -185,7 +185,7 @@ impl<A: Actor> InterruptSender<A> {
         if shared.addr.is_stopped() {
             return Err(InterruptSendError::Stopped(message));
         }
-        let pool = shared.addr.pool().shared();
+        let pool = shared.addr.pool().pool_ref();
         if pool.refuses_work() {
             return Err(InterruptSendError::PoolStopped(message));
         }

@@ -4,7 +4,7 @@
 
 use super::address::{Cell, Envelope};
 use super::{Actor, ActorContext};
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use crate::protocol::actor_schedule::{self as schedule, Finished, Link};
 use crate::task::boxed;
 use crate::task::closure::RunOnce;
@@ -24,7 +24,7 @@ pub(super) struct Turn<A: Actor> {
     pin: usize,
     /// The actor's pool, alive while the turn is (the turn is in the
     /// pool's queues, or held by a sender holding an address).
-    shared: *const Shared,
+    pool: *const (),
     /// The turn ended properly; dropping it does nothing more.
     over: bool,
 }
@@ -34,10 +34,18 @@ pub(super) struct Turn<A: Actor> {
 unsafe impl<A: Actor> Send for Turn<A> {}
 
 impl<A: Actor> Turn<A> {
-    /// The turn of `cell`'s actor, in the pool of `shared`, whose wake the
+    /// The turn of `cell`'s actor, in `pool`, whose wake the
     /// caller won.
-    pub(super) fn new(cell: Arc<Cell<A>>, shared: &Shared, pin: Option<usize>) -> Self {
-        Self { cell, batch: ptr::null_mut(), pin: pin.unwrap_or(UNPINNED), shared, over: false }
+    pub(super) fn new(cell: Arc<Cell<A>>, pool: PoolRef<'_>, pin: Option<usize>) -> Self {
+        Self { cell, batch: ptr::null_mut(), pin: pin.unwrap_or(UNPINNED), pool: pool.as_raw(), over: false }
+    }
+
+    /// The actor's pool, alive as long as the turn is (field contract),
+    /// however the turn is borrowed meanwhile.
+    fn pool<'a>(&self) -> PoolRef<'a> {
+        // SAFETY: the pool outlives the turn (field contract); callers use
+        // the view only while they hold the turn.
+        unsafe { PoolRef::from_raw(self.pool) }
     }
 
     fn pin(&self) -> Option<usize> {
@@ -49,8 +57,7 @@ impl<A: Actor> Turn<A> {
     /// won the wake), which it returns.
     pub(super) fn abandon(mut self, own: Option<NonNull<Envelope<A::Message>>>) -> Option<A::Message> {
         self.over = true;
-        // SAFETY: the pool outlives the turn (field contract).
-        let shared = unsafe { &*self.shared };
+        let shared = self.pool();
         let queued = self.cell.schedule.abandon();
         let (mine, dropped) = shared.with_cache(|cache| {
             // SAFETY: we hold the turn, so the chain taken is ours.
@@ -86,17 +93,16 @@ impl<A: Actor> Turn<A> {
     /// and wakes the strands waiting for that (`super::end`).
     fn end(&self) {
         self.cell.schedule.end();
-        // SAFETY: the pool outlives the turn (field contract).
-        let shared = unsafe { &*self.shared };
-        shared.actor_ends.ended(Arc::as_ptr(&self.cell).addr());
+        let shared = self.pool();
+        shared.end_waiters().ended(Arc::as_ptr(&self.cell).addr());
     }
 }
 
 impl<A: Actor> RunOnce for Turn<A> {
     fn run_once(mut self) {
-        let shared = self.shared;
-        // SAFETY: the pool outlives the turn (field contract).
-        let pool = unsafe { &*shared };
+        // SAFETY: the pool outlives the turn (field contract), and this
+        // run, which may hand the turn on.
+        let pool = unsafe { PoolRef::from_raw(self.pool) };
         let me = pool.worker_core().expect("an actor's turn runs on a core of its pool");
         let mut handled = 0;
         loop {
@@ -138,7 +144,7 @@ impl<A: Actor> RunOnce for Turn<A> {
                 self.batch = Link::next(envelope.cast());
                 pool.with_cache_at(Some(me), |cache| boxed::take(envelope, cache.map(NonNull::from)))
             };
-            let mut context = ActorContext { cell: &self.cell, shared, core: me, stop: false };
+            let mut context = ActorContext { cell: &self.cell, pool, core: me, stop: false };
             // SAFETY: the one turn of the actor has its state.
             unsafe { &mut *self.cell.actor.get() }.handle(message, &mut context);
             if context.stop {
@@ -160,8 +166,7 @@ impl<A: Actor> Drop for Turn<A> {
         if self.over {
             return;
         }
-        // SAFETY: the pool outlives the turn (field contract).
-        let shared = unsafe { &*self.shared };
+        let shared = self.pool();
         let batch = core::mem::replace(&mut self.batch, ptr::null_mut());
         let queued = self.cell.schedule.abandon();
         let dropped = shared.with_cache(|cache| {

@@ -9,15 +9,15 @@
 //! without knowing the future's type.
 
 use super::TaskError;
+use crate::pool::Pool;
 use crate::pool::async_tasks::{AsyncOps, LiveLink};
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use crate::protocol::async_state::{AfterPending, Start, TaskState, Wake};
 use crate::spin_lock::SpinLock;
 use crate::strand::Failure;
 use crate::task::storage::BlockCache;
 use crate::task::{Action, Task};
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use core::cell::UnsafeCell;
 use core::future::Future;
 use core::mem::ManuallyDrop;
@@ -58,7 +58,7 @@ pub(crate) struct Header {
     vtable: &'static Vtable,
     /// The pool, held until the task is freed, so a late waker never finds
     /// it gone.
-    shared: ManuallyDrop<Arc<Shared>>,
+    pool: ManuallyDrop<Pool>,
     /// The core that last polled it: a wake sends it back there.
     home: AtomicUsize,
     pin: usize,
@@ -86,8 +86,8 @@ struct Cell<F: Future> {
 }
 
 impl Header {
-    pub(super) fn shared(&self) -> &Shared {
-        &self.shared
+    pub(super) fn pool(&self) -> PoolRef<'_> {
+        self.pool.pool_ref()
     }
 
     pub(super) fn pinned(&self) -> Option<usize> {
@@ -134,7 +134,7 @@ pub(super) static ASYNC_OPS: AsyncOps = AsyncOps {
 /// queue's. `None` if memory ran out (the future comes back).
 pub(super) fn allocate<F>(
     future: F,
-    shared: &Arc<Shared>,
+    pool: &Pool,
     pin: usize,
     home: usize,
     shard: usize,
@@ -152,7 +152,7 @@ where
         task: Task::new(run::<F>),
         state: TaskState::new(3),
         vtable: &VtableOf::<F>::VTABLE,
-        shared: ManuallyDrop::new(shared.clone()),
+        pool: ManuallyDrop::new(pool.clone()),
         home: AtomicUsize::new(home),
         pin,
         join: SpinLock::new(None),
@@ -205,7 +205,7 @@ unsafe fn free<F: Future>(header: NonNull<Header>) {
     // SAFETY: the last reference (caller's contract), so ours alone; the
     // pool's reference is dropped once, here.
     unsafe {
-        ManuallyDrop::drop(&mut (*cell.as_ptr()).head.header.shared);
+        ManuallyDrop::drop(&mut (*cell.as_ptr()).head.header.pool);
         ptr::drop_in_place(cell.as_ptr());
         alloc::alloc::dealloc(cell.as_ptr().cast(), core::alloc::Layout::new::<Cell<F>>());
     }
@@ -230,7 +230,7 @@ unsafe fn drop_output<F: Future>(header: NonNull<Header>) {
 /// as a strand's that nobody joins does.
 pub(super) fn drop_output_value<T>(header: &Header, output: Option<Result<T, TaskError>>) {
     if let Some(Err(TaskError::Failed(failure))) = output {
-        header.shared().fail(Some(Box::new(failure)));
+        header.pool().fail(Some(Box::new(failure)));
     }
 }
 
@@ -246,7 +246,7 @@ pub(super) unsafe fn schedule(header: NonNull<Header>) {
     // SAFETY: live while the caller's reference is.
     let header_ref = unsafe { header.as_ref() };
     let to = header_ref.pinned().unwrap_or_else(|| header_ref.home.load(Relaxed));
-    let shared = header_ref.shared();
+    let shared = header_ref.pool();
     if !shared.schedule_fibre(Header::as_task(header), to, header_ref.pinned().is_some()) {
         // SAFETY: refused: the reference is still the caller's.
         unsafe { release(header) };
@@ -337,7 +337,7 @@ where
                         return;
                     }
                     AfterPending::Requeue => {
-                        header_ref.shared().requeue_local(me, task, header_ref.pinned().is_some());
+                        header_ref.pool().requeue_local(me, task, header_ref.pinned().is_some());
                         return;
                     }
                     AfterPending::Cancelled => Some(TaskError::Cancelled),
@@ -472,10 +472,10 @@ pub(super) unsafe fn complete(header: NonNull<Header>) {
         // SAFETY: no handle will read the output: it is ours.
         unsafe { (header_ref.vtable.drop_output)(header) };
     }
-    let shared = header_ref.shared();
+    let shared = header_ref.pool();
     // SAFETY: in the list since it was spawned; the list's reference.
     unsafe {
-        shared.async_tasks.remove(Header::live(header));
+        shared.async_tasks().remove(Header::live(header));
         release(header);
     }
     let waker = header_ref.join.lock().take();

@@ -5,12 +5,25 @@
 //! once, with overlapping core indices). On bare metal a slot per core
 //! index does, since a core is one thread of execution.
 
+use super::seam::PoolRef;
 use super::shared::Shared;
 
 /// The worker a core is being, on that core's stack while it works.
 pub(crate) struct Worker {
     pub(crate) shared: *const Shared,
     pub(crate) core: usize,
+}
+
+impl Worker {
+    /// The pool the core works for. Not to be kept past the caller's turn
+    /// on this core: a pool outlives its time as a core's worker, not
+    /// longer.
+    #[inline]
+    pub(crate) fn pool(&self) -> PoolRef<'static> {
+        // SAFETY: a worker's pool outlives its time as the current worker
+        // (`enter`'s contract), and callers use the view only meanwhile.
+        PoolRef::new(unsafe { &*self.shared })
+    }
 }
 
 /// Clears the calling core's worker when dropped.
@@ -127,10 +140,10 @@ fn with_deferred<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
 /// The pool and core index of the core an interrupt handler interrupted,
 /// if that core is a pool's: for the time slice's tick (`crate::preempt`),
 /// which looks at the strand it interrupted and nothing else.
-pub(crate) fn interrupted_worker() -> Option<(&'static super::shared::Shared, usize)> {
+pub(crate) fn interrupted_worker() -> Option<(PoolRef<'static>, usize)> {
     // SAFETY: as in `with`; the pool outlives its time as the core's
-    // worker, and the tick uses the reference only before it returns.
-    unsafe { slot::get().as_ref() }.map(|worker| (unsafe { &*worker.shared }, worker.core))
+    // worker, and the tick uses the view only before it returns.
+    unsafe { slot::get().as_ref() }.map(|worker| (worker.pool(), worker.core))
 }
 
 /// Records `event` for the core an interrupt handler runs on, if that core
@@ -138,8 +151,8 @@ pub(crate) fn interrupted_worker() -> Option<(&'static super::shared::Shared, us
 /// handler is no worker, but the core it interrupted may be one.
 #[cfg(feature = "trace")]
 pub(crate) fn trace_interrupted(event: crate::trace::event::Event) {
-    if let Some((shared, core)) = interrupted_worker() {
-        shared.trace.record(core, event);
+    if let Some((pool, core)) = interrupted_worker() {
+        pool.record_trace(core, event);
     }
 }
 
@@ -149,9 +162,7 @@ pub(crate) fn trace_interrupted(event: crate::trace::event::Event) {
 pub(crate) fn trace_here(event: crate::trace::event::Event) {
     with(|worker| {
         if let Some(worker) = worker {
-            // SAFETY: a worker's pool outlives its time as the current
-            // worker; the reference ends with this call.
-            unsafe { &*worker.shared }.trace.record(worker.core, event);
+            worker.pool().record_trace(worker.core, event);
         }
     });
 }

@@ -11,7 +11,7 @@ use crate::atomics::Ordering::SeqCst;
 use crate::strand::id::StrandId;
 use alloc::boxed::Box;
 use alloc::string::String;
-use alloc::sync::{Arc, Weak};
+use alloc::sync::Weak;
 use core::fmt;
 
 /// Why a strand failed.
@@ -156,8 +156,8 @@ impl Failure {
     }
 
     /// The pool the strand failed in, if it is still there.
-    pub(crate) fn origin(&mut self) -> Option<Arc<Shared>> {
-        self.origin.0.take().and_then(|pool| pool.upgrade())
+    pub(crate) fn origin(&mut self) -> Option<super::Pool> {
+        self.origin.0.take().and_then(|pool| pool.upgrade()).map(|shared| super::Pool { shared })
     }
 
     /// Counts one more failure that met this one on its way up.

@@ -105,7 +105,7 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        strand::spawn_in(&self.shared, f, Placement { root: true, ..Placement::default() })
+        strand::spawn_in(self.pool_ref(), f, Placement { root: true, ..Placement::default() })
             .map(JoinHandle::from_raw)
     }
 
@@ -138,7 +138,7 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        strand::spawn_in(&self.shared, f, Placement { pin: Some(core), ..Placement::default() })
+        strand::spawn_in(self.pool_ref(), f, Placement { pin: Some(core), ..Placement::default() })
             .map(JoinHandle::from_raw)
     }
 }

@@ -66,99 +66,99 @@ use core::sync::atomic::AtomicBool;
 pub(crate) struct Shared {
     /// The pool's own `Arc`, for what must hold the pool (a fibre it
     /// claims) but is reached through a `&Shared`.
-    pub(crate) this: Weak<Shared>,
+    pub(super) this: Weak<Shared>,
     /// The domain the pool belongs to (`crate::domain`).
-    pub(crate) domain: DomainId,
-    pub(crate) config: Config,
+    pub(super) domain: DomainId,
+    pub(super) config: Config,
     /// The time slice in platform ticks, or 0 for a cooperative pool
     /// (`crate::preempt`).
-    pub(crate) slice_ticks: u64,
+    pub(super) slice_ticks: u64,
     /// Counts the pool among those that preempt while it lives.
     _preempting: crate::preempt::deferral::Preempting,
 
     // Cores (`per_core.rs`, `membership.rs`).
     /// Core indices this pool can hold: `0..slots`, every core of the
     /// machine (up to roving's limit). Every per-core array has this length.
-    pub(crate) slots: usize,
+    pub(super) slots: usize,
     /// What each core writes.
-    pub(crate) cores: Box<[PerCore]>,
+    pub(super) cores: Box<[PerCore]>,
     /// Which cores are the pool's now, and which are leaving.
-    pub(crate) membership: Box<[Membership]>,
-    pub(crate) member_count: AtomicUsize,
+    pub(super) membership: Box<[Membership]>,
+    pub(super) member_count: AtomicUsize,
     /// Storage blocks freed away from their home core, one list per home
     /// core (`crate::task::storage`): pushed by any core, taken by the home.
     returns: Box<[CachePadded<AtomicList>]>,
 
     // Work and its lists (`post.rs`, `fibres.rs`, `worker.rs`).
     /// Tasks any core may run, from outside the pool.
-    pub(crate) injector: CachePadded<AtomicList>,
+    pub(super) injector: CachePadded<AtomicList>,
     /// The cores' mailboxes: direct pairs or the forwarding mesh
     /// (`crate::mailbox::inbound`).
-    pub(crate) inbound: Inbound,
+    pub(super) inbound: Inbound,
     /// Fibres whose strand was preempted, by level, oldest first within
     /// one: a core with nothing of its own takes the next, so strands that
     /// never yield take turns on every core (`crate::preempt`).
-    pub(crate) preempted: Preempted,
+    pub(super) preempted: Preempted,
     /// Join owners waiting for their stolen jobs, taking others' meanwhile
     /// (`crate::join::wait_for`): a job offered is taken by them as by an
     /// idle core.
-    pub(crate) join_helpers: CachePadded<AtomicUsize>,
+    pub(super) join_helpers: CachePadded<AtomicUsize>,
     /// Whether a core runs the config's poller now (one at a time).
-    pub(crate) polling: AtomicBool,
+    pub(super) polling: AtomicBool,
     /// The sleep protocol's counters and each core's sleep state.
-    pub(crate) sleep: Sleep,
-    pub(crate) timers: Timers,
+    pub(super) sleep: Sleep,
+    pub(super) timers: Timers,
 
     // The pool's life (`stop.rs`).
-    pub(crate) state: AtomicU32,
+    pub(super) state: AtomicU32,
     /// Posts from outside the pool between their state check and their
     /// push: a quiescence check waits for them to land.
-    pub(crate) in_flight: AtomicUsize,
+    pub(super) in_flight: AtomicUsize,
     /// Cores started for this pool whose entry has not yet returned.
-    pub(crate) running: AtomicUsize,
+    pub(super) running: AtomicUsize,
     /// The core `run` was called on, to be woken as cores exit.
-    pub(crate) runner: AtomicUsize,
+    pub(super) runner: AtomicUsize,
     /// A resize is under way (one at a time).
-    pub(crate) resizing: AtomicBool,
+    pub(super) resizing: AtomicBool,
     /// Being destroyed: no new strands (`super::lifetime`).
-    pub(crate) closing: AtomicBool,
+    pub(super) closing: AtomicBool,
     /// Whether quiescence stops the pool: the config's choice for `run`,
     /// never for a pool that was `start`ed.
-    pub(crate) stops_when_quiescent: AtomicBool,
+    pub(super) stops_when_quiescent: AtomicBool,
     /// A domain's pool: a failure nobody handles tears it down (cancel
     /// every strand, stop once they have ended) instead of stopping it.
-    pub(crate) tears_down: AtomicBool,
+    pub(super) tears_down: AtomicBool,
 
     // What lives in the pool without being queued.
     /// The strands alive in the pool, and those that entered it from
     /// outside its part of the tree (`super::strands`).
-    pub(crate) strands: Strands,
+    pub(super) strands: Strands,
     /// Async tasks spawned and not complete (`crate::executor`): like
     /// live strands, they keep the pool from being quiescent.
-    pub(crate) async_tasks: LiveTasks,
+    pub(super) async_tasks: LiveTasks,
     /// Strands waiting for an actor of this pool to end.
-    pub(crate) actor_ends: EndWaiters,
+    pub(super) actor_ends: EndWaiters,
     /// Strands waiting for what code outside the pool raises (a
     /// [`Signal`](crate::sync::Signal), typically from an interrupt
     /// handler): while any does, an idle pool is waiting, not deadlocked.
-    pub(crate) outside_waits: AtomicUsize,
+    pub(super) outside_waits: AtomicUsize,
 
     // What went wrong (`failure.rs`, `deadlock.rs`).
     /// The first failure that reached the pool unhandled (a root strand's,
     /// or one passed up from a strand with no parent); it stops the pool.
-    pub(crate) failure: SpinLock<Option<Box<Failure>>>,
+    pub(super) failure: SpinLock<Option<Box<Failure>>>,
     /// The first panic of a plain task, on the host, raised again by `run`.
     #[cfg(feature = "std")]
-    pub(crate) panic: std::sync::Mutex<Option<Box<dyn core::any::Any + Send>>>,
+    pub(super) panic: std::sync::Mutex<Option<Box<dyn core::any::Any + Send>>>,
     /// The last deadlock found.
-    pub(crate) deadlock: SpinLock<Option<Deadlock>>,
+    pub(super) deadlock: SpinLock<Option<Deadlock>>,
     /// A deadlock check is posted or its report stands: no new one.
-    pub(crate) deadlock_pending: AtomicBool,
+    pub(super) deadlock_pending: AtomicBool,
     /// Deadlocks acted on with `OnDeadlock::Fail`.
-    pub(crate) deadlocks_failed: AtomicU32,
+    pub(super) deadlocks_failed: AtomicU32,
 
     #[cfg(feature = "trace")]
-    pub(crate) trace: crate::trace::rings::Rings,
+    pub(super) trace: crate::trace::rings::Rings,
 }
 
 // SAFETY: each core's private state is touched only by that core while the
@@ -279,6 +279,15 @@ impl Shared {
     pub(crate) unsafe fn local(&self, core: usize) -> &mut Local {
         // SAFETY: per the contract.
         unsafe { self.cores[core].local() }
+    }
+}
+
+impl Shared {
+    /// Records `event` in core `core`'s trace.
+    #[cfg(feature = "trace")]
+    #[inline]
+    pub(crate) fn record_trace(&self, core: usize, event: crate::trace::event::Event) {
+        self.trace.record(core, event);
     }
 }
 

@@ -22,11 +22,11 @@ use super::control::Header;
 use super::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
 use super::save::SaveArea;
 use crate::mailbox::inbox::Inbox;
+use crate::pool::Pool;
 use crate::pool::fork_join::JoinStack;
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use crate::task::queue::TaskQueue;
 use crate::task::{Action, Task};
-use alloc::sync::Arc;
 use core::cell::UnsafeCell;
 use core::ops::Range;
 use core::ptr::{self, NonNull};
@@ -62,8 +62,8 @@ pub(crate) struct Fibre {
     pub(crate) inbox: Inbox,
     /// Strands living on this fibre; zero when free.
     strands: AtomicUsize,
-    /// The holding pool: an `Arc<Shared>` turned into a raw pointer.
-    pool: AtomicPtr<Shared>,
+    /// The pool that holds it, as a given-up `Pool` (`Pool::into_raw`).
+    pool: AtomicPtr<()>,
     /// The core that last ran the fibre.
     pub(crate) last_core: AtomicUsize,
     /// Whether its strand must stay on `last_core` (the root strand).
@@ -175,13 +175,19 @@ impl Fibre {
     }
 
     /// The holding pool.
-    pub(crate) fn pool(&self) -> *const Shared {
-        self.pool.load(Acquire)
+    /// The pool that holds the fibre. Only for a caller that knows the
+    /// fibre holds one (it runs or holds one of the fibre's strands), and
+    /// only while it does: the fibre keeps the pool alive until its last
+    /// strand leaves.
+    pub(crate) fn pool<'a>(&self) -> PoolRef<'a> {
+        // SAFETY: set to a given-up pool before any strand is published on
+        // the fibre, and kept until the last leaves (doc above).
+        unsafe { PoolRef::from_raw(self.pool.load(Acquire)) }
     }
 
     /// Tries to add a strand to a fibre that `pool` holds and that already
     /// has strands.
-    fn try_overload(&'static self, pool: &Shared) -> Overload {
+    fn try_overload(&'static self, pool: PoolRef<'_>) -> Overload {
         if self.strands.load(Acquire) == 0 {
             return Overload::Unsettled;
         }
@@ -194,7 +200,7 @@ impl Fibre {
         }
         crate::chaos::point();
         // Our count holds the fibre: its pool and pin are settled now.
-        if ptr::eq(self.pool(), pool) && !self.pinned.load(Relaxed) {
+        if self.pool().same(pool) && !self.pinned.load(Relaxed) {
             return Overload::Joined;
         }
         // Another pool's fibre (claimed again since we looked), or pinned
@@ -219,8 +225,9 @@ impl Fibre {
         unsafe { self.owned() }.spare.free();
         let bit = self.index();
         CLAIMED[bit / WORD_BITS].fetch_and(!(1 << (bit % WORD_BITS)), Release);
-        // SAFETY: made by `Arc::into_raw` when the fibre was claimed.
-        drop(unsafe { Arc::from_raw(pool) });
+        // SAFETY: given up by `Pool::into_raw` when the fibre was claimed,
+        // and turned back here once.
+        drop(unsafe { Pool::from_raw(pool) });
         true
     }
 }
@@ -289,14 +296,14 @@ impl Acquired {
 /// reported as "no fibre". (It was, under load: a spawner lost its CPU
 /// between the passes while another core ran every other strand to its
 /// end.)
-pub(crate) fn acquire(pool: &Shared, share: Option<&dyn Fn(&Fibre) -> bool>) -> Option<Acquired> {
+pub(crate) fn acquire(pool: PoolRef<'_>, share: Option<&dyn Fn(&Fibre) -> bool>) -> Option<Acquired> {
     acquire_with(pool, share, crate::chaos::point)
 }
 
 /// [`acquire`], calling `between` between the claim and the overload scan
 /// (where a test gives fibres back).
 fn acquire_with(
-    pool: &Shared,
+    pool: PoolRef<'_>,
     share: Option<&dyn Fn(&Fibre) -> bool>,
     mut between: impl FnMut(),
 ) -> Option<Acquired> {
@@ -326,7 +333,7 @@ fn acquire_with(
 }
 
 /// Claims a free fibre for `pool`, or `None` if every fibre is held.
-fn claim(pool: &Shared) -> Option<Claimed> {
+fn claim(pool: PoolRef<'_>) -> Option<Claimed> {
     let start = CURSOR.fetch_add(1, Relaxed) % FIBRES;
     for offset in 0..FIBRES {
         let index = (start + offset) % FIBRES;
@@ -338,8 +345,7 @@ fn claim(pool: &Shared) -> Option<Claimed> {
         crate::chaos::point();
         // The fibre keeps the pool alive while it holds it. The pointer
         // comes from the pool's own `Arc`, so it may reach the counts.
-        let holder = pool.this.upgrade().expect("a pool that spawns is alive");
-        fibre.pool.store(Arc::into_raw(holder).cast_mut(), Release);
+        fibre.pool.store(pool.to_pool().into_raw(), Release);
         // SAFETY: the canary's word is the lowest of a stack we now hold.
         unsafe { fibre.stack_bottom().cast::<u64>().write_volatile(CANARY) };
         return Some(Claimed(fibre));
@@ -443,12 +449,10 @@ pub fn guard_hit(address: usize) -> Option<GuardHit> {
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
-    use crate::Config;
-    use crate::pool::domain_id::DomainId;
 
     /// Holds every fibre for `pool`, each with one pinned strand (so none
     /// can be shared).
-    fn hold_every_fibre(pool: &Shared) -> Vec<&'static Fibre> {
+    fn hold_every_fibre(pool: PoolRef<'_>) -> Vec<&'static Fibre> {
         (0..FIBRES)
             .map(|_| match acquire(pool, None) {
                 Some(Acquired::Fresh(claimed)) => {
@@ -463,18 +467,19 @@ mod tests {
 
     #[test]
     fn no_fibre_only_when_every_fibre_is_held_and_a_fibre_given_back_mid_search_is_found() {
-        let pool = Shared::new(1, |_| true, Config::new(), DomainId::MAIN);
+        let pool = Pool::detached(1);
+        let pool = pool.pool_ref();
         let avoid_none = |_: &Fibre| false;
         for share in [None, Some(&avoid_none as &dyn Fn(&Fibre) -> bool)] {
-            let held = hold_every_fibre(&pool);
+            let held = hold_every_fibre(pool);
             assert_eq!(claimed(), FIBRES);
-            assert!(acquire(&pool, share).is_none(), "every fibre is held, and pinned");
+            assert!(acquire(pool, share).is_none(), "every fibre is held, and pinned");
 
             // Every fibre is given back after the claim scan found none
             // free and before the overload scan: the search must go round
             // again rather than report that no fibre is left.
             let mut give_back = Some(held);
-            let found = acquire_with(&pool, share, || {
+            let found = acquire_with(pool, share, || {
                 for fibre in give_back.take().into_iter().flatten() {
                     assert!(fibre.strand_left(), "the fibre's only strand left");
                 }

@@ -14,7 +14,7 @@
 //! outcome `Yielded` or `Blocked`:
 //!
 //! 1. It asks the pool for C's next task, as the loop would pick it
-//!    (`Shared::take_next_fibre`: the newest task C spawned for itself, in
+//!    (`PoolRef::take_next_fibre`: the newest task C spawned for itself, in
 //!    C's LIFO slot unless an idle core took it meanwhile, or else the
 //!    oldest in C's queue; none if C is due to look at its mailboxes,
 //!    timers and flags). Only a fibre's task is taken. Taking
@@ -55,7 +55,7 @@ use super::control::Header;
 use super::fibre::{self, Fibre};
 use super::scheduler::{after_turn, enter, take_runnable};
 use crate::context;
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use core::ptr::{self, NonNull};
 
 /// The message for a strand entered by a hand-off on core `me`: never 0,
@@ -78,7 +78,7 @@ pub(super) fn handed_on(message: usize) -> Option<usize> {
 ///
 /// Called by the running strand `from`, on core `me`, deferring.
 #[inline(always)]
-pub(super) unsafe fn next_strand(shared: &Shared, me: usize, from: *mut Header) -> Option<Next> {
+pub(super) unsafe fn next_strand(shared: PoolRef<'_>, me: usize, from: *mut Header) -> Option<Next> {
     // SAFETY: the running strand's header is live.
     let from_fibre = unsafe { &*from }.fibre;
     // An overflowed stack is reported by the scheduler, not here.
@@ -104,8 +104,8 @@ pub(super) struct Next {
 /// Called by the running strand `from` on core `me`, deferring, its
 /// outcome recorded in the core's `outcome`, and `next` from
 /// [`next_strand`].
-pub(super) unsafe fn switch(shared: &Shared, me: usize, from: *mut Header, next: Next) -> usize {
-    let core = &shared.cores[me].turn;
+pub(super) unsafe fn switch(shared: PoolRef<'_>, me: usize, from: *mut Header, next: Next) -> usize {
+    let core = &shared.turn(me);
     // SAFETY: the caller's contract; our core's slots; both headers are
     // live (their strands' own references).
     unsafe {
@@ -122,8 +122,8 @@ pub(super) unsafe fn switch(shared: &Shared, me: usize, from: *mut Header, next:
 
 /// Ends the turn of the strand that handed core `me` of `shared` to the
 /// running one, if one did (step 4).
-pub(super) fn finish_previous(shared: &Shared, me: usize) {
-    let core = &shared.cores[me].turn;
+pub(super) fn finish_previous(shared: PoolRef<'_>, me: usize) {
+    let core = &shared.turn(me);
     // SAFETY: our core's slots; the record was left by the strand that ran
     // here just before us, which is suspended now, and its outcome is
     // still the core's (we have not left yet).

@@ -19,7 +19,7 @@ use super::{failure, tree};
 use crate::context;
 use crate::pool::core_turn::{NO_STRAND, TurnEnd};
 use crate::pool::current;
-use crate::pool::shared::Shared;
+use crate::pool::seam::PoolRef;
 use crate::task::Action;
 use core::mem;
 use core::ptr::{self, NonNull};
@@ -30,11 +30,10 @@ use core::sync::atomic::Ordering::*;
 /// Looked up afresh on every call: a strand may have moved to another
 /// core since it last asked.
 #[inline]
-pub(crate) fn here() -> Option<(&'static Shared, usize)> {
-    // SAFETY: a worker's pool outlives its time as the current worker, and
-    // the reference does not outlive this core's turn (callers use it and
-    // drop it before they can be moved).
-    current::with(|worker| worker.map(|w| (unsafe { &*w.shared }, w.core)))
+pub(crate) fn here() -> Option<(PoolRef<'static>, usize)> {
+    // The view does not outlive this core's turn: callers use it and drop
+    // it before they can be moved.
+    current::with(|worker| worker.map(|w| (w.pool(), w.core)))
 }
 
 /// The strand running on the calling core, if any.
@@ -55,9 +54,9 @@ pub(crate) fn current() -> Option<NonNull<Header>> {
 
 /// The strand running on `core` of `shared`, which must be the calling core.
 #[inline]
-pub(crate) fn running_on(shared: &Shared, core: usize) -> Option<NonNull<Header>> {
+pub(crate) fn running_on(shared: PoolRef<'_>, core: usize) -> Option<NonNull<Header>> {
     // SAFETY: the calling core's own slot (contract).
-    NonNull::new(unsafe { *shared.cores[core].turn.running.get() }).map(Header::from_task)
+    NonNull::new(unsafe { *shared.turn(core).running.get() }).map(Header::from_task)
 }
 
 /// Switches from the running strand back to its core's scheduler, or
@@ -82,8 +81,8 @@ pub(crate) unsafe fn suspend(outcome: TurnEnd) {
 ///
 /// As for [`suspend`], with `me` the calling core, held (deferring).
 #[inline(always)]
-unsafe fn switch_out(shared: &Shared, me: usize, outcome: TurnEnd) {
-    let core = &shared.cores[me].turn;
+unsafe fn switch_out(shared: PoolRef<'_>, me: usize, outcome: TurnEnd) {
+    let core = &shared.turn(me);
     // SAFETY: our core's slot; the caller is its current strand.
     let strand: *mut Header = unsafe { *core.running.get() }.cast();
     // SAFETY: our core's slots.
@@ -96,9 +95,10 @@ unsafe fn switch_out(shared: &Shared, me: usize, outcome: TurnEnd) {
         }
     };
     if let Some(core) = super::hand_off::handed_on(message) {
-        // SAFETY: we run again, in a turn of our fibre, which a live pool
-        // holds: the one whose core `core` handed us.
-        let pool = unsafe { &*(*strand).fibre.pool() };
+        // We run again, in a turn of our fibre, which a live pool holds:
+        // the one whose core `core` handed us.
+        // SAFETY: our own header, live while we run.
+        let pool = unsafe { (*strand).fibre.pool() };
         super::hand_off::finish_previous(pool, core);
     }
 }
@@ -106,13 +106,13 @@ unsafe fn switch_out(shared: &Shared, me: usize, outcome: TurnEnd) {
 /// Lets other work on the running strand's core go first. If there is
 /// none, the core would only requeue the strand's fibre and resume it at
 /// once: the strand then goes on without switching, and the turn counts
-/// as taken (`Shared::continues_in_place`). Returns `false`, doing
+/// as taken (`PoolRef::continues_in_place`). Returns `false`, doing
 /// nothing, outside strands.
 pub(crate) fn yield_running() -> bool {
     // The core found here must stay ours while we look at it.
     let _deferral = crate::preempt::defer();
     let Some((shared, me)) = here() else { return false };
-    let core = &shared.cores[me].turn;
+    let core = &shared.turn(me);
     // SAFETY: our core's slot: the strand it runs, if it runs one, and
     // then that is us (code outside strands runs with it null).
     let strand: *mut Header = unsafe { *core.running.get() }.cast();
@@ -180,8 +180,8 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
         // able to send it back to this pool. (A rare path: only failures.)
         // SAFETY: our own payload, not yet published (no `DONE`).
         if let Some(mut failure) = unsafe { Header::take_failure(me) } {
-            // SAFETY: a fibre with strands is held by a live pool.
-            failure.set_origin(unsafe { &*header.fibre.pool() }.this.clone());
+            // A fibre with strands is held by a live pool.
+            failure.set_origin(header.fibre.pool().downgrade());
             // SAFETY: as above.
             unsafe { Header::fail(me, failure) };
         }
@@ -204,8 +204,8 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
     // switch away; quiescence also waits for every core to be asleep. A
     // parent waiting for us is live, so this is never the last strand
     // while we are still anchored to a frame.)
-    // SAFETY: a fibre with strands is held by a live pool.
-    unsafe { &*header.fibre.pool() }.strand_ended();
+    // A fibre with strands is held by a live pool.
+    header.fibre.pool().strand_ended();
     // Leave the tree before telling the joiner, so a parent that joined
     // us never finds us still anchored to its frame.
     // SAFETY: finishing; the tree does not touch us after this.
@@ -217,8 +217,8 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
         unsafe { Header::release(joiner) };
     }
     if unclaimed.is_some() || (passes_up && before & flags::ROOT != 0) {
-        // SAFETY: a fibre with strands is held by a live pool.
-        unsafe { &*header.fibre.pool() }.fail(unclaimed);
+        // A fibre with strands is held by a live pool.
+        header.fibre.pool().fail(unclaimed);
     }
     // SAFETY: we are the running strand, finished.
     unsafe { suspend(TurnEnd::Finished) };
@@ -280,8 +280,8 @@ pub(crate) fn make_runnable(strand: NonNull<Header>) {
         let level = unsafe { strand.as_ref() }.priority.load(Relaxed);
         if level > crate::strand::Priority::Low as u8 {
             let to = fibre.last_core.load(Relaxed);
-            // SAFETY: a fibre with strands is held by a live pool.
-            tick_for = crate::preempt::woken(unsafe { &*fibre.pool() }, level, to).then_some(to);
+            // A fibre with strands is held by a live pool.
+            tick_for = crate::preempt::woken(fibre.pool(), level, to).then_some(to);
         }
     }
     // SAFETY: the strand is in no list (it was running or blocked).
@@ -296,9 +296,9 @@ pub(crate) fn make_runnable(strand: NonNull<Header>) {
 
 /// Sends a fibre that was just scheduled to the core that last ran it.
 fn schedule(fibre: &'static Fibre) {
-    // SAFETY: a fibre with strands is held by a live pool (the fibre owns
-    // a reference to it).
-    let pool = unsafe { &*fibre.pool() };
+    // A fibre with strands is held by a live pool (the fibre owns a
+    // reference to it).
+    let pool = fibre.pool();
     pool.schedule_fibre(fibre.task(), fibre.last_core.load(Relaxed), fibre.pinned.load(Relaxed));
 }
 
@@ -313,7 +313,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     }
     let (shared, me) = here().expect("fibres run on a pool's cores");
     let Some((strand, more)) = take_runnable(shared, me, fibre) else { return };
-    let core = &shared.cores[me].turn;
+    let core = &shared.turn(me);
     // SAFETY: the strand is resident and ours to run; our core's slots.
     let (strand, outcome) = unsafe {
         enter(shared, me, fibre, strand, more);
@@ -322,7 +322,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         // those that handed the core on (`hand_off`).
         let back = *core.running.get();
         *core.running.get() = ptr::null_mut();
-        if shared.slice_ticks != 0 {
+        if shared.slice_ticks() != 0 {
             core.running_level.store(NO_STRAND, Relaxed);
         }
         (Header::from_task(NonNull::new(back).expect("a strand came back")), *core.end.get())
@@ -336,7 +336,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
 /// now, the turn already ended (the fibre unscheduled or requeued).
 #[inline(always)]
 pub(super) fn take_runnable(
-    shared: &Shared,
+    shared: PoolRef<'_>,
     me: usize,
     fibre: &'static Fibre,
 ) -> Option<(NonNull<Header>, bool)> {
@@ -369,8 +369,14 @@ pub(super) fn take_runnable(
 /// `me` is the calling core; the strand is ours to run (from
 /// [`take_runnable`]), `more` as that returned.
 #[inline(always)]
-pub(super) unsafe fn enter(shared: &Shared, me: usize, fibre: &Fibre, strand: NonNull<Header>, more: bool) {
-    let core = &shared.cores[me].turn;
+pub(super) unsafe fn enter(
+    shared: PoolRef<'_>,
+    me: usize,
+    fibre: &Fibre,
+    strand: NonNull<Header>,
+    more: bool,
+) {
+    let core = &shared.turn(me);
     // SAFETY: the strand's own reference keeps its header live; our
     // core's slots.
     unsafe {
@@ -383,9 +389,9 @@ pub(super) unsafe fn enter(shared: &Shared, me: usize, fibre: &Fibre, strand: No
         // would take the core for idle and ask for no tick at all.
         *core.running.get() = Header::task(strand).as_ptr();
         *core.fibre_has_more.get() = more;
-        if shared.slice_ticks != 0 {
+        if shared.slice_ticks() != 0 {
             core.running_level.store(header.priority.load(Relaxed), Relaxed);
-            let end = crate::platform::ticks().saturating_add(shared.slice_ticks);
+            let end = crate::platform::ticks().saturating_add(shared.slice_ticks());
             core.slice_end.store(end, Relaxed);
             crate::platform::request_tick(Some(end));
         }
@@ -395,7 +401,7 @@ pub(super) unsafe fn enter(shared: &Shared, me: usize, fibre: &Fibre, strand: No
 /// Ends the turn of `strand`, which left core `me` with `outcome` and is
 /// no longer running: requeues its fibre, or unschedules it.
 #[inline(always)]
-pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, outcome: TurnEnd) {
+pub(super) fn after_turn(shared: PoolRef<'_>, me: usize, strand: NonNull<Header>, outcome: TurnEnd) {
     // SAFETY: the header is live (the strand's own reference).
     let header = unsafe { strand.as_ref() };
     let fibre = header.fibre;
@@ -447,14 +453,14 @@ pub(super) fn after_turn(shared: &Shared, me: usize, strand: NonNull<Header>, ou
 }
 
 /// Keeps the fibre scheduled if it has runnable strands, else unschedules.
-fn end_turn(shared: &Shared, me: usize, fibre: &'static Fibre, owned: &mut Owned) {
+fn end_turn(shared: PoolRef<'_>, me: usize, fibre: &'static Fibre, owned: &mut Owned) {
     if owned.runnable.len() > 0 || fibre.inbox.has_tasks() || fibre.inbox.finish() {
         requeue(shared, me, fibre);
     }
 }
 
 /// Queues the fibre, still scheduled, behind this core's other work.
-fn requeue(shared: &Shared, me: usize, fibre: &'static Fibre) {
+fn requeue(shared: PoolRef<'_>, me: usize, fibre: &'static Fibre) {
     shared.requeue_local(me, fibre.task(), fibre.pinned.load(Relaxed));
 }
 
@@ -464,7 +470,7 @@ fn requeue(shared: &Shared, me: usize, fibre: &'static Fibre) {
 /// scoped children.
 #[inline(always)]
 fn make_resident(
-    shared: &Shared,
+    shared: PoolRef<'_>,
     me: usize,
     fibre: &'static Fibre,
     owned: &mut Owned,
@@ -478,7 +484,7 @@ fn make_resident(
 /// the trace points alone.
 #[inline(never)]
 fn swap_in(
-    _shared: &Shared,
+    _shared: PoolRef<'_>,
     _me: usize,
     fibre: &'static Fibre,
     owned: &mut Owned,

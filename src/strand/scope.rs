@@ -100,9 +100,9 @@ impl<'scope> Scope<'scope, '_> {
         F: FnOnce() -> T + Send + 'scope,
         T: Send + 'scope,
     {
-        // SAFETY: the owner runs the scope, so it is live, and a fibre with
+        // SAFETY: the owner runs the scope, so it is live; a fibre with
         // strands is held by a live pool.
-        let shared = unsafe { &*self.owner.as_ref().fibre.pool() };
+        let shared = unsafe { self.owner.as_ref() }.fibre.pool();
         let placement =
             Placement { scope: Some((self.owner, &raw const self.anchor)), ..Placement::default() };
         spawn_in(shared, f, placement).map(|raw| ScopedJoinHandle { raw, _scope: PhantomData })

@@ -110,12 +110,12 @@ pub(crate) fn block(
     header.set_waits_on(on);
     let shielded = header.shield.load(Relaxed) > 0;
     header.state.store(if shielded { state::BLOCKED_SHIELDED } else { state::BLOCKED }, SeqCst);
-    // SAFETY: a fibre with strands is held by a live pool.
-    let pool = unsafe { &*header.fibre.pool() };
+    // A fibre with strands is held by a live pool.
+    let pool = header.fibre.pool();
     if let Some(deadline) = deadline
         // SAFETY: our slot is in no heap (we are not waiting), and every
         // wait takes it out before it returns.
-        && unsafe { pool.timers.insert(deadline, Header::timer_slot(me), &STRAND_TIMER) }.is_err()
+        && unsafe { pool.timers().insert(deadline, Header::timer_slot(me), &STRAND_TIMER) }.is_err()
     {
         header.state.store(state::RUNNABLE, SeqCst);
         header.set_reason(BlockReason::None);
@@ -130,7 +130,7 @@ pub(crate) fn block(
         // Nobody can signal us (we registered nowhere), but the timer can.
         if scheduler::claim(header, state::SIGNALLED) {
             if deadline.is_some() {
-                pool.timers.remove(&header.timer);
+                pool.timers().remove(&header.timer);
             }
             header.state.store(state::RUNNABLE, SeqCst);
             header.set_reason(BlockReason::None);
@@ -147,13 +147,13 @@ pub(crate) fn block(
         state::TIMED_OUT => Woken::TimedOut,
         state::INTERRUPTED => {
             if deadline.is_some() {
-                pool.timers.remove(&header.timer);
+                pool.timers().remove(&header.timer);
             }
             Woken::Interrupted
         }
         _ => {
             if deadline.is_some() {
-                pool.timers.remove(&header.timer);
+                pool.timers().remove(&header.timer);
             }
             Woken::Signalled
         }

@@ -163,7 +163,7 @@ fn wait_on<W: StateWord>(
     // move to another core.)
     let pool = scheduler::here().map(|(pool, _)| pool);
     if let Some(pool) = pool {
-        pool.outside_waits.fetch_add(1, SeqCst);
+        pool.outside_waits().fetch_add(1, SeqCst);
     }
     let woken = wait::block(reason, on, deadline, |strand| {
         me = waiter(strand);
@@ -171,7 +171,7 @@ fn wait_on<W: StateWord>(
         outcome == Register::Registered
     });
     if let Some(pool) = pool {
-        pool.outside_waits.fetch_sub(1, SeqCst);
+        pool.outside_waits().fetch_sub(1, SeqCst);
     }
     let woken = woken?;
     match (outcome, woken) {

@@ -72,7 +72,7 @@ impl Sleep {
     fn disarm(&mut self) {
         if let Some(pool) = self.armed.take() {
             // SAFETY: inserted into this pool's heap when armed.
-            unsafe { pool.shared().timers.remove_task(&self.node) };
+            unsafe { pool.pool_ref().timers().remove_task(&self.node) };
         }
     }
 }
@@ -85,7 +85,7 @@ impl Future for Sleep {
         let this = unsafe { self.get_unchecked_mut() };
         if let Some(pool) = &this.armed {
             // SAFETY: inserted into this pool's heap when armed.
-            if unsafe { pool.shared().timers.poll_task(&this.node, context.waker()) } {
+            if unsafe { pool.pool_ref().timers().poll_task(&this.node, context.waker()) } {
                 this.armed = None;
                 return Poll::Ready(());
             }
@@ -104,7 +104,7 @@ impl Future for Sleep {
         // SAFETY: the node is in no heap, pinned, and taken out in `drop`.
         let node = unsafe { Pin::new_unchecked(&this.node) };
         // SAFETY: as above.
-        if unsafe { pool.shared().timers.insert_task(this.deadline, node, context.waker()) }.is_err() {
+        if unsafe { pool.pool_ref().timers().insert_task(this.deadline, node, context.waker()) }.is_err() {
             // No memory for an entry: look at the clock next time round.
             context.waker().wake_by_ref();
             return Poll::Pending;

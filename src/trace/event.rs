@@ -117,12 +117,12 @@ pub enum Event {
     /// `join` took a published job back, nobody having taken it.
     JoinTakenBack,
     /// An interrupt handler for `line` started on it
-    /// ([`interrupt_begins`]).
+    /// ([`interrupt_begins`](crate::trace::interrupt_begins)).
     InterruptBegins {
         /// The interrupt line.
         line: u32,
     },
-    /// The handler for `line` returned ([`interrupt_ends`]).
+    /// The handler for `line` returned ([`interrupt_ends`](crate::trace::interrupt_ends)).
     InterruptEnds {
         /// The interrupt line.
         line: u32,

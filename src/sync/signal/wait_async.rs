@@ -78,7 +78,7 @@ impl SignalWait<'_> {
     /// The wait is over (the signal delivered, or the node withdrawn).
     fn unregister(&mut self) {
         if let Some(Some(pool)) = self.registered.take() {
-            pool.shared().outside_waits.fetch_sub(1, SeqCst);
+            pool.pool_ref().outside_waits().fetch_sub(1, SeqCst);
         }
     }
 }
@@ -116,7 +116,7 @@ impl Future for SignalWait<'_> {
         // deadlocked while the task waits for the outside world.
         let pool = Pool::current();
         if let Some(pool) = &pool {
-            pool.shared().outside_waits.fetch_add(1, SeqCst);
+            pool.pool_ref().outside_waits().fetch_add(1, SeqCst);
         }
         this.registered = Some(pool);
         match word.register(address, relax) {
