@@ -195,7 +195,7 @@ where
     #[cfg(feature = "std")]
     strand::install_hook();
     // The core found below must stay ours while we use it.
-    let _deferral = crate::preempt::defer();
+    let _deferral = crate::strand::deferral::defer();
     let shared = pool.pool_ref();
     let me = shared.worker_core();
     let shard = shared.async_tasks().shard_for(me);

@@ -35,7 +35,7 @@
 //! jobs it published, and ends the jobs it was running for others with its
 //! failure, which their owners then raise.
 
-use crate::platform::{self, Depth};
+use crate::platform;
 use crate::pool::current;
 use crate::pool::seam::PoolRef;
 use crate::protocol::join_frame::{DONE, RETURNED, Ring};
@@ -43,18 +43,13 @@ use crate::strand::Failure;
 use crate::strand::control::Header;
 use crate::strand::scheduler;
 use crate::task::{Action, Task};
-use crate::time::Instant;
 use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
-use core::sync::atomic::{
-    AtomicUsize,
-    Ordering::{Relaxed, SeqCst},
-};
-use core::time::Duration;
+use core::sync::atomic::Ordering::{Relaxed, SeqCst};
 
-use crate::pool::fork_join::{Frame, JoinStack, Popped};
+use crate::pool::fork_join::{Frame, JoinStack, Popped, Settled, settle_published};
 
 /// Runs `a` and `b`, possibly in parallel, and returns both results.
 ///
@@ -222,14 +217,6 @@ struct Settle<'a> {
     frame: NonNull<Frame>,
 }
 
-/// How a settled job stands.
-enum Settled {
-    /// Never taken (or handed back): `b` is still in it, to run here.
-    Unrun,
-    /// A thief ran it; the result is stored.
-    Done,
-}
-
 impl Settle<'_> {
     #[inline]
     fn settle(&self) -> Settled {
@@ -265,62 +252,6 @@ impl Drop for Settle<'_> {
         // Unwinding from `a`: the job may be running elsewhere and writing
         // to this stack frame, which must outlive it.
         self.settle();
-    }
-}
-
-/// Takes a published job back, or waits until its thief ends it.
-#[cold]
-fn settle_published(shared: PoolRef<'_>, frame: NonNull<Frame>) -> Settled {
-    // SAFETY: ours until settled.
-    let published_in = unsafe { frame.as_ref() }.published_in.get() as usize;
-    if shared.join_slot(published_in).take_back(frame) {
-        trace_here!(crate::trace::event::Event::JoinTakenBack);
-        return Settled::Unrun;
-    }
-    // SAFETY: as above.
-    match wait_for(shared, unsafe { frame.as_ref() }) {
-        RETURNED => Settled::Unrun,
-        _ => Settled::Done,
-    }
-}
-
-/// Spins before an owner starts waiting on its doorbell.
-const SPINS: u32 = 64;
-/// How long an owner waits on its doorbell before looking again.
-const NAP: Duration = Duration::from_micros(50);
-
-/// Waits until a taken job ends, running other slots' jobs meanwhile.
-/// Returns the end (`DONE` or `RETURNED`).
-fn wait_for(shared: PoolRef<'_>, frame: &Frame) -> u32 {
-    /// Counts the owner among `join_helpers` while it waits.
-    struct Helping<'a>(&'a AtomicUsize);
-    impl Drop for Helping<'_> {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, Relaxed);
-        }
-    }
-    shared.join_helpers().fetch_add(1, Relaxed);
-    let _helping = Helping(shared.join_helpers());
-    let mut idle = 0;
-    loop {
-        let state = frame.state();
-        if state == DONE || state == RETURNED {
-            return state;
-        }
-        // A strand that blocked in a helped job may have moved.
-        let core = platform::current_core().unwrap_or(0);
-        if let Some(job) = shared.take_published_job(core) {
-            // SAFETY: taken from its slot, so its end is ours.
-            unsafe { Frame::call(job, Action::Run) };
-            idle = 0;
-        } else if idle < SPINS {
-            idle += 1;
-            core::hint::spin_loop();
-        } else if let Some(end) = frame.wait_on(core) {
-            return end;
-        } else {
-            platform::wait_for_event(Depth::Light, Some(Instant::now() + NAP));
-        }
     }
 }
 
@@ -470,43 +401,4 @@ fn ring_owner(ring: Ring) {
     if let Ring(Some(core)) = ring {
         let _ = platform::wake(core);
     }
-}
-
-/// A strand failing on bare metal, not unwound, settles its joins before
-/// its stack is abandoned: jobs it published are taken back or waited out,
-/// and jobs it was running for others end with `failure`. Returns how many
-/// failures the jobs it waited out ended with (a `b` that failed too), for
-/// `failure` to count.
-///
-/// # Safety
-///
-/// `me` is the running strand, failing.
-pub(crate) unsafe fn abandon(me: NonNull<Header>, failure: &Failure) -> usize {
-    let stack = || {
-        // SAFETY: the running strand's fibre; each use is one statement.
-        unsafe { &mut *me.as_ref().fibre.joins.get() }
-    };
-    let was_joining = !stack().is_empty();
-    let mut stolen = stack().take_stolen();
-    // SAFETY: listed jobs are live until ended.
-    while let Some(job) = unsafe { stolen.as_ref() } {
-        stolen = job.next_stolen.get();
-        // SAFETY: we took it and never ended it.
-        unsafe { (job.fail)(NonNull::from(job), failure) };
-    }
-    let (published, count) = stack().take_published();
-    let mut others = 0;
-    if let Some((shared, _)) = scheduler::here() {
-        for job in published[..count].iter().filter_map(|job| NonNull::new(job.cast_mut())) {
-            if let Settled::Done = settle_published(shared, job) {
-                // SAFETY: ended `DONE`, and ours: it is on our stack.
-                others += unsafe { (job.as_ref().failures)(job) };
-            }
-        }
-    }
-    if was_joining {
-        // SAFETY: as above.
-        unsafe { me.as_ref() }.lent.fetch_sub(1, SeqCst);
-    }
-    others
 }

@@ -53,7 +53,7 @@ mod error;
 pub(crate) mod failure;
 mod fibres;
 pub(crate) mod fork_join;
-mod handle;
+pub(crate) mod handle;
 mod lifetime;
 mod lifo_watch;
 mod membership;
@@ -77,7 +77,6 @@ pub use error::{DeliveryError, DestroyError, PinError, PoolError, PostError, Res
 pub use handle::Pool;
 pub use resize::free_cores;
 pub use stats::CoreStats;
-pub(crate) use timers::TimerNode;
 
 use crate::atomics::Ordering::SeqCst;
 use crate::platform::{self, Depth, StartCoreError};

@@ -65,15 +65,14 @@
 //!   changes.
 
 use crate::platform;
-use crate::pool::core_turn::{NO_STRAND, TurnEnd};
+use crate::pool::core_turn::TurnEnd;
 use crate::pool::current;
 use crate::pool::seam::PoolRef;
 use crate::strand::cancel::interruptible;
 use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
 use crate::strand::scheduler;
-use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU8, Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
+use core::sync::atomic::{Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
 
 /// What a timer tick should do about the strand it interrupted: the answer
 /// of [`on_tick`] to the platform's timer interrupt.
@@ -105,29 +104,7 @@ pub(crate) use entry_aarch64 as entry;
 #[cfg(target_arch = "x86_64")]
 pub(crate) use entry_x86_64 as entry;
 
-pub(crate) use deferral::Deferral;
 pub use deferral::any_pool_preempts;
-
-/// The strand layer's side of [`deferral`]: what it installs before its
-/// first strand exists.
-pub(crate) static DEFERRAL_HOOKS: deferral::Hooks =
-    deferral::Hooks { running_count, after_wait: ask_for_tick_again };
-
-/// The running strand's deferral count (`deferral::Hooks::running_count`).
-fn running_count() -> Option<NonNull<AtomicU8>> {
-    // SAFETY: the running strand's header, live while it runs.
-    scheduler::current().map(|me| NonNull::from(&unsafe { me.as_ref() }.no_preempt))
-}
-
-/// Defers preemption of the running strand, found directly: the strand
-/// layer's own deferrals do not go through the hooks.
-#[inline]
-pub(crate) fn defer() -> Deferral {
-    if !any_pool_preempts() {
-        return deferral::raise(None);
-    }
-    deferral::raise(running_count())
-}
 
 /// How long after a deferring strand the next tick looks again: a
 /// sixteenth of the slice (roving's own code is short).
@@ -188,39 +165,6 @@ pub fn on_tick() -> Tick {
     header.no_preempt.store(1, Relaxed);
     shared.count_preempted(me);
     Tick::Preempt
-}
-
-/// A strand of level `level` (a `Priority` as `u8`) is being made
-/// runnable for core `to` of `shared`: if it outranks the strand running
-/// there, marks the core so that its next tick preempts at once, and
-/// returns `true`: the caller then asks for that tick
-/// (`platform::request_tick_on`) once the strand is queued. Interrupt-safe:
-/// a handler's wake comes here.
-pub(crate) fn woken(shared: PoolRef<'_>, level: u8, to: usize) -> bool {
-    if shared.slice_ticks() == 0 {
-        return false;
-    }
-    let Some(slot) = shared.turn_of(to) else { return false };
-    let running = slot.running_level.load(Relaxed);
-    if running == NO_STRAND || level <= running {
-        return false;
-    }
-    slot.urgent.fetch_max(level + 1, SeqCst);
-    true
-}
-
-/// Asks again for the running strand's tick after it waited in
-/// `platform::wait_for_event` (`deferral::after_wait`).
-fn ask_for_tick_again() {
-    if scheduler::current().is_none() {
-        return;
-    }
-    let _deferral = defer();
-    if let Some((shared, me)) = scheduler::here()
-        && shared.slice_ticks() != 0
-    {
-        platform::request_tick(Some(shared.turn(me).slice_end.load(Relaxed)));
-    }
 }
 
 /// Whether core `me` has work other than the strand it runs: its own

@@ -68,13 +68,15 @@
 
 pub(crate) mod cancel;
 pub(crate) mod control;
+pub(crate) mod deferral;
 mod error;
 pub(crate) mod failure;
 pub mod fibre;
 mod hand_off;
 pub(crate) mod id;
 pub mod knobs;
-mod park;
+pub(crate) mod lock;
+pub(crate) mod park;
 mod pool_ops;
 mod priority;
 mod save;
@@ -164,7 +166,7 @@ where
     failure::install_hook();
     // Before the first strand exists, the layers below learn how to find a
     // strand's deferral count (`crate::preempt::deferral`).
-    crate::preempt::deferral::install(&crate::preempt::DEFERRAL_HOOKS);
+    crate::preempt::deferral::install(&deferral::DEFERRAL_HOOKS);
     // And before the first strand in this pool, the pool learns what to do
     // with strands (`crate::pool::strands`).
     shared.strands().attach(&pool_ops::STRAND_OPS);

@@ -59,16 +59,7 @@ pub use crate::strand::WaitError;
 pub use condvar::Condvar;
 pub use event::{Event, EventWait};
 pub use mutex::{AsyncMutexGuard, Lock, Mutex, MutexGuard, TryLockError};
-pub(crate) use mutex::{MutexCore, release_held};
 pub use semaphore::{Acquire, Semaphore, TooManyPermits};
-pub(crate) use signal::ParkToken;
 pub use signal::{Signal, SignalWait};
 
-use crate::time::Instant;
-use core::time::Duration;
-
-/// The deadline `timeout` from now (saturating far in the future).
-pub(crate) fn deadline_after(timeout: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(timeout).unwrap_or(Instant::from_ticks(u64::MAX))
-}
+pub(crate) use crate::time::deadline_after;

@@ -95,6 +95,12 @@ fn duration_to_ticks(duration: Duration, hz: u64) -> Option<u64> {
     u64::try_from(ticks).ok()
 }
 
+/// The deadline `timeout` from now (saturating far in the future).
+pub(crate) fn deadline_after(timeout: core::time::Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or(Instant::from_ticks(u64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

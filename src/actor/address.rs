@@ -116,7 +116,7 @@ impl<A: Actor> Addr<A> {
     pub fn send(&self, message: A::Message) -> Result<(), DeliveryError<A::Message>> {
         let shared = self.pool.pool_ref();
         // The core found below must stay ours while we use it.
-        let _deferral = crate::preempt::defer();
+        let _deferral = crate::strand::deferral::defer();
         let me = shared.worker_core();
         if me.is_none() && DomainId::current() != shared.domain() {
             return Err(DeliveryError::OtherDomain(message));

@@ -11,7 +11,7 @@ use crate::context::Context;
 use crate::task::Task;
 use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicU8, AtomicU64};
+use core::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 
 /// How a strand left the core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +64,18 @@ pub(crate) const NO_STRAND: u8 = u8::MAX;
 unsafe impl Sync for CoreTurn {}
 
 impl CoreTurn {
+    /// A strand of level `level` was woken for this core: if it outranks
+    /// the running strand, marks the core so that its next tick preempts
+    /// at once, and says so.
+    pub(crate) fn outranked_by(&self, level: u8) -> bool {
+        let running = self.running_level.load(Relaxed);
+        if running == NO_STRAND || level <= running {
+            return false;
+        }
+        self.urgent.fetch_max(level + 1, SeqCst);
+        true
+    }
+
     pub(crate) const fn new() -> Self {
         Self {
             loop_context: UnsafeCell::new(Context::empty()),

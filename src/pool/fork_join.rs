@@ -15,9 +15,15 @@
 //! lies below `bottom`.
 
 use super::failure::Failure;
+use super::seam::PoolRef;
 use super::shared::Shared;
-use crate::task::Task;
+use crate::platform::{self, Depth};
+use crate::protocol::join_frame::{DONE, RETURNED};
+use crate::task::{Action, Task};
+use crate::time::Instant;
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::time::Duration;
 
 /// A fork-join job: the join protocol's frame, whose thief passes on a
 /// strand's failure.
@@ -132,4 +138,107 @@ impl Shared {
 /// A thief's view of a job taken from a slot, as the task it runs.
 pub(crate) fn as_task(job: NonNull<Frame>) -> NonNull<Task> {
     job.cast()
+}
+
+/// How a settled job stands.
+pub(crate) enum Settled {
+    /// Never taken (or handed back): `b` is still in it, to run here.
+    Unrun,
+    /// A thief ran it; the result is stored.
+    Done,
+}
+
+/// Takes a published job back, or waits until its thief ends it.
+#[cold]
+pub(crate) fn settle_published(shared: PoolRef<'_>, frame: NonNull<Frame>) -> Settled {
+    // SAFETY: ours until settled.
+    let published_in = unsafe { frame.as_ref() }.published_in.get() as usize;
+    if shared.join_slot(published_in).take_back(frame) {
+        trace_here!(crate::trace::event::Event::JoinTakenBack);
+        return Settled::Unrun;
+    }
+    // SAFETY: as above.
+    match wait_for(shared, unsafe { frame.as_ref() }) {
+        RETURNED => Settled::Unrun,
+        _ => Settled::Done,
+    }
+}
+
+/// Spins before an owner starts waiting on its doorbell.
+const SPINS: u32 = 64;
+/// How long an owner waits on its doorbell before looking again.
+const NAP: Duration = Duration::from_micros(50);
+
+/// Waits until a taken job ends, running other slots' jobs meanwhile.
+/// Returns the end (`DONE` or `RETURNED`).
+fn wait_for(shared: PoolRef<'_>, frame: &Frame) -> u32 {
+    /// Counts the owner among `join_helpers` while it waits.
+    struct Helping<'a>(&'a AtomicUsize);
+    impl Drop for Helping<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Relaxed);
+        }
+    }
+    shared.join_helpers().fetch_add(1, Relaxed);
+    let _helping = Helping(shared.join_helpers());
+    let mut idle = 0;
+    loop {
+        let state = frame.state();
+        if state == DONE || state == RETURNED {
+            return state;
+        }
+        // A strand that blocked in a helped job may have moved.
+        let core = platform::current_core().unwrap_or(0);
+        if let Some(job) = shared.take_published_job(core) {
+            // SAFETY: taken from its slot, so its end is ours.
+            unsafe { Frame::call(job, Action::Run) };
+            idle = 0;
+        } else if idle < SPINS {
+            idle += 1;
+            core::hint::spin_loop();
+        } else if let Some(end) = frame.wait_on(core) {
+            return end;
+        } else {
+            platform::wait_for_event(Depth::Light, Some(Instant::now() + NAP));
+        }
+    }
+}
+
+/// Settles the jobs of a context whose stack is about to be abandoned (a
+/// strand failing on bare metal, which is not unwound): jobs it was
+/// running for others end with `failure`, and jobs it published are taken
+/// back or waited out, in `pool` if it runs in one. Returns how many
+/// failures the jobs it waited out ended with (a `b` that failed too), for
+/// `failure` to count.
+///
+/// # Safety
+///
+/// `stack` is the calling context's own join stack, and the jobs on it
+/// live on the stack being abandoned, which is still there.
+pub(crate) unsafe fn abandon_jobs(
+    stack: *mut JoinStack,
+    pool: Option<PoolRef<'_>>,
+    failure: &Failure,
+) -> usize {
+    // SAFETY: the caller's own stack; each use is one statement, so no
+    // reference is held while settling runs other jobs, which join.
+    let stack = || unsafe { &mut *stack };
+    let mut stolen = stack().take_stolen();
+    // SAFETY: listed jobs are live until ended.
+    while let Some(job) = unsafe { stolen.as_ref() } {
+        stolen = job.next_stolen.get();
+        // SAFETY: we took it and never ended it.
+        unsafe { (job.fail)(NonNull::from(job), failure) };
+    }
+    let (published, count) = stack().take_published();
+    let mut others = 0;
+    if let Some(pool) = pool {
+        for job in published[..count].iter().filter_map(|job| NonNull::new(job.cast_mut())) {
+            if let Settled::Done = settle_published(pool, job) {
+                // SAFETY: ended `DONE`, and ours: it is on our stack.
+                others += unsafe { (job.as_ref().failures)(job) };
+            }
+        }
+    }
+    others
 }

@@ -229,6 +229,17 @@ impl<'a> PoolRef<'a> {
         self.0.cores.get(core).map(|core| &*core.turn)
     }
 
+    /// A strand of level `level` (a `Priority` as `u8`) is being made
+    /// runnable for core `to`: if the pool has a time slice and the strand
+    /// outranks the one running there, marks the core so that its next
+    /// tick preempts at once, and returns `true`: the caller then asks for
+    /// that tick (`platform::request_tick_on`) once the strand is queued.
+    /// Interrupt-safe: a handler's wake comes here.
+    #[inline]
+    pub(crate) fn woken(self, level: u8, to: usize) -> bool {
+        self.0.slice_ticks != 0 && self.turn_of(to).is_some_and(|turn| turn.outranked_by(level))
+    }
+
     /// The time slice in platform ticks, or 0 for a cooperative pool.
     #[inline]
     pub(crate) fn slice_ticks(self) -> u64 {

@@ -16,12 +16,12 @@
 use super::failure::Failure;
 use super::fibre::Fibre;
 use super::id::{BlockReason, StrandId};
+use super::lock::Core as MutexCore;
 use super::save::SaveArea;
 use super::tree::Node;
 use super::wait::WaitLinks;
 use crate::context::Context;
 use crate::pool::timers::TimerSlot;
-use crate::sync::MutexCore;
 use crate::task::{Action, Task};
 use alloc::alloc::{Layout, dealloc};
 use alloc::boxed::Box;
@@ -125,7 +125,7 @@ pub(crate) struct Header {
     pub(crate) unwinding_others: AtomicU8,
     /// Its park token: raised by an [`Unparker`](super::Unparker), taken
     /// by [`park`](super::park).
-    pub(crate) park: crate::sync::ParkToken,
+    pub(crate) park: super::park::ParkToken,
     /// The address of what it waits for (a mutex, a queue, a strand it
     /// joins), or 0: for deadlock reports.
     waits_on: AtomicUsize,
@@ -339,7 +339,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
                 lent: AtomicU32::new(0),
                 tree,
                 held: UnsafeCell::new(core::ptr::null()),
-                park: crate::sync::ParkToken::new(),
+                park: super::park::ParkToken::new(),
                 vtable: &Self::VTABLE,
             },
             payload: UnsafeCell::new(Payload::Closure(f)),
@@ -363,7 +363,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
         #[cfg(feature = "std")]
         {
             let outcome = std::panic::catch_unwind(core::panic::AssertUnwindSafe(f));
-            let _deferral = crate::preempt::defer();
+            let _deferral = crate::strand::deferral::defer();
             match outcome {
                 Ok(value) => *payload = Payload::Done(value),
                 Err(panic) => {
@@ -377,7 +377,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
             // On bare metal a panic never comes back here: the panic
             // handler fails the strand and abandons its stack.
             let value = f();
-            let _deferral = crate::preempt::defer();
+            let _deferral = crate::strand::deferral::defer();
             *payload = Payload::Done(value);
         }
     }

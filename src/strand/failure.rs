@@ -84,8 +84,18 @@ fn abandon(me: core::ptr::NonNull<Header>, failure: Box<Failure>) -> Box<Failure
         return failure;
     }
     let mut failure = failure;
-    // SAFETY: the running strand, failing; its stack is still here.
-    let others = unsafe { crate::join::abandon(me, &failure) };
+    // Its fork-join jobs are settled before its stack goes; the jobs live
+    // on that stack, which is still here.
+    // SAFETY: the running strand's own join stack, read in one statement.
+    let was_joining = !unsafe { &*header.fibre.joins.get() }.is_empty();
+    let pool = super::scheduler::here().map(|(pool, _)| pool);
+    // SAFETY: the running strand's own join stack, and its stack is still
+    // here (the caller abandons it only after this).
+    let others = unsafe { crate::pool::fork_join::abandon_jobs(header.fibre.joins.get(), pool, &failure) };
+    if was_joining {
+        // The jobs no longer borrow its stack (`Header::lent`).
+        header.lent.fetch_sub(1, core::sync::atomic::Ordering::SeqCst);
+    }
     failure.count_others(others);
     // SAFETY: the running strand's payload; its closure was moved onto the
     // stack being abandoned.
@@ -133,7 +143,9 @@ mod host {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
                 // In a strand, or in an async task's poll on a core.
-                if crate::strand::scheduler::current().is_some() || crate::pool::Pool::current().is_some() {
+                if crate::strand::scheduler::current().is_some()
+                    || crate::pool::handle::Pool::current().is_some()
+                {
                     let message = info.payload_as_str().map(String::from).unwrap_or_default();
                     LAST.with(|last| {
                         *last.borrow_mut() = Some((info.location().map(Location::from), message))

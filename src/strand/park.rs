@@ -16,12 +16,17 @@
 //!
 //! [`unpark`]: Unparker::unpark
 
-use super::control::Header;
+use super::control::{Header, state};
+use super::id::BlockReason;
+use super::wait::{self, Woken};
 use super::{StrandId, WaitError, scheduler};
-use crate::sync::deadline_after;
+use crate::atomics::AtomicU8;
+use crate::protocol::signal_word::{Register, SignalWord, StateWord, WAITING};
 use crate::time::Instant;
+use crate::time::deadline_after;
 use core::fmt;
 use core::ptr::NonNull;
+use core::sync::atomic::Ordering::SeqCst;
 use core::task::{RawWaker, RawWakerVTable, Waker};
 use core::time::Duration;
 
@@ -194,4 +199,81 @@ impl fmt::Debug for Unparker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Unparker").field("strand", &self.strand()).finish()
     }
+}
+
+/// A strand's park token (`crate::strand::park`): a signal in a byte of
+/// its control block, whose one waiter is that strand.
+pub(crate) struct ParkToken(SignalWord<AtomicU8>);
+
+impl ParkToken {
+    pub(crate) const fn new() -> Self {
+        Self(SignalWord::new_byte())
+    }
+
+    /// Raises the token of `owner`, the strand this token is part of.
+    /// Interrupt-safe, as [`Signal::signal`](crate::sync::Signal::signal).
+    pub(crate) fn unpark(&self, owner: NonNull<Header>) {
+        self.0.fire(|_| scheduler::signal(owner, state::SIGNALLED));
+    }
+
+    /// Takes the token, blocking the calling strand, which owns it, until
+    /// it is raised or `deadline` passes.
+    pub(crate) fn park(&self, deadline: Option<Instant>) -> Result<(), WaitError> {
+        let on = core::ptr::from_ref(self).addr();
+        wait_on_word(&self.0, BlockReason::Parked, on, deadline, |_| WAITING)
+    }
+}
+
+/// Takes the signal in `word`, blocking the calling strand (recorded as
+/// blocked for `reason` on the object at `on`) until it is raised or
+/// `deadline` passes. The strand registers in the word as `waiter(itself)`.
+/// A strand's park token and a [`Signal`](crate::sync::Signal) both wait
+/// here.
+pub(crate) fn wait_on_word<W: StateWord>(
+    word: &SignalWord<W>,
+    reason: BlockReason,
+    on: usize,
+    deadline: Option<Instant>,
+    waiter: impl FnOnce(NonNull<Header>) -> usize,
+) -> Result<(), WaitError> {
+    if word.try_take() {
+        return Ok(());
+    }
+    let mut outcome = Register::Occupied;
+    let mut me = 0;
+    // Counted as waiting for the outside world: the pool is not
+    // deadlocked while this strand waits, however idle it is. (The
+    // strand's pool outlives it, so the reference stays good after a
+    // move to another core.)
+    let pool = scheduler::here().map(|(pool, _)| pool);
+    if let Some(pool) = pool {
+        pool.outside_waits().fetch_add(1, SeqCst);
+    }
+    let woken = wait::block(reason, on, deadline, |strand| {
+        me = waiter(strand);
+        outcome = word.register(me, relax);
+        outcome == Register::Registered
+    });
+    if let Some(pool) = pool {
+        pool.outside_waits().fetch_sub(1, SeqCst);
+    }
+    let woken = woken?;
+    match (outcome, woken) {
+        (Register::Taken, _) | (Register::Registered, Woken::Signalled) => Ok(()),
+        (Register::Occupied, _) => Err(WaitError::Occupied),
+        (Register::Registered, woken) => {
+            if word.withdraw(me, relax) {
+                Err(woken.error().unwrap_or(WaitError::TimedOut))
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+/// How a waiter passes the time while a firer finishes (a few
+/// instructions on another core; on the host, the firer's thread may need
+/// the CPU).
+pub(crate) fn relax() {
+    <crate::spin_lock::Relax as spin::RelaxStrategy>::relax();
 }

@@ -5,10 +5,10 @@
 use super::control::{FINISHED, Header, state};
 use super::fibre;
 use super::id::BlockReason;
+use super::lock::Core as MutexCore;
 use super::tree;
 use crate::pool::deadlock::Waiter;
 use crate::pool::strands::StrandOps;
-use crate::sync::MutexCore;
 use crate::task::Task;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Acquire, SeqCst};

@@ -69,7 +69,7 @@ pub(crate) fn running_on(shared: PoolRef<'_>, core: usize) -> Option<NonNull<Hea
 /// a waker can find it; if `Finished`, it never expects to return.
 pub(crate) unsafe fn suspend(outcome: TurnEnd) {
     // The core found here must stay ours until we switch away.
-    let _deferral = crate::preempt::defer();
+    let _deferral = crate::strand::deferral::defer();
     let (shared, me) = here().expect("a strand runs on a core");
     // SAFETY: the caller's contract; the core is ours (deferring).
     unsafe { switch_out(shared, me, outcome) };
@@ -110,7 +110,7 @@ unsafe fn switch_out(shared: PoolRef<'_>, me: usize, outcome: TurnEnd) {
 /// nothing, outside strands.
 pub(crate) fn yield_running() -> bool {
     // The core found here must stay ours while we look at it.
-    let _deferral = crate::preempt::defer();
+    let _deferral = crate::strand::deferral::defer();
     let Some((shared, me)) = here() else { return false };
     let core = &shared.turn(me);
     // SAFETY: our core's slot: the strand it runs, if it runs one, and
@@ -153,7 +153,7 @@ pub(crate) extern "C" fn strand_entry(header: usize) -> ! {
 /// tree, passing an unclaimed failure up, and switches away for good.
 pub(crate) fn finish(me: NonNull<Header>) -> ! {
     // Finishing is roving's code to the end: the deferral is never dropped.
-    core::mem::forget(crate::preempt::defer());
+    core::mem::forget(crate::strand::deferral::defer());
     // SAFETY: the running strand's header, live until the core drops the
     // strand's own reference after the switch below.
     let header = unsafe { me.as_ref() };
@@ -161,7 +161,7 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
     // strand's guards are never dropped (bare metal) or already were (host).
     let failed_early = header.flags.load(SeqCst) & flags::FAILED != 0;
     // SAFETY: the running strand, finishing.
-    unsafe { crate::sync::release_held(me, failed_early) };
+    unsafe { super::lock::release_held(me, failed_early) };
     let live = tree::end_frame(me, None);
     let escalated = tree::take_escalated(header);
     let state = header.flags.load(SeqCst);
@@ -275,13 +275,13 @@ pub(crate) fn make_runnable(strand: NonNull<Header>) {
     // would preempt, find nothing new and give the core to the next turn
     // for a whole slice (seen on the Pi 3: High wakes slower than Normal).
     let mut tick_for = None;
-    if crate::preempt::any_pool_preempts() {
+    if crate::preempt::deferral::any_pool_preempts() {
         // SAFETY: as above.
         let level = unsafe { strand.as_ref() }.priority.load(Relaxed);
         if level > crate::strand::Priority::Low as u8 {
             let to = fibre.last_core.load(Relaxed);
             // A fibre with strands is held by a live pool.
-            tick_for = crate::preempt::woken(fibre.pool(), level, to).then_some(to);
+            tick_for = fibre.pool().woken(level, to).then_some(to);
         }
     }
     // SAFETY: the strand is in no list (it was running or blocked).

@@ -100,7 +100,7 @@ pub(crate) fn block(
     let me = scheduler::current().ok_or(WaitError::NotAStrand)?;
     // From the first state change to the switch, and back: all of it is
     // the scheduler's protocol, never to be split by a preemption.
-    let _deferral = crate::preempt::defer();
+    let _deferral = crate::strand::deferral::defer();
     // SAFETY: the running strand's own header.
     let header = unsafe { me.as_ref() };
     if deadline.is_some_and(|deadline| deadline <= Instant::now()) {

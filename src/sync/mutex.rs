@@ -1,13 +1,11 @@
 //! A mutex whose waiters are strands, poisoned when a holder fails.
 
-mod core;
 mod lock_async;
 
-pub(crate) use self::core::{Core as MutexCore, release_held};
 pub use lock_async::{AsyncMutexGuard, Lock};
 
-use self::core::{Core, Holder};
 use super::WaitError;
+use crate::strand::lock::{Core, Holder};
 use ::core::cell::UnsafeCell;
 use ::core::fmt;
 use ::core::marker::PhantomData;

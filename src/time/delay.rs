@@ -39,7 +39,7 @@ pub struct Delay;
 
 /// The instant `nanos` from now (far in the future if it cannot be told).
 fn deadline(nanos: u64) -> Instant {
-    crate::sync::deadline_after(Duration::from_nanos(nanos))
+    super::deadline_after(Duration::from_nanos(nanos))
 }
 
 impl Delay {

@@ -2,7 +2,8 @@
 //! the one that wakes sleeping strands.
 
 use super::Instant;
-use crate::pool::{Pool, TimerNode};
+use crate::pool::handle::Pool;
+use crate::pool::timers::TimerNode;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
@@ -28,7 +29,7 @@ use core::time::Duration;
 /// }).unwrap();
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_until(crate::sync::deadline_after(duration))
+    sleep_until(super::deadline_after(duration))
 }
 
 /// Waits until `deadline` without blocking: the async form of

@@ -2,7 +2,7 @@
 //! the strands that wait for it.
 
 use super::Mutex;
-use super::core::Core;
+use crate::strand::lock::Core;
 use crate::sync::WaitError;
 use crate::sync::task_wait::QueuedWait;
 use ::core::fmt;

@@ -1,9 +1,10 @@
 //! [`Signal::wait_async`]: the signal awaited by an async task, so a
 //! device's interrupt wakes a task as it wakes a strand.
 
-use super::{Signal, relax};
-use crate::pool::Pool;
+use super::Signal;
+use crate::pool::handle::Pool;
 use crate::protocol::signal_word::ASYNC;
+use crate::strand::park::relax;
 use crate::sync::WaitError;
 use core::cell::UnsafeCell;
 use core::future::Future;

@@ -1,6 +1,8 @@
-//! The part of a [`Mutex`](super::Mutex) that is not its value: the lock
-//! word, the waiters and the poison flag, in one heap block that stays put
-//! when the `Mutex` moves.
+//! The part of a [`Mutex`](crate::sync::Mutex) that is not its value: the
+//! lock word, the waiters and the poison flag, in one heap block that stays
+//! put when the `Mutex` moves. It lives with the strands because a strand
+//! lists the locks it holds and releases them when it fails, and a
+//! deadlock report names a lock's holder.
 //!
 //! # Why a separate block
 //!
@@ -29,11 +31,11 @@
 //! that gets a poisoned lock passes it straight on and reports
 //! `Poisoned`, so every waiter hears of it.
 
+use super::control::Header;
+use super::id::BlockReason;
+use super::wait::{self, WaitQueue};
+use super::{WaitError, scheduler};
 use crate::spin_lock::SpinLock;
-use crate::strand::BlockReason;
-use crate::strand::control::Header;
-use crate::strand::wait::{self, WaitQueue};
-use crate::strand::{WaitError, scheduler};
 use crate::time::Instant;
 use alloc::boxed::Box;
 use core::cell::Cell;
