@@ -41,11 +41,12 @@
 pub use crate::mailbox::doorbell;
 #[cfg(feature = "std")]
 pub mod host;
+pub(crate) mod instant;
 
 pub use doorbell::{Doorbell, Signal};
 
-use crate::time::Instant;
 use core::fmt;
+use instant::Instant;
 
 /// How deeply an idle core may sleep while it waits for an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -79,11 +79,11 @@ pub use resize::free_cores;
 pub use stats::CoreStats;
 
 use crate::atomics::Ordering::SeqCst;
+use crate::platform::instant::Instant;
 use crate::platform::{self, Depth, StartCoreError};
 use crate::pool::domain_id::DomainId;
 use crate::strand::{self, JoinHandle, Placement, SpawnError};
 use crate::task::closure::Closure;
-use crate::time::Instant;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::time::Duration;

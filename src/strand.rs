@@ -95,9 +95,9 @@ pub use park::{Unparker, park, park_timeout, unparker};
 pub use priority::{Priority, priority, set_priority};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
+use crate::platform::instant::Instant;
 use crate::pool::domain_id::DomainId;
 use crate::pool::seam::PoolRef;
-use crate::time::Instant;
 use alloc::alloc::{Layout, alloc, dealloc};
 use control::{Block, FINISHED, Header, Payload, Taken, flags};
 use core::fmt;

@@ -62,4 +62,4 @@ pub use mutex::{AsyncMutexGuard, Lock, Mutex, MutexGuard, TryLockError};
 pub use semaphore::{Acquire, Semaphore, TooManyPermits};
 pub use signal::{Signal, SignalWait};
 
-pub(crate) use crate::time::deadline_after;
+pub(crate) use crate::platform::instant::deadline_after;

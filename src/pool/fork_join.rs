@@ -17,10 +17,10 @@
 use super::failure::Failure;
 use super::seam::PoolRef;
 use super::shared::Shared;
+use crate::platform::instant::Instant;
 use crate::platform::{self, Depth};
 use crate::protocol::join_frame::{DONE, RETURNED};
 use crate::task::{Action, Task};
-use crate::time::Instant;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use core::time::Duration;

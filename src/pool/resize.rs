@@ -13,9 +13,9 @@ use super::shared::{Shared, ring};
 use super::stop::RUNNING;
 use super::{Pool, current, owners};
 use crate::atomics::Ordering::SeqCst;
+use crate::platform::instant::Instant;
 use crate::platform::{self, Depth};
 use crate::strand;
-use crate::time::Instant;
 use alloc::vec::Vec;
 use core::time::Duration;
 

@@ -46,9 +46,9 @@
 mod chunked;
 
 use super::shared::ring;
+use crate::platform::instant::Instant;
 use crate::sleep::watch::{NONE, Watch};
 use crate::spin_lock::SpinLock;
-use crate::time::Instant;
 use chunked::Chunked;
 use core::cell::UnsafeCell;
 use core::marker::PhantomPinned;

@@ -41,10 +41,10 @@ use super::shared::Shared;
 use super::stats;
 use super::stop::STOPPED;
 use crate::atomics::Ordering::SeqCst;
+use crate::platform::instant::Instant;
 use crate::platform::{self, Depth};
 use crate::sleep::{Outcome, Sleeper};
 use crate::task::{Action, Task};
-use crate::time::Instant;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 

@@ -21,10 +21,10 @@
 mod wait_async;
 
 use super::WaitError;
+use crate::platform::instant::Instant;
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
-use crate::time::Instant;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use core::fmt;

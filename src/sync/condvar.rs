@@ -74,7 +74,7 @@ impl Condvar {
     fn wait_until<'a, T: ?Sized>(
         &self,
         guard: MutexGuard<'a, T>,
-        deadline: Option<crate::time::Instant>,
+        deadline: Option<crate::platform::instant::Instant>,
     ) -> Result<(MutexGuard<'a, T>, bool), WaitError> {
         crate::platform::refuse_in_handler("Condvar::wait", crate::platform::HANDLERS_WAKE);
         let mutex: &'a Mutex<T> = guard.mutex();

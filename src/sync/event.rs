@@ -81,7 +81,7 @@ impl Event {
         self.wait_until(Some(super::deadline_after(timeout)))
     }
 
-    fn wait_until(&self, deadline: Option<crate::time::Instant>) -> Result<(), WaitError> {
+    fn wait_until(&self, deadline: Option<crate::platform::instant::Instant>) -> Result<(), WaitError> {
         crate::platform::refuse_in_handler("Event::wait", crate::platform::HANDLERS_WAKE);
         if self.is_set() {
             return Ok(());

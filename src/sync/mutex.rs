@@ -182,7 +182,10 @@ impl<T: ?Sized> Mutex<T> {
         self.value.get_mut()
     }
 
-    fn lock_until(&self, deadline: Option<crate::time::Instant>) -> Result<MutexGuard<'_, T>, WaitError> {
+    fn lock_until(
+        &self,
+        deadline: Option<crate::platform::instant::Instant>,
+    ) -> Result<MutexGuard<'_, T>, WaitError> {
         crate::platform::refuse_in_handler(
             "Mutex::lock",
             "a strand's mutex is for strands; a handler hands data over with Sender::try_send or wakes a strand with Signal::signal",

@@ -85,7 +85,7 @@ impl Semaphore {
         self.acquire_until(Some(super::deadline_after(timeout)))
     }
 
-    fn acquire_until(&self, deadline: Option<crate::time::Instant>) -> Result<(), WaitError> {
+    fn acquire_until(&self, deadline: Option<crate::platform::instant::Instant>) -> Result<(), WaitError> {
         crate::platform::refuse_in_handler(
             "Semaphore::acquire",
             "a handler must not wait; it takes a permit with Semaphore::try_acquire, or wakes a strand",

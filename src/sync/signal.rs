@@ -4,12 +4,12 @@
 mod wait_async;
 
 use super::WaitError;
+use crate::platform::instant::Instant;
 pub use crate::protocol::signal_word::Register;
 use crate::protocol::signal_word::{ASYNC, SignalWord};
 use crate::strand::control::{Header, state};
 use crate::strand::park::wait_on_word;
 use crate::strand::{BlockReason, scheduler};
-use crate::time::Instant;
 use core::ptr::NonNull;
 use core::time::Duration;
 pub use wait_async::SignalWait;
