@@ -170,6 +170,8 @@ pub mod strand;
 pub mod sync;
 mod task;
 pub mod time;
+#[cfg(not(loom))]
+mod timers;
 #[cfg(all(feature = "trace", not(loom)))]
 pub mod trace;
 // Without the feature, for its unit tests only.

@@ -67,7 +67,6 @@ mod shared;
 pub(crate) mod stats;
 pub(crate) mod stop;
 pub(crate) mod strands;
-pub(crate) mod timers;
 mod worker;
 
 pub use census::StrandInfo;

@@ -424,7 +424,7 @@ impl Sleeper for CoreSleeper<'_> {
     }
 
     /// Waits in the light tier, then the deep one; the timer watcher wakes
-    /// at the earliest deadline too (`super::timers`).
+    /// at the earliest deadline too (`crate::timers`).
     fn wait(&mut self) {
         let timers = &self.shared.timers;
         let slept_at = *self.slept_at.get_or_insert_with(Instant::now);

@@ -3,7 +3,7 @@
 
 use super::Instant;
 use crate::pool::handle::Pool;
-use crate::pool::timers::TimerNode;
+use crate::timers::TimerNode;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};

@@ -6,7 +6,8 @@
 //! in a task's `Sleep` future) so an entry woken early leaves the heap in
 //! O(log n). The heap does not know what a strand is: a strand's entry is
 //! its slot, and the strand layer says how to wake the strand that holds
-//! it ([`StrandTimer`]).
+//! it ([`StrandTimer`]). Each pool has one heap.
+//!
 //! Its storage grows by chunks allocated outside the lock (`chunked.rs`).
 //! `earliest` mirrors the heap's top outside the lock, so cores can ask
 //! "is anything due?" with one load.
@@ -14,7 +15,7 @@
 //! # Who notices a deadline
 //!
 //! - A core between tasks expires due timers when it drains its mailboxes
-//!   (`worker::find_work`), so a busy pool keeps time.
+//!   (`crate::pool`'s `worker::find_work`), so a busy pool keeps time.
 //! - An idle pool keeps one sleeping core as the *watcher*: it sleeps with
 //!   the earliest deadline as its wake-up time (on hardware, the timer
 //!   interrupt), and every other core sleeps without one. The handshake
@@ -28,11 +29,11 @@
 //!   deadline unwatched while other cores sleep.
 //! - A strand whose deadline passed prefers the core that last ran it; if
 //!   that core is busy, an idle core takes it from its fibre mailbox
-//!   (`worker::steal_woken_fibres`).
+//!   (`crate::pool`'s `worker::steal_woken_fibres`).
 //!
 //! Expiry signals the strand under the lock; a strand woken by something
 //! else removes its entry under the same lock before it moves on, so the
-//! heap never holds a control block that is gone (see `strand::wait`).
+//! heap never holds a control block that is gone (see `crate::strand::wait`).
 //! A task's entry is marked fired and its waker woken under the lock; its
 //! future removes the entry, under the lock, when it is dropped first (a
 //! pinned future is dropped before its memory is reused), and a future
@@ -45,7 +46,6 @@
 
 mod chunked;
 
-use super::shared::ring;
 use crate::platform::instant::Instant;
 use crate::sleep::watch::{NONE, Watch};
 use crate::spin_lock::SpinLock;
@@ -258,7 +258,8 @@ impl Timers {
         // Another core grew the heap meanwhile: ours is not needed.
         drop(spare);
         if let Some(watcher) = ring_watcher {
-            ring(watcher);
+            // Indices are checked when the pool is built.
+            let _ = crate::platform::wake(watcher);
         }
         Ok(())
     }
