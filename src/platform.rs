@@ -39,6 +39,8 @@
 //! `tests/custom-platform` the trait on the host.
 
 pub use crate::mailbox::doorbell;
+#[cfg(not(loom))]
+pub mod hooks;
 #[cfg(feature = "std")]
 pub mod host;
 pub(crate) mod instant;

@@ -15,7 +15,7 @@
 use crate::arch;
 use crate::boot_info::{BootInfo, MAX_CORES, boot_info};
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::*};
-use roving::platform::{CoreEntry, Depth, Doorbell, StartCoreError};
+use roving::platform::{CoreEntry, Depth, Doorbell, StartCoreError, hooks};
 
 const OFF: u8 = 0;
 const CLAIMED: u8 = 1;
@@ -190,7 +190,7 @@ impl CoreLocal {
 /// no pool preempts this is one load (a flag left behind is a spurious
 /// tick later, which roving allows).
 pub(crate) fn take_tick() -> bool {
-    roving::preempt::any_pool_preempts() && current().is_some_and(|me| me.tick_fired.swap(false, Relaxed))
+    hooks::any_pool_preempts() && current().is_some_and(|me| me.tick_fired.swap(false, Relaxed))
 }
 
 static CORES: [CoreLocal; MAX_CORES] = {

@@ -1,6 +1,6 @@
 //! Words shared by every architecture's fault report.
 
-use roving::strand::fibre::GuardHit;
+use roving::platform::hooks::GuardHit;
 
 /// A fault in a fibre's guard page, in words, as a line of its own (nothing
 /// if the fault was not in one).

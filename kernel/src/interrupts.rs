@@ -498,10 +498,10 @@ pub(crate) fn dispatch(line: u32) -> bool {
     let me = cores::current().and_then(|core| HANDLING.get(core.index));
     let outer = me.map(|slot| slot.swap(line, Relaxed));
     #[cfg(feature = "trace")]
-    roving::trace::interrupt_begins(line);
+    roving::platform::hooks::interrupt_begins(line);
     let handled = handler(line);
     #[cfg(feature = "trace")]
-    roving::trace::interrupt_ends(line);
+    roving::platform::hooks::interrupt_ends(line);
     if let (Some(slot), Some(outer)) = (me, outer) {
         slot.store(outer, Relaxed);
     }

@@ -1,9 +1,9 @@
 //! A panic in a strand fails that strand only: it is noted on the console
-//! and handed to roving ([`roving::strand::fail_running`]), which records
+//! and handed to roving ([`roving::platform::hooks::fail_running`]), which records
 //! the failure for the strand's joiner, abandons the strand's stack and
 //! switches the core back to its scheduler. A panic in an async task's
 //! poll fails that task only, the same way
-//! ([`roving::executor::fail_running_task`]: the poll's frames are
+//! ([`roving::platform::hooks::fail_running_task`]: the poll's frames are
 //! abandoned back to the core's loop). A panic anywhere else (boot, the
 //! scheduler, a plain task, or a strand failing while it finishes)
 //! prints the core, the location and the message (and, in a device's
@@ -14,6 +14,7 @@
 use crate::{arch, cores, exit_code, logger};
 use core::panic::PanicInfo;
 use core::sync::atomic::Ordering::Relaxed;
+use roving::platform::hooks;
 
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
@@ -39,15 +40,15 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         report_contained(format_args!("strand {strand}"), core, "strand", info);
         crate::masking::abandon_strand_sections();
         // Returns only if the strand cannot be failed (it was finishing).
-        roving::strand::fail_running(info);
+        hooks::fail_running(info);
     }
-    if roving::executor::running_task() {
+    if hooks::running_task() {
         let core = cores::current().map_or(usize::MAX, |c| c.index);
         report_contained(format_args!("an async task"), core, "task", info);
         crate::masking::abandon_strand_sections();
         // Returns only if the task's failure could not be made (a panic
         // while making it): then the core stops below.
-        roving::executor::fail_running_task(info);
+        hooks::fail_running_task(info);
     }
     arch::cpu::disable_interrupts();
     let core = cores::current();

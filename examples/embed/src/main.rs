@@ -155,10 +155,10 @@ fn a_panic_fails_one_strand() {
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     if roving::strand::current().is_some() {
         // Returns only if the strand cannot be failed (it was finishing).
-        roving::strand::fail_running(info);
+        roving::platform::hooks::fail_running(info);
     }
-    if roving::executor::running_task() {
-        roving::executor::fail_running_task(info);
+    if roving::platform::hooks::running_task() {
+        roving::platform::hooks::fail_running_task(info);
     }
     console::emergency(format_args!("*** panic on core {:?}: {info}\n", roving::platform::current_core()));
     console::exit(101)

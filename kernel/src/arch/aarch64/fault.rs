@@ -14,7 +14,7 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
     let class = (esr >> 26) & 0x3f;
     let core = cores::current().map(|c| c.index);
     let overflow =
-        if matches!(class, 0x24 | 0x25) { roving::strand::fibre::guard_hit(far as usize) } else { None };
+        if matches!(class, 0x24 | 0x25) { roving::platform::hooks::guard_hit(far as usize) } else { None };
     logger::emergency(format_args!(
         "*** FAULT on core {}: {} from {}\n    {}{}\n    ESR_EL1 {esr:#018x}  FAR_EL1 {far:#018x}\n    ELR_EL1 {:#018x}  SPSR_EL1 {:#010x}  LR {:#018x}{}",
         Core(core),

@@ -149,7 +149,7 @@ pub(super) unsafe fn build_tables(info: &BootInfo, board: &Board) {
     for region in &info.ram {
         result = result.and_then(|()| map(tables, *region, Kind::Normal));
     }
-    for gap in roving::strand::fibre::guard_gaps() {
+    for gap in roving::platform::hooks::guard_gaps() {
         for page in gap.step_by(PAGE) {
             result = result.and_then(|()| unmap_page(tables, page));
         }

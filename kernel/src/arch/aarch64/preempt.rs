@@ -5,7 +5,7 @@
 
 use super::exception::Frame;
 use aarch64_cpu::registers::{Readable, SP_EL0, Writeable};
-use roving::preempt::{self, Tick};
+use roving::platform::hooks::{self, Tick};
 
 /// SPSR_EL1.I: IRQs masked.
 const SPSR_IRQ_MASKED: u64 = 1 << 7;
@@ -17,7 +17,7 @@ pub(super) fn after_interrupt(preemptible: bool, frame: &mut Frame) {
     if !crate::cores::take_tick() || !preemptible {
         return;
     }
-    if preempt::on_tick() == Tick::Preempt {
+    if hooks::on_tick() == Tick::Preempt {
         // SAFETY: roving said the interrupted code is a strand outside
         // roving's code; its stack pointer is SP_EL0, and the vectors
         // restore ELR and SPSR from `frame` and leave SP_EL0 as it is.
@@ -45,6 +45,6 @@ unsafe fn send_to_entry(frame: &mut Frame) {
         words.add(1).write(frame.spsr);
     }
     SP_EL0.set(stack);
-    frame.elr = preempt::entry_address() as u64;
+    frame.elr = hooks::entry_address() as u64;
     frame.spsr |= SPSR_IRQ_MASKED;
 }

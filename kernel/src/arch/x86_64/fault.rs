@@ -13,7 +13,7 @@ pub(super) fn report_and_exit(frame: &Frame) -> ! {
     let vector = frame.vector;
     let cr2 = Cr2::read_raw();
     let page_fault = (vector == PAGE_FAULT).then_some(PageFault(frame.error_code));
-    let overflow = if vector == PAGE_FAULT { roving::strand::fibre::guard_hit(cr2 as usize) } else { None };
+    let overflow = if vector == PAGE_FAULT { roving::platform::hooks::guard_hit(cr2 as usize) } else { None };
     logger::emergency(format_args!(
         "*** FAULT on core {}: {} (vector {vector}, error code {:#x}){}\n    RIP {:#018x}  RSP {:#018x}  RFLAGS {:#010x}\n    RAX {:#018x}  RBX {:#018x}  RBP {:#018x}{}",
         Core(core),

@@ -179,7 +179,7 @@ pub(super) unsafe fn finish(board: &Board) {
     }
     let mut used = 0;
     let mut result = Ok(());
-    for gap in roving::strand::fibre::guard_gaps() {
+    for gap in roving::platform::hooks::guard_gaps() {
         for page in gap.step_by(PAGE) {
             result = result.and_then(|()| unmap_page(directories, tables, &mut used, page));
         }

@@ -4,7 +4,7 @@
 //! timer, which `request_tick` arms (`crate::platform`).
 
 use super::exception::Frame;
-use roving::preempt::{self, Tick};
+use roving::platform::hooks::{self, Tick};
 
 /// RFLAGS.IF: interrupts enabled.
 const RFLAGS_IF: u64 = 1 << 9;
@@ -17,7 +17,7 @@ pub(super) fn after_interrupt(frame: &mut Frame) {
     if !crate::cores::take_tick() {
         return;
     }
-    if preempt::on_tick() == Tick::Preempt {
+    if hooks::on_tick() == Tick::Preempt {
         // SAFETY: roving said the interrupted code is a strand outside
         // roving's code, on its own stack; `iretq` restores `frame`.
         unsafe { send_to_entry(frame) };
@@ -46,6 +46,6 @@ unsafe fn send_to_entry(frame: &mut Frame) {
         words.add(4).write(frame.ss);
     }
     frame.rsp = words as u64;
-    frame.rip = preempt::entry_address() as u64;
+    frame.rip = hooks::entry_address() as u64;
     frame.rflags &= !RFLAGS_IF;
 }

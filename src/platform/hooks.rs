@@ -1,0 +1,25 @@
+//! What a platform implementation calls back into roving: every hook a
+//! kernel needs, gathered here (each is also where it belongs, in the
+//! module of the part it serves). `docs/embedding.md` is the checklist
+//! that says when each is called; this is the list.
+//!
+//! | hook | who calls it, and when |
+//! |---|---|
+//! | [`fail_running`] | the `#[panic_handler]`, first: a panic in a strand fails that strand and switches away from its stack, instead of stopping the core |
+//! | `running_task`, `fail_running_task` | the `#[panic_handler]`, next: a panic in an async task's poll fails that task (bare metal only: on the host, polls unwind) |
+//! | [`guard_gaps`], [`region`] | the MMU set-up: the gaps below each fibre stack to leave unmapped, and where the stacks are |
+//! | [`guard_hit`] | the fault handler: whether a fault address is a stack overflow, and whose |
+//! | [`on_tick`], [`entry_address`], [`any_pool_preempts`] | the per-core timer interrupt, on a platform that can preempt: whether to preempt the strand it interrupted, where the strand then resumes, and whether any pool has a time slice to ask about |
+//! | [`interrupt_begins`], [`interrupt_ends`] | the interrupt dispatcher, with feature `trace`: a handler's start and end on the interrupted core's trace |
+//!
+//! The seam itself (the [`Platform`](super::Platform) trait,
+//! [`set_platform!`](crate::set_platform), [`Doorbell`](super::Doorbell))
+//! is in [`platform`](super).
+
+#[cfg(not(feature = "std"))]
+pub use crate::executor::{fail_running_task, running_task};
+pub use crate::preempt::{Tick, any_pool_preempts, entry_address, on_tick};
+pub use crate::strand::fail_running;
+pub use crate::strand::fibre::{FibreRegion, GuardHit, guard_gaps, guard_hit, region};
+#[cfg(feature = "trace")]
+pub use crate::trace::{interrupt_begins, interrupt_ends};
