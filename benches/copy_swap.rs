@@ -6,7 +6,7 @@
 //! the core goes round all of them, one strand per turn. Each strand keeps
 //! `BYTES` of its own data on its stack and checks them when it ends.
 
-use roving::strand::{self, knobs::FIBRES};
+use roving::strand::{self, sizes::FIBRES};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

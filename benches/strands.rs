@@ -19,8 +19,8 @@ fn main() {
     println!(
         "roving-bench strands: {} hardware threads, {} fibres of {} KiB; median of {samples} rounds after a warm-up round",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        roving::strand::knobs::FIBRES,
-        roving::strand::knobs::STACK_BYTES / 1024,
+        roving::strand::sizes::FIBRES,
+        roving::strand::sizes::STACK_BYTES / 1024,
     );
 
     println!("\nyield: ns per round trip to the scheduler and back, one core ({yields} per sample)");

@@ -121,7 +121,7 @@ impl core::error::Error for EndWaitError {}
 
 use crate::pool::Pool;
 use crate::pool::seam::PoolRef;
-use address::Cell;
+use address::ActorCell;
 use alloc::sync::Arc;
 
 /// State that handles messages one at a time.
@@ -144,7 +144,7 @@ pub trait Actor: Send + Sized + 'static {
 
 /// What an actor can do about itself while it handles a message.
 pub struct ActorContext<'a, A: Actor> {
-    cell: &'a Arc<Cell<A>>,
+    cell: &'a Arc<ActorCell<A>>,
     /// The pool of the core running the turn.
     pool: PoolRef<'a>,
     core: usize,
@@ -175,7 +175,7 @@ impl Pool {
     /// runs on whichever core its sender is on (and is offered to idle
     /// cores).
     pub fn spawn_actor<A: Actor>(&self, actor: A) -> Addr<A> {
-        Addr::new(Arc::new(Cell::new(actor, None)), self.clone())
+        Addr::new(Arc::new(ActorCell::new(actor, None)), self.clone())
     }
 
     /// Spawns `actor` pinned to `core` of this pool: every turn runs there.
@@ -187,6 +187,6 @@ impl Pool {
         if let Err(error) = self.pool_ref().check_pin(core) {
             return Err(error.carrying(actor));
         }
-        Ok(Addr::new(Arc::new(Cell::new(actor, Some(core))), self.clone()))
+        Ok(Addr::new(Arc::new(ActorCell::new(actor, Some(core))), self.clone()))
     }
 }

@@ -321,7 +321,7 @@ impl<T: Send + 'static> Loop<T> {
                 op::run(node, Some(self))
             })
         };
-        trace_here!(crate::trace::event::Event::LoopDrained { operations: _ran });
+        trace_here!(crate::trace::event::TraceEvent::LoopDrained { operations: _ran });
         core::mem::forget(guard);
         self.unmark_drainer(me);
         drained

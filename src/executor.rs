@@ -112,12 +112,12 @@ impl core::error::Error for TaskError {}
 
 /// A task about to be queued for the first time, as the pool's posting
 /// paths carry it: refused, it gives the future back.
-struct NewTask<F> {
-    header: NonNull<Header>,
+struct NewAsyncTask<F> {
+    header: NonNull<AsyncHeader>,
     future: core::marker::PhantomData<F>,
 }
 
-use cell::Header;
+use cell::AsyncHeader;
 
 impl Pool {
     /// Spawns `future` as an async task on this pool, on whichever core
@@ -202,7 +202,7 @@ where
     let home = pin.or(me).unwrap_or(0);
     let header = cell::allocate(future, pool, pin.unwrap_or(cell::UNPINNED), home, shard)
         .map_err(PostError::OutOfMemory)?;
-    let task = NewTask { header, future: core::marker::PhantomData::<F> };
+    let task = NewAsyncTask { header, future: core::marker::PhantomData::<F> };
     let posted = match pin {
         Some(core) => shared.post(core, task),
         None => shared.spawn(task),
@@ -216,7 +216,7 @@ where
     }
 }
 
-impl<F: Send + 'static> IntoTask for NewTask<F> {
+impl<F: Send + 'static> IntoTask for NewAsyncTask<F> {
     /// Lists the task as live in its pool: this runs only once the pool
     /// has accepted the post (inside its window for outside posts), so a
     /// pool's tear-down never misses a task it accepted.
@@ -224,23 +224,23 @@ impl<F: Send + 'static> IntoTask for NewTask<F> {
         // SAFETY: the task is new, listed nowhere; its shard is the list's.
         unsafe {
             let header = self.header.as_ref();
-            header.pool().async_tasks().insert(Header::live(self.header), &cell::ASYNC_OPS);
+            header.pool().async_tasks().insert(AsyncHeader::live(self.header), &cell::ASYNC_OPS);
         }
-        Ok(Header::as_task(self.header))
+        Ok(AsyncHeader::as_task(self.header))
     }
 
     unsafe fn from_task(task: NonNull<Task>, _: Option<NonNull<BlockCache>>) -> Self {
-        let header = task.cast::<Header>();
+        let header = task.cast::<AsyncHeader>();
         // SAFETY: refused after `into_task` listed it (contract): unlisted
         // again, it is the caller's alone.
-        unsafe { header.as_ref().pool().async_tasks().remove(Header::live(header)) };
+        unsafe { header.as_ref().pool().async_tasks().remove(AsyncHeader::live(header)) };
         Self { header, future: core::marker::PhantomData }
     }
 }
 
 // SAFETY: a new task belongs to whoever spawns it until it is queued; its
 // future is `Send`.
-unsafe impl<F: Send> Send for NewTask<F> {}
+unsafe impl<F: Send> Send for NewAsyncTask<F> {}
 
 /// Runs `future` to completion in the calling strand: polls it, and
 /// between polls parks the strand until the future's waker is woken. The

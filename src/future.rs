@@ -42,7 +42,7 @@ use crate::pool::{Pool, PostError};
 use crate::sync::WaitError;
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use cell::{Cell, Run, Slot, Work};
+use cell::{FutureCell, ResultSlot, Run, Work};
 use core::fmt;
 use core::pin::Pin;
 use core::task::{Context, Poll};
@@ -76,13 +76,13 @@ impl core::error::Error for FutureError {}
 /// The result of a closure sent to a core, when it is there. One owner;
 /// see [`SharedFuture`] for a future several places wait for.
 pub struct Future<T> {
-    slot: Arc<dyn Slot<T>>,
+    slot: Arc<dyn ResultSlot<T>>,
     pool: Pool,
 }
 
 /// A future that can be cloned: every clone sees the same result.
 pub struct SharedFuture<T> {
-    slot: Arc<dyn Slot<T>>,
+    slot: Arc<dyn ResultSlot<T>>,
     pool: Pool,
 }
 
@@ -97,7 +97,7 @@ impl<T: Send + 'static, F: FnOnce() -> T + Send + 'static> Work<T> for Sent<F> {
 
 /// A continuation of a [`Future`]: the previous cell, whose result it
 /// moves in (it holds the only handle that reads it).
-struct Then<T, G>(Arc<dyn Slot<T>>, G);
+struct Then<T, G>(Arc<dyn ResultSlot<T>>, G);
 
 impl<T: Send + 'static, U: Send + 'static, G: FnOnce(T) -> U + Send + 'static> Work<U> for Then<T, G> {
     fn run(self) -> Result<U, FutureError> {
@@ -109,7 +109,7 @@ impl<T: Send + 'static, U: Send + 'static, G: FnOnce(T) -> U + Send + 'static> W
 }
 
 /// A continuation of a [`SharedFuture`]: a reference to the result.
-struct ThenShared<T, G>(Arc<dyn Slot<T>>, G);
+struct ThenShared<T, G>(Arc<dyn ResultSlot<T>>, G);
 
 impl<T, U, G> Work<U> for ThenShared<T, G>
 where
@@ -147,8 +147,8 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    let cell = Cell::new(Sent(f));
-    let slot: Arc<dyn Slot<T>> = cell.clone();
+    let cell = FutureCell::new(Sent(f));
+    let slot: Arc<dyn ResultSlot<T>> = cell.clone();
     match pool.pool_ref().post(core, Run(cell)) {
         Ok(()) => Ok(Future { slot, pool }),
         Err(refused) => Err(refused.map(|run| run.into_work().0)),
@@ -174,14 +174,14 @@ where
 
 /// Starts `work` on `core` of `pool` once `after` is ready; if the pool
 /// refuses it, dropping it breaks the continuation's future.
-fn chain<W, U, T>(pool: Pool, after: &dyn Slot<T>, core: usize, work: W) -> Future<U>
+fn chain<W, U, T>(pool: Pool, after: &dyn ResultSlot<T>, core: usize, work: W) -> Future<U>
 where
     W: Work<U>,
     U: Send + 'static,
     T: Send + 'static,
 {
-    let cell = Cell::new(work);
-    let next: Arc<dyn Slot<U>> = cell.clone();
+    let cell = FutureCell::new(work);
+    let next: Arc<dyn ResultSlot<U>> = cell.clone();
     let target = pool.clone();
     after.header().on_ready(Box::new(move |broken| {
         let run = Run(cell);

@@ -13,7 +13,7 @@
 //!   a fibre) has a [`JoinStack`] of its pending jobs, touched only by it.
 //! - Each core has one slot ([`Slot`]). When the slot is empty and
 //!   some core is idle, a joining context publishes its oldest private job
-//!   there and announces it to the sleep protocol (`Sleep::new_jobs`, the
+//!   there and announces it to the sleep protocol (`SleepState::new_jobs`, the
 //!   same path the steal lists use, so no sleeper misses it).
 //! - Idle cores look in every slot as the last step of their search for
 //!   work, and run what they take as an ordinary task.
@@ -38,7 +38,7 @@
 use crate::platform;
 use crate::pool::current;
 use crate::pool::seam::PoolRef;
-use crate::protocol::join_frame::{DONE, RETURNED, Ring};
+use crate::protocol::join_frame::{DONE, RETURNED, WakeOwner};
 use crate::strand::Failure;
 use crate::strand::control::Header;
 use crate::strand::scheduler;
@@ -49,7 +49,7 @@ use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Relaxed, SeqCst};
 
-use crate::pool::fork_join::{Frame, JoinStack, Popped, Settled, settle_published};
+use crate::pool::fork_join::{Job, JoinStack, Popped, Settled, settle_published};
 
 /// Runs `a` and `b`, possibly in parallel, and returns both results.
 ///
@@ -170,7 +170,7 @@ impl Here {
     ///
     /// `frame` stays live and in place until it is settled.
     #[inline]
-    unsafe fn push(&self, frame: NonNull<Frame>) -> bool {
+    unsafe fn push(&self, frame: NonNull<Job>) -> bool {
         let stack = self.stack();
         let first = stack.is_empty();
         if !stack.push(frame) {
@@ -203,7 +203,7 @@ impl Here {
         // SAFETY: as above; it is settled only after it is taken back or ended.
         if unsafe { slot.publish(oldest) } {
             self.stack().published_oldest();
-            trace_point!(shared, self.core, crate::trace::event::Event::JoinPublished);
+            trace_point!(shared, self.core, crate::trace::event::TraceEvent::JoinPublished);
             shared.announce_for(self.core, 1);
         }
     }
@@ -214,7 +214,7 @@ impl Here {
 /// from `a`.
 struct Settle<'a> {
     here: &'a Here,
-    frame: NonNull<Frame>,
+    frame: NonNull<Job>,
 }
 
 impl Settle<'_> {
@@ -267,7 +267,7 @@ enum Outcome<R> {
 /// A job on its owner's stack: the frame, then `b`, then its outcome.
 #[repr(C)]
 struct StackJob<B, R> {
-    frame: Frame,
+    frame: Job,
     b: UnsafeCell<Option<B>>,
     outcome: UnsafeCell<Outcome<R>>,
 }
@@ -275,13 +275,13 @@ struct StackJob<B, R> {
 impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
     fn new(b: B) -> Self {
         Self {
-            frame: Frame::new(Self::run_taken, Self::fail_taken, Self::failures_taken),
+            frame: Job::new(Self::run_taken, Self::fail_taken, Self::failures_taken),
             b: UnsafeCell::new(Some(b)),
             outcome: UnsafeCell::new(Outcome::Pending),
         }
     }
 
-    fn frame(&self) -> NonNull<Frame> {
+    fn frame(&self) -> NonNull<Job> {
         NonNull::from(&self.frame)
     }
 
@@ -325,7 +325,7 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
     ///
     /// `frame` is the frame of a `StackJob<B, R>` that ended with `DONE`:
     /// the thief stored the outcome and let go; the caller owns the job.
-    unsafe fn failures_taken(frame: NonNull<Frame>) -> usize {
+    unsafe fn failures_taken(frame: NonNull<Job>) -> usize {
         let job = frame.cast::<Self>();
         // SAFETY: per the contract, the outcome is the caller's.
         match core::mem::replace(unsafe { &mut *(*job.as_ptr()).outcome.get() }, Outcome::Pending) {
@@ -347,10 +347,10 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
         action: Action,
         _cache: NonNull<crate::task::storage::BlockCache>,
     ) {
-        let frame = task.cast::<Frame>();
+        let frame = task.cast::<Job>();
         if action == Action::Discard {
             // SAFETY: taken, so the end is ours.
-            ring_owner(unsafe { Frame::end(frame, RETURNED) });
+            ring_owner(unsafe { Job::end(frame, RETURNED) });
             return;
         }
         let job = task.cast::<Self>();
@@ -369,7 +369,7 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
         // SAFETY: as above; the owner reads it only after the end.
         unsafe { *(*job.as_ptr()).outcome.get() = outcome };
         // SAFETY: taken, and the outcome is stored.
-        ring_owner(unsafe { Frame::end(frame, DONE) });
+        ring_owner(unsafe { Job::end(frame, DONE) });
     }
 
     /// Ends a job whose thief failed while running it.
@@ -377,13 +377,13 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
     /// # Safety
     ///
     /// `frame` is the frame of a `StackJob<B, R>` the failing thief took.
-    unsafe fn fail_taken(frame: NonNull<Frame>, failure: &Failure) {
+    unsafe fn fail_taken(frame: NonNull<Job>, failure: &Failure) {
         let job = frame.cast::<Self>();
         // SAFETY: the job is the thief's until the end; `b` was moved onto
         // the stack being abandoned.
         unsafe { *(*job.as_ptr()).outcome.get() = Outcome::Failed(Box::new(failure.clone())) };
         // SAFETY: the outcome is stored.
-        ring_owner(unsafe { Frame::end(frame, DONE) });
+        ring_owner(unsafe { Job::end(frame, DONE) });
     }
 }
 
@@ -397,8 +397,8 @@ fn run_caught<R>(b: impl FnOnce() -> R) -> Outcome<R> {
     Outcome::Value(b())
 }
 
-fn ring_owner(ring: Ring) {
-    if let Ring(Some(core)) = ring {
+fn ring_owner(ring: WakeOwner) {
+    if let WakeOwner(Some(core)) = ring {
         let _ = platform::wake(core);
     }
 }

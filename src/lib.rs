@@ -198,11 +198,9 @@ pub mod loom_api {
     pub use crate::mailbox::list::{AtomicList, Pushed};
     pub use crate::mailbox::mesh::routes::{Reading, Routes};
     pub use crate::mailbox::mesh::{Mesh, Sent, Topology};
-    pub use crate::protocol::actor_schedule::{
-        Closing, Finished, Link, Pushed as ActorPushed, Schedule, reverse,
-    };
-    pub use crate::protocol::async_state::{AfterPending, Start as TaskStart, TaskState, Wake as TaskWake};
-    pub use crate::protocol::join_frame::{DONE as JOB_DONE, Ring};
+    pub use crate::protocol::actor_schedule::{ActorPushed, Closing, Finished, Link, Schedule, reverse};
+    pub use crate::protocol::async_state::{AfterPending, AsyncState, Start as TaskStart, Wake as TaskWake};
+    pub use crate::protocol::join_frame::{DONE as JOB_DONE, WakeOwner};
     pub use crate::protocol::lifo_slot::LifoSlot;
     pub use crate::protocol::loop_handoff::{Deferred, Drained, Handoff};
     pub use crate::protocol::signal_word::{
@@ -210,12 +208,12 @@ pub mod loom_api {
     };
     pub use crate::protocol::trace_ring::{Ring as TraceRing, Snapshot as TraceSnapshot};
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
-    pub use crate::sleep::{IdleState, Outcome, Roused, Sleep, Sleeper};
+    pub use crate::sleep::{IdleState, Outcome, Roused, SleepState, Sleeper};
     pub use crate::task::queue::TaskQueue;
     pub use crate::task::storage::BlockCache;
     pub use crate::task::{Action, Task};
     /// A join job with no failure to carry: loom runs no strands.
     pub type JoinFrame = crate::protocol::join_frame::Frame<()>;
     /// A core's slot for such jobs.
-    pub type JoinSlot = crate::protocol::join_frame::Slot<()>;
+    pub type JoinSlot = crate::protocol::join_frame::JobSlot<()>;
 }

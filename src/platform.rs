@@ -45,7 +45,7 @@ pub mod hooks;
 pub mod host;
 pub(crate) mod instant;
 
-pub use doorbell::{Doorbell, Signal};
+pub use doorbell::{Doorbell, WakeSignal};
 
 use core::fmt;
 use instant::Instant;

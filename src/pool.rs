@@ -44,6 +44,7 @@
 pub(crate) mod async_tasks;
 mod census;
 mod config;
+mod core_owners;
 pub(crate) mod core_turn;
 pub(crate) mod current;
 pub(crate) mod deadlock;
@@ -57,7 +58,6 @@ pub(crate) mod handle;
 mod lifetime;
 mod lifo_watch;
 mod membership;
-mod owners;
 pub(crate) mod per_core;
 mod post;
 pub(crate) mod preempted;
@@ -267,7 +267,7 @@ impl Pool {
     /// Each core's counters, by core index.
     pub fn stats(&self) -> Vec<CoreStats> {
         let stats = self.shared.cores.iter().map(|core| &*core.stats).enumerate().map(|(core, counters)| {
-            let (idle_spells, counted_idle_spells, shared_sleep_writes) = self.shared.sleep.tally(core);
+            let (idle_spells, counted_idle_spells, shared_sleep_writes) = self.shared.sleep.spell_stats(core);
             CoreStats { idle_spells, counted_idle_spells, shared_sleep_writes, ..counters.snapshot() }
         });
         stats.collect()
@@ -336,7 +336,7 @@ impl Pool {
             if let Err(error) = self.start_core(core) {
                 shared.stop();
                 self.finish(me, false);
-                members.iter().for_each(|&core| owners::release(core, shared));
+                members.iter().for_each(|&core| core_owners::release(core, shared));
                 return Err(RunError::StartCore(error));
             }
         }
@@ -368,7 +368,7 @@ impl Pool {
                 drop(entered);
                 shared.stop();
                 self.finish(me, false);
-                owners::release(me, shared);
+                core_owners::release(me, shared);
                 return Err(match error {
                     SpawnError::NoFibre(_) => RunError::NoFibre,
                     _ => RunError::MainDidNotFinish,
@@ -378,7 +378,7 @@ impl Pool {
         worker::work_entered(shared, me);
         drop(entered);
         self.finish(me, false);
-        owners::release(me, shared);
+        core_owners::release(me, shared);
         #[cfg(feature = "std")]
         if let Some(payload) = shared.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
             core::mem::forget(root);
@@ -420,8 +420,8 @@ impl Pool {
         }
         shared.runner.store(runner, SeqCst);
         let members = self.cores();
-        if let Some(index) = members.iter().position(|&core| !owners::claim(core, shared)) {
-            members[..index].iter().for_each(|&core| owners::release(core, shared));
+        if let Some(index) = members.iter().position(|&core| !core_owners::claim(core, shared)) {
+            members[..index].iter().for_each(|&core| core_owners::release(core, shared));
             shared.stop();
             return Err(RunError::CoreTaken { core: members[index] });
         }
@@ -506,7 +506,7 @@ fn core_entry(arg: usize) {
     worker::work(&shared, me);
     // A core that left in a resize is free once it is off the loop; at a
     // stop, each core gives itself back.
-    owners::release(me, &shared);
+    core_owners::release(me, &shared);
     shared.running.fetch_sub(1, SeqCst);
     shared::ring(shared.runner.load(SeqCst));
 }

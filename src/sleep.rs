@@ -21,7 +21,7 @@
 //! | `ASLEEP`      | committed to sleep (steps 5-7)             | a claim, or a cancel|
 //! | `CLAIMED`     | a waker is taking it off the sleeping count| that waker          |
 //!
-//! # Falling asleep ([`Sleep::no_work_found`])
+//! # Falling asleep ([`SleepState::no_work_found`])
 //!
 //! 0. Search up to [`QUIET_ROUNDS`] times without telling anyone: the core
 //!    still counts as active. Then count it idle, in its group's word.
@@ -68,7 +68,7 @@
 //!
 //! # Waking
 //!
-//! - **Work for anyone** ([`Sleep::new_jobs`], after a push to the injector
+//! - **Work for anyone** ([`SleepState::new_jobs`], after a push to the injector
 //!   or a core's steal list): if the work came from outside the pool, fence
 //!   (seq-cst) first. Make the JEC odd if it was even, in the same
 //!   operation that reads the sleeping count. If nobody sleeps, wake
@@ -76,7 +76,7 @@
 //!   show as many idle awake cores (idle minus sleeping) as new jobs: then
 //!   wake nobody, as they will find the work. Otherwise wake up to the
 //!   shortfall, at most the sleeping count.
-//! - **Work for one core** ([`Sleep::wake`]): a sender whose push replaced a
+//! - **Work for one core** ([`SleepState::wake`]): a sender whose push replaced a
 //!   mailbox sentinel wakes that core.
 //! - To wake a core, fence (seq-cst), then read its state word:
 //!   - `ASLEEP`: claim it (compare-exchange to `CLAIMED`); the winner takes
@@ -145,7 +145,7 @@
 //! Q and its R like any other, and until it is counted, W's read of the
 //! idle counts sees it as active. Seeing a core as active only ever makes
 //! W wake more cores, never fewer. The offers' test
-//! ([`Sleep::anyone_idle`]) misses the idle cores of other groups that
+//! ([`SleepState::anyone_idle`]) misses the idle cores of other groups that
 //! are not yet sleepy; it decides only whether work is offered, never
 //! whether an offer is announced, so it costs delay, not wake-ups.
 //!
@@ -176,14 +176,14 @@
 
 pub mod counters;
 pub mod idle_count;
-pub mod tally;
+pub mod spell_stats;
 pub mod watch;
 
 use crate::atomics::{AtomicU32, CachePadded, Ordering::SeqCst, fence};
 use alloc::boxed::Box;
-use counters::{AtomicCounters, Counters};
+use counters::{AtomicCounters, SleepCounters};
 use idle_count::IdleCount;
-use tally::Tally;
+use spell_stats::SpellStats;
 
 /// Searching or running tasks.
 const AWAKE: u32 = 0;
@@ -226,7 +226,7 @@ pub trait Sleeper {
     }
 }
 
-/// What [`Sleep::rouse`] did to a core.
+/// What [`SleepState::rouse`] did to a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Roused {
     /// Claimed it in its sleep: the core's `claim`th claim (wrapping; 0
@@ -303,7 +303,7 @@ pub struct IdleState {
     core: usize,
 }
 
-/// How a call to [`Sleep::no_work_found`] ended.
+/// How a call to [`SleepState::no_work_found`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Still searching.
@@ -313,7 +313,7 @@ pub enum Outcome {
 }
 
 /// The pool's sleep state.
-pub struct Sleep {
+pub struct SleepState {
     counters: CachePadded<AtomicCounters>,
     idle: IdleCount,
     states: Box<[CachePadded<CoreState>]>,
@@ -323,17 +323,17 @@ pub struct Sleep {
     rounds_until_sleepy: u32,
     quiet_rounds: u32,
     /// Per core, then one for callers outside the pool.
-    tallies: Box<[CachePadded<Tally>]>,
+    spell_stats: Box<[CachePadded<SpellStats>]>,
 }
 
-impl Sleep {
-    /// Sleep state for `cores` cores (at most [`counters::MAX_CORES`]),
+impl SleepState {
+    /// The sleep state for `cores` cores (at most [`counters::MAX_CORES`]),
     /// counting idle cores by [`idle_count::GROUP`].
     pub fn new(cores: usize, rounds_until_sleepy: u32) -> Self {
         Self::with_idle_groups(cores, rounds_until_sleepy, idle_count::GROUP)
     }
 
-    /// As [`Sleep::new`], with idle cores counted in groups of `group`
+    /// As [`SleepState::new`], with idle cores counted in groups of `group`
     /// (the loom models use groups of one core).
     pub fn with_idle_groups(cores: usize, rounds_until_sleepy: u32, group: usize) -> Self {
         assert!(cores <= counters::MAX_CORES, "the counters hold at most {} cores", counters::MAX_CORES);
@@ -344,28 +344,28 @@ impl Sleep {
             nudges: CachePadded(AtomicU32::new(0)),
             rounds_until_sleepy,
             quiet_rounds: QUIET_ROUNDS.min(rounds_until_sleepy),
-            tallies: (0..=cores).map(|_| CachePadded(Tally::default())).collect(),
+            spell_stats: (0..=cores).map(|_| CachePadded(SpellStats::default())).collect(),
         }
     }
 
     /// Core `core`'s idle spells, counted spells and writes of the shared
-    /// counters ([`Tally`]).
-    pub fn tally(&self, core: usize) -> (u64, u64, u64) {
-        self.tallies[core].read()
+    /// counters ([`SpellStats`]).
+    pub fn spell_stats(&self, core: usize) -> (u64, u64, u64) {
+        self.spell_stats[core].read()
     }
 
-    /// The tally of `core`, or of callers outside the pool.
-    fn tally_of(&self, core: Option<usize>) -> &Tally {
-        &self.tallies[core.unwrap_or(self.states.len())]
+    /// The spell figures of `core`, or of callers outside the pool.
+    fn spell_stats_of(&self, core: Option<usize>) -> &SpellStats {
+        &self.spell_stats[core.unwrap_or(self.states.len())]
     }
 
     fn count_writes(&self, core: usize, n: u32) {
-        Tally::add(&self.tallies[core].shared_writes, n.into());
+        SpellStats::add(&self.spell_stats[core].shared_writes, n.into());
     }
 
     /// A snapshot of the counters.
     #[inline]
-    pub fn counters(&self) -> Counters {
+    pub fn counters(&self) -> SleepCounters {
         self.counters.load()
     }
 
@@ -399,7 +399,7 @@ impl Sleep {
     /// The calling core, `core`, found nothing to do and starts searching.
     /// It is counted as idle only after [`QUIET_ROUNDS`] fruitless rounds.
     pub fn start_looking(&self, core: usize) -> IdleState {
-        Tally::add(&self.tallies[core].idle_spells, 1);
+        SpellStats::add(&self.spell_stats[core].idle_spells, 1);
         let mut idle = IdleState { rounds: 0, jobs_counter: 0, counted: false, core };
         if self.quiet_rounds == 0 {
             self.count_idle(&mut idle);
@@ -417,7 +417,7 @@ impl Sleep {
     fn count_idle(&self, idle: &mut IdleState) {
         self.idle.add(idle.core);
         idle.counted = true;
-        Tally::add(&self.tallies[idle.core].counted_spells, 1);
+        SpellStats::add(&self.spell_stats[idle.core].counted_spells, 1);
     }
 
     /// The calling core searched once more and found nothing: count the
@@ -524,7 +524,7 @@ impl Sleep {
         self.rouse(core, ring).is_some()
     }
 
-    /// As [`Sleep::wake`], saying which it did, or `None` if neither.
+    /// As [`SleepState::wake`], saying which it did, or `None` if neither.
     pub fn rouse(&self, core: usize, ring: impl FnOnce(usize)) -> Option<Roused> {
         // Orders whatever the waker published (a push, the stop flag)
         // before its read of the state word, against the sleeper's store of
@@ -578,7 +578,7 @@ impl Sleep {
         }
         crate::chaos::point();
         let (counters, attempts) = self.counters.announce_jobs();
-        Tally::add(&self.tally_of(from).shared_writes, attempts.into());
+        SpellStats::add(&self.spell_stats_of(from).shared_writes, attempts.into());
         let sleeping = counters.sleeping();
         if sleeping == 0 {
             return;
@@ -634,7 +634,7 @@ mod tests {
     }
 
     /// Runs `rounds` fruitless search rounds of `core`.
-    fn search(sleep: &Sleep, idle: &mut IdleState, core: usize, rounds: u32) {
+    fn search(sleep: &SleepState, idle: &mut IdleState, core: usize, rounds: u32) {
         for _ in 0..rounds {
             assert_eq!(sleep.no_work_found(idle, core, &mut Searching), Outcome::Searching);
         }
@@ -642,7 +642,7 @@ mod tests {
 
     #[test]
     fn an_idle_core_is_seen_by_its_group_at_once_and_by_the_others_once_sleepy() {
-        let sleep = Sleep::with_idle_groups(32, 10, 8);
+        let sleep = SleepState::with_idle_groups(32, 10, 8);
         // Work announced: the JEC is odd, nobody is sleepy.
         let mut woken = 0;
         sleep.new_jobs(1, Some(0), 1, |_| unreachable!("nobody sleeps"), |_, _| woken += 1);
@@ -659,7 +659,7 @@ mod tests {
         sleep.work_found(idle);
         // Getting sleepy is one compare-exchange, retried if it fails
         // spuriously (Miri makes weak ones fail at times).
-        let (spells, counted, writes) = sleep.tally(20);
+        let (spells, counted, writes) = sleep.spell_stats(20);
         assert_eq!((spells, counted), (1, 1), "one spell, counted");
         assert!(writes >= 1, "getting sleepy writes the pool-wide word");
     }

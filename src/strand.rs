@@ -11,7 +11,7 @@
 //! (the fibre is *overloaded*): only one of them is resident at a time,
 //! and switching between them copies the used part of their stacks in and
 //! out. A strand costs its control block (at most
-//! [`STRAND_BYTES`](knobs::STRAND_BYTES)) plus, while it is not resident,
+//! [`STRAND_BYTES`](sizes::STRAND_BYTES)) plus, while it is not resident,
 //! the stack it really uses.
 //!
 //! ```
@@ -74,7 +74,6 @@ pub(crate) mod failure;
 pub mod fibre;
 mod hand_off;
 pub(crate) mod id;
-pub mod knobs;
 pub(crate) mod lock;
 pub(crate) mod park;
 mod pool_ops;
@@ -82,6 +81,7 @@ mod priority;
 mod save;
 pub(crate) mod scheduler;
 mod scope;
+pub mod sizes;
 pub(crate) mod tree;
 pub(crate) mod wait;
 
@@ -99,14 +99,14 @@ use crate::platform::instant::Instant;
 use crate::pool::domain_id::DomainId;
 use crate::pool::seam::PoolRef;
 use alloc::alloc::{Layout, alloc, dealloc};
-use control::{Block, FINISHED, Header, Payload, Taken, flags};
+use control::{ControlBlock, FINISHED, Header, Payload, Taken, flags};
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering::*;
 use core::time::Duration;
-use wait::Woken;
+use wait::WaitEnd;
 
 /// Spawns `f` as a strand of the pool the calling core works for. Spawned
 /// by a strand, it is that strand's child (see the module docs on the
@@ -181,9 +181,9 @@ where
     {
         return Err(SpawnError::NotAMember { core, closure: f });
     }
-    let layout = Layout::new::<Block<F, T>>();
-    if layout.size() > knobs::STRAND_BYTES {
-        return Err(SpawnError::TooLarge { bytes: layout.size(), capacity: knobs::STRAND_BYTES, closure: f });
+    let layout = Layout::new::<ControlBlock<F, T>>();
+    if layout.size() > sizes::STRAND_BYTES {
+        return Err(SpawnError::TooLarge { bytes: layout.size(), capacity: sizes::STRAND_BYTES, closure: f });
     }
     let (parent, anchor) = match placement.scope {
         Some((owner, anchor)) => (Some(owner), anchor),
@@ -191,7 +191,7 @@ where
         None => (scheduler::current(), ptr::null()),
     };
     // SAFETY: the layout is non-zero (it holds a header).
-    let Some(memory) = NonNull::new(unsafe { alloc(layout) }.cast::<Block<F, T>>()) else {
+    let Some(memory) = NonNull::new(unsafe { alloc(layout) }.cast::<ControlBlock<F, T>>()) else {
         return Err(SpawnError::OutOfMemory(f));
     };
     let pin = placement.pin;
@@ -208,7 +208,7 @@ where
     let node = unsafe { tree::Node::new(parent, anchor) };
     let flags = if placement.root { control::flags::ROOT } else { 0 };
     // SAFETY: fresh memory for a block.
-    unsafe { memory.write(Block::new(f, fibre, StrandId::next(), node, flags)) };
+    unsafe { memory.write(ControlBlock::new(f, fibre, StrandId::next(), node, flags)) };
     let header = memory.cast::<Header>();
     let argument = header.as_ptr() as usize;
     match acquired {
@@ -356,8 +356,8 @@ pub fn sleep(duration: Duration) -> Result<(), WaitError> {
 /// As for [`sleep`].
 pub fn sleep_until(deadline: Instant) -> Result<(), WaitError> {
     match wait::block(BlockReason::Sleeping, 0, Some(deadline), |_| true)? {
-        Woken::Interrupted => Err(WaitError::Interrupted),
-        Woken::TimedOut | Woken::Signalled => Ok(()),
+        WaitEnd::Interrupted => Err(WaitError::Interrupted),
+        WaitEnd::TimedOut | WaitEnd::Signalled => Ok(()),
     }
 }
 
@@ -521,7 +521,7 @@ impl<T> RawHandle<T> {
     /// Waits until the strand has finished. `Err` says why it could not:
     /// `Interrupted` (the caller was cancelled) or anything else (the
     /// caller cannot block).
-    pub(crate) fn wait(&self) -> Result<(), Woken> {
+    pub(crate) fn wait(&self) -> Result<(), WaitEnd> {
         if self.is_finished() {
             return Ok(());
         }
@@ -543,7 +543,7 @@ impl<T> RawHandle<T> {
             }
         });
         match woken {
-            Ok(Woken::Interrupted) => {
+            Ok(WaitEnd::Interrupted) => {
                 // Not registered: it had finished before we could wait.
                 let Some(me) = registered.get() else { return Ok(()) };
                 let slot = &self.header().joiner;
@@ -551,13 +551,13 @@ impl<T> RawHandle<T> {
                     // SAFETY: withdrawn before the strand finished, so the
                     // reference we lent it is ours again.
                     unsafe { Header::release(me) };
-                    return Err(Woken::Interrupted);
+                    return Err(WaitEnd::Interrupted);
                 }
                 // It finished as we were interrupted: the join succeeded.
                 Ok(())
             }
             Ok(_) => Ok(()),
-            Err(_) => Err(Woken::Signalled),
+            Err(_) => Err(WaitEnd::Signalled),
         }
     }
 
@@ -573,7 +573,7 @@ impl<T> RawHandle<T> {
         }
         match raw(&handle).wait() {
             Ok(()) => into_raw(handle).into_result().map_err(JoinError::Failed),
-            Err(Woken::Interrupted) => Err(JoinError::Interrupted(handle)),
+            Err(WaitEnd::Interrupted) => Err(JoinError::Interrupted(handle)),
             Err(_) => Err(JoinError::NotAStrand(handle)),
         }
     }

@@ -1,7 +1,7 @@
 //! Tracing: what each core of a pool did and when, recorded into a ring
 //! per core, with feature `trace`.
 //!
-//! Each trace point records one [`Event`] with the platform's tick count
+//! Each trace point records one [`TraceEvent`] with the platform's tick count
 //! into its core's ring (`src/protocol/trace_ring.rs`), which overwrites the
 //! oldest event when full and counts what it lost.
 //! [`Pool::trace`](crate::Pool::trace) reads the rings, and
@@ -24,7 +24,7 @@ pub mod dump;
 pub(crate) mod event;
 pub(crate) mod rings;
 
-pub use event::{CoreTrace, Counted, Event, Left, TraceEvent, Woken};
+pub use event::{CoreTrace, Counted, Left, Recorded, TraceEvent, Woken};
 pub use rings::EVENTS_PER_CORE;
 
 /// For platform code: an interrupt handler for `line` starts on the
@@ -35,13 +35,13 @@ pub use rings::EVENTS_PER_CORE;
 /// its feature `trace`.
 #[cfg(feature = "trace")]
 pub fn interrupt_begins(line: u32) {
-    crate::pool::current::trace_interrupted(Event::InterruptBegins { line });
+    crate::pool::current::trace_interrupted(TraceEvent::InterruptBegins { line });
 }
 
 /// For platform code: the handler [`interrupt_begins`] announced returned.
 #[cfg(feature = "trace")]
 pub fn interrupt_ends(line: u32) {
-    crate::pool::current::trace_interrupted(Event::InterruptEnds { line });
+    crate::pool::current::trace_interrupted(TraceEvent::InterruptEnds { line });
 }
 
 impl From<&crate::CoreStats> for Counted {

@@ -8,7 +8,7 @@
 mod support;
 
 use roving::platform::host::Machine;
-use roving::strand::{self, JoinHandle, knobs};
+use roving::strand::{self, JoinHandle, sizes};
 use roving::sync::Event;
 use roving::{Config, Pool};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -108,8 +108,8 @@ fn a_hundred_thousand_strands_share_the_fibres_and_keep_their_stacks_within_budg
     println!(
         "copy-swap: {STRANDS} strands on {} fibres of {} KiB, all blocked after {} ms, done after {} ms; \
          heap per blocked strand {} bytes ({} of them its saved stack), plus {} bytes of handles",
-        knobs::FIBRES,
-        knobs::STACK_BYTES / 1024,
+        sizes::FIBRES,
+        sizes::STACK_BYTES / 1024,
         seen.blocked_in.as_millis(),
         seen.finished_in.as_millis(),
         seen.heap_per_strand,
@@ -141,22 +141,22 @@ fn spawn_block_and_check() -> Seen {
 
     let heap = LIVE.load(SeqCst) - heap_before;
     let usage = strand::usage();
-    assert_eq!(usage.fibres_in_use, knobs::FIBRES, "100,000 strands hold every fibre");
+    assert_eq!(usage.fibres_in_use, sizes::FIBRES, "100,000 strands hold every fibre");
     let handles_bytes = handles.capacity() * size_of::<JoinHandle<u64>>();
     let saved = usage.saved_stack_bytes - before.saved_stack_bytes;
     // Budget: per strand, a control block of at most STRAND_BYTES plus the
     // stack it uses, which is what its save area holds (the resident
     // strands hold none; each fibre keeps one spare, counted in `saved`).
-    let budget = STRANDS * knobs::STRAND_BYTES + saved + handles_bytes;
+    let budget = STRANDS * sizes::STRAND_BYTES + saved + handles_bytes;
     assert!(
         heap <= budget,
         "{STRANDS} blocked strands hold {heap} heap bytes, over the budget of {budget} \
          ({} per control block, {saved} of saved stacks, {handles_bytes} of handles)",
-        knobs::STRAND_BYTES
+        sizes::STRAND_BYTES
     );
-    let saved_per_strand = saved / (STRANDS - knobs::FIBRES);
+    let saved_per_strand = saved / (STRANDS - sizes::FIBRES);
     assert!(
-        saved_per_strand < knobs::STACK_BYTES / 8,
+        saved_per_strand < sizes::STACK_BYTES / 8,
         "a blocked strand's save area averages {saved_per_strand} bytes: more than its used stack"
     );
 

@@ -24,7 +24,7 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering::*};
 use loom::thread;
-use roving::platform::{Doorbell, Signal};
+use roving::platform::{Doorbell, WakeSignal};
 
 /// One core: its doorbell, its two latches, and the work posted to it.
 ///
@@ -84,11 +84,11 @@ impl Core {
 fn post(core: &Core) {
     core.work.fetch_add(1, Release);
     match core.bell.ring() {
-        Signal::None => {}
-        Signal::Event => {
+        WakeSignal::None => {}
+        WakeSignal::Event => {
             core.events.fetch_add(1, Release);
         }
-        Signal::Interrupt => {
+        WakeSignal::Interrupt => {
             core.interrupts.fetch_add(1, Release);
         }
     }

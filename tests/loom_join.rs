@@ -16,7 +16,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Notify};
 use loom::thread;
-use roving::loom_api::{Action, BlockCache, JOB_DONE, JoinFrame, JoinSlot, Ring, Task};
+use roving::loom_api::{Action, BlockCache, JOB_DONE, JoinFrame, JoinSlot, Task, WakeOwner};
 use std::ptr::NonNull;
 
 #[repr(C)]
@@ -38,7 +38,7 @@ unsafe fn run(task: NonNull<Task>, action: Action, _: NonNull<BlockCache>) {
     job_ref.result.with_mut(|result| unsafe { *result = 42 });
     // SAFETY: taken from the slot; the result is stored.
     let ring = unsafe { JoinFrame::end(job.cast(), JOB_DONE) };
-    if let Ring(Some(core)) = ring {
+    if let WakeOwner(Some(core)) = ring {
         assert_eq!(core, 0, "the owner waits on core 0");
         // The owner may be gone once the job ended; the model keeps it in
         // an `Arc`, which stands for the doorbell outliving the job.

@@ -51,7 +51,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use loom::thread::{self, Thread};
 use roving::loom_api::{
-    Action, AtomicList, BlockCache, IdleState, Outcome, Roused, Sleep, Sleeper, Task, TaskQueue,
+    Action, AtomicList, BlockCache, IdleState, Outcome, Roused, SleepState, Sleeper, Task, TaskQueue,
 };
 use std::ptr::NonNull;
 
@@ -74,7 +74,7 @@ enum Source {
 }
 
 struct Pool {
-    sleep: Sleep,
+    sleep: SleepState,
     injector: AtomicList,
     /// Core 0's steal list.
     offered: AtomicList,
@@ -101,7 +101,7 @@ impl Pool {
     /// core in a word of its own, which a waker reads one at a time.
     fn new(search_rounds: u32, idle_group: usize) -> Self {
         Self {
-            sleep: Sleep::with_idle_groups(CORES, search_rounds, idle_group),
+            sleep: SleepState::with_idle_groups(CORES, search_rounds, idle_group),
             injector: AtomicList::new(),
             offered: AtomicList::new(),
             ran: AtomicUsize::new(0),

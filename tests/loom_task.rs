@@ -15,13 +15,13 @@
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
-use roving::loom_api::{AfterPending, TaskStart, TaskState, TaskWake};
+use roving::loom_api::{AfterPending, AsyncState, TaskStart, TaskWake};
 
 /// Never ready: the future only ends by a cancel.
 const NEVER: usize = usize::MAX;
 
 struct Model {
-    state: TaskState,
+    state: AsyncState,
     /// Queued runs of the task (each owns a reference).
     queue: Mutex<usize>,
     /// The poll that returns `Ready` (1 = the first).
@@ -40,7 +40,7 @@ impl Model {
     /// A task queued for its first poll, with a handle and `wakers` wakers.
     fn new(ready_at: usize, wakers: usize) -> Arc<Self> {
         Arc::new(Self {
-            state: TaskState::new(2 + wakers),
+            state: AsyncState::new(2 + wakers),
             queue: Mutex::new(1),
             ready_at,
             polls: AtomicUsize::new(0),

@@ -272,7 +272,7 @@ fn keep_a_checksum(seed: u64, rounds: u32) -> u64 {
 
 #[test]
 fn more_strands_than_fibres_share_them_and_keep_their_stacks() {
-    let strands = 3 * roving::strand::knobs::FIBRES as u64;
+    let strands = 3 * roving::strand::sizes::FIBRES as u64;
     let (checked, overloaded_ok) = on_pool(4, move || {
         let children: Vec<_> =
             (0..strands).map(|seed| strand::spawn(move || keep_a_checksum(seed, 6)).unwrap()).collect();

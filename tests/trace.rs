@@ -10,7 +10,7 @@ use roving::actor::{Actor, ActorContext};
 use roving::event_loop::Loop;
 use roving::platform::host::Machine;
 use roving::sync::Event as Flag;
-use roving::trace::{CoreTrace, Counted, EVENTS_PER_CORE, Event, Left, Woken};
+use roving::trace::{CoreTrace, Counted, EVENTS_PER_CORE, Left, TraceEvent, Woken};
 use roving::{CoreStats, Pool};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -149,7 +149,7 @@ fn a_traced_run_agrees_with_the_counters() {
     for (core, (stats, trace)) in stats.iter().zip(&traces).enumerate() {
         assert_eq!(trace.lost, 0, "core {core} lost events (its ring holds {EVENTS_PER_CORE})");
         assert_eq!(trace.counted(), Counted::from(stats), "core {core}: trace against counters {stats:?}");
-        let woke = trace.events.iter().filter(|event| matches!(event.event, Event::Woke { .. })).count();
+        let woke = trace.events.iter().filter(|event| matches!(event.event, TraceEvent::Woke { .. })).count();
         assert_eq!(woke as u64, stats.sleeps, "core {core}: every sleep ends");
         assert!(
             trace.events.windows(2).all(|pair| pair[0].ticks <= pair[1].ticks),
@@ -171,43 +171,46 @@ fn a_traced_run_agrees_with_the_counters() {
     }
     // Strands: each turn begins and ends on one core; every strand
     // finishes once; and with more strands than fibres, stacks were copied.
-    let count = |core: &CoreTrace, wanted: fn(&Event) -> bool| {
+    let count = |core: &CoreTrace, wanted: fn(&TraceEvent) -> bool| {
         core.events.iter().filter(|e| wanted(&e.event)).count()
     };
     for (core, trace) in traces.iter().enumerate() {
-        let ins = count(trace, |event| matches!(event, Event::StrandIn { .. }));
-        let outs = count(trace, |event| matches!(event, Event::StrandOut { .. }));
+        let ins = count(trace, |event| matches!(event, TraceEvent::StrandIn { .. }));
+        let outs = count(trace, |event| matches!(event, TraceEvent::StrandOut { .. }));
         assert_eq!(ins, outs, "core {core}: strand turns begun and ended");
     }
-    let all = |wanted: fn(&Event) -> bool| traces.iter().map(|trace| count(trace, wanted)).sum::<usize>();
-    let finished = all(|event| matches!(event, Event::StrandOut { left: Left::Finished, .. }));
+    let all =
+        |wanted: fn(&TraceEvent) -> bool| traces.iter().map(|trace| count(trace, wanted)).sum::<usize>();
+    let finished = all(|event| matches!(event, TraceEvent::StrandOut { left: Left::Finished, .. }));
     assert_eq!(finished, STRANDS + 1, "every strand and main finish once");
     // A yield with nothing else to run here returns at once, without a
     // turn ending; with a hundred strands some must have switched.
     assert!(
-        all(|event| matches!(event, Event::StrandOut { left: Left::Yielded, .. })) > 0,
+        all(|event| matches!(event, TraceEvent::StrandOut { left: Left::Yielded, .. })) > 0,
         "no strand yielded"
     );
     assert!(
-        all(|event| matches!(event, Event::StackSaved { bytes } if *bytes > 0)) > 0,
+        all(|event| matches!(event, TraceEvent::StackSaved { bytes } if *bytes > 0)) > 0,
         "no stack was copied out"
     );
-    assert!(all(|event| matches!(event, Event::StackRestored { .. })) > 0, "no stack was copied in");
+    assert!(all(|event| matches!(event, TraceEvent::StackRestored { .. })) > 0, "no stack was copied in");
     // The programming models: every message handled in some actor turn,
     // every operation in some drain, every future completed once.
-    let sum = |of: fn(&Event) -> Option<u32>| -> usize {
+    let sum = |of: fn(&TraceEvent) -> Option<u32>| -> usize {
         traces.iter().flat_map(|trace| &trace.events).filter_map(|e| of(&e.event)).map(|n| n as usize).sum()
     };
     assert_eq!(
-        sum(|event| if let Event::ActorTurn { messages } = event { Some(*messages) } else { None }),
+        sum(|event| if let TraceEvent::ActorTurn { messages } = event { Some(*messages) } else { None }),
         MESSAGES
     );
     let drained =
-        sum(|event| if let Event::LoopDrained { operations } = event { Some(*operations) } else { None });
+        sum(
+            |event| if let TraceEvent::LoopDrained { operations } = event { Some(*operations) } else { None },
+        );
     assert_eq!(drained, OPERATIONS);
-    assert_eq!(all(|event| matches!(event, Event::FutureCompleted { broken: false })), FUTURES);
-    let published = all(|event| matches!(event, Event::JoinPublished));
-    assert!(all(|event| matches!(event, Event::JoinTakenBack)) <= published);
+    assert_eq!(all(|event| matches!(event, TraceEvent::FutureCompleted { broken: false })), FUTURES);
+    let published = all(|event| matches!(event, TraceEvent::JoinPublished));
+    assert!(all(|event| matches!(event, TraceEvent::JoinTakenBack)) <= published);
     wakes_pair_up(&traces);
     let total = |field: fn(&CoreStats) -> u64| stats.iter().map(field).sum::<u64>();
     assert!(total(|s| s.tasks_run) > 400, "the workload did too little: {stats:?}");
@@ -228,7 +231,7 @@ fn wakes_pair_up(traces: &[CoreTrace]) {
     let mut claims = HashMap::new();
     for (waker, trace) in traces.iter().enumerate() {
         for event in &trace.events {
-            if let Event::Wakeup { core, claim: Some(claim) } = event.event {
+            if let TraceEvent::Wakeup { core, claim: Some(claim) } = event.event {
                 assert!(
                     claims.insert((core, claim), waker).is_none(),
                     "claim {claim} on core {core} made twice"
@@ -240,7 +243,7 @@ fn wakes_pair_up(traces: &[CoreTrace]) {
     for (core, trace) in traces.iter().enumerate() {
         let mut seen = std::collections::HashSet::new();
         for event in &trace.events {
-            if let Event::Woke { claim: Some(claim), .. } = event.event {
+            if let TraceEvent::Woke { claim: Some(claim), .. } = event.event {
                 assert!(seen.insert(claim), "core {core}: two sleeps ended by claim {claim}");
                 match claims.contains_key(&(core as u32, claim)) {
                     true => by_cores += 1,
@@ -258,14 +261,16 @@ fn wakes_pair_up(traces: &[CoreTrace]) {
     // Strands: the low 32 bits of their ids, over all cores, in time.
     let mut all: Vec<_> = traces.iter().flat_map(|trace| &trace.events).collect();
     // A wake and the turn it began may read the same tick: the wake first.
-    all.sort_by_key(|event| (event.ticks, !matches!(event.event, Event::StrandWoken { .. })));
+    all.sort_by_key(|event| (event.ticks, !matches!(event.event, TraceEvent::StrandWoken { .. })));
     let mut blocked = HashMap::<u32, usize>::new();
     let mut woken_at = HashMap::new();
     let (mut woken, mut timed_out) = (0, 0);
     for event in all {
         match event.event {
-            Event::StrandOut { strand, left: Left::Blocked(_) } => *blocked.entry(strand).or_default() += 1,
-            Event::StrandWoken { strand, by } => {
+            TraceEvent::StrandOut { strand, left: Left::Blocked(_) } => {
+                *blocked.entry(strand).or_default() += 1
+            }
+            TraceEvent::StrandWoken { strand, by } => {
                 assert!(matches!(by, Woken::Signalled | Woken::TimedOut), "strand {strand} woken by {by:?}");
                 assert!(
                     woken_at.insert(strand, event.ticks).is_none(),
@@ -274,7 +279,7 @@ fn wakes_pair_up(traces: &[CoreTrace]) {
                 woken += 1;
                 timed_out += usize::from(by == Woken::TimedOut);
             }
-            Event::StrandIn { strand } => {
+            TraceEvent::StrandIn { strand } => {
                 woken_at.remove(&strand);
             }
             _ => {}

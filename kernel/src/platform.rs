@@ -1,7 +1,7 @@
 //! roving's [`Platform`] for this kernel: the seam the scheduler sees.
 
 use crate::{arch, cores};
-use roving::platform::{CoreEntry, Depth, InterruptState, Platform, Signal, StartCoreError};
+use roving::platform::{CoreEntry, Depth, InterruptState, Platform, StartCoreError, WakeSignal};
 
 struct KernelPlatform;
 
@@ -33,7 +33,7 @@ unsafe impl Platform for KernelPlatform {
         for index in 0..cores::count() {
             let target = cores::local(index);
             match target.doorbell.ring() {
-                Signal::Event => any_event = true,
+                WakeSignal::Event => any_event = true,
                 signal => arch::idle::signal(target, signal),
             }
         }
@@ -90,7 +90,7 @@ unsafe impl Platform for KernelPlatform {
         } else if core < cores::count() {
             let target = cores::local(core);
             target.want_tick();
-            arch::idle::signal(target, Signal::Interrupt);
+            arch::idle::signal(target, WakeSignal::Interrupt);
         }
     }
 }

@@ -5,7 +5,7 @@ use super::{Actor, EndWaitError};
 use crate::pool::DeliveryError;
 use crate::pool::Pool;
 use crate::pool::domain_id::DomainId;
-use crate::protocol::actor_schedule::{Closing, Link, Pushed, Schedule};
+use crate::protocol::actor_schedule::{ActorPushed, Closing, Link, Schedule};
 use crate::sync::Event;
 use crate::task::boxed::{self, Boxed};
 use alloc::sync::Arc;
@@ -17,7 +17,7 @@ use core::ptr::NonNull;
 pub(super) type Envelope<M> = Boxed<Link, M>;
 
 /// What every handle to one actor shares: the schedule word and the state.
-pub(crate) struct Cell<A: Actor> {
+pub(crate) struct ActorCell<A: Actor> {
     pub(super) schedule: Schedule,
     pub(super) actor: UnsafeCell<A>,
 }
@@ -25,15 +25,15 @@ pub(crate) struct Cell<A: Actor> {
 // SAFETY: the state is touched only by the actor's one turn at a time (the
 // schedule word's guarantee), which hands it between cores with release and
 // acquire; messages are `Send`.
-unsafe impl<A: Actor> Sync for Cell<A> {}
+unsafe impl<A: Actor> Sync for ActorCell<A> {}
 
-impl<A: Actor> Cell<A> {
+impl<A: Actor> ActorCell<A> {
     pub(super) fn new(actor: A, pin: Option<usize>) -> Self {
         Self { schedule: Schedule::new(pin), actor: UnsafeCell::new(actor) }
     }
 }
 
-impl<A: Actor> Drop for Cell<A> {
+impl<A: Actor> Drop for ActorCell<A> {
     fn drop(&mut self) {
         // Messages of a turn that never ran (its pool stopped). No cache is
         // at hand here; blocks stay with their pool, which frees them.
@@ -91,12 +91,12 @@ impl<A: Actor> Drop for Cell<A> {
 pub struct Addr<A: Actor> {
     // Declared before `pool`, so a cell's last messages are dropped while
     // their pool (which may hold their storage) is still alive.
-    cell: Arc<Cell<A>>,
+    cell: Arc<ActorCell<A>>,
     pool: Pool,
 }
 
 impl<A: Actor> Addr<A> {
-    pub(super) fn new(cell: Arc<Cell<A>>, pool: Pool) -> Self {
+    pub(super) fn new(cell: Arc<ActorCell<A>>, pool: Pool) -> Self {
         Self { cell, pool }
     }
 
@@ -126,11 +126,11 @@ impl<A: Actor> Addr<A> {
             .map_err(DeliveryError::OutOfMemory)?;
         // SAFETY: the envelope is new, ours, and in no chain.
         match unsafe { self.cell.schedule.push(envelope.cast()) } {
-            Pushed::Queued => Ok(()),
-            Pushed::Woke(pin) => self.schedule(pin, Some(envelope)),
+            ActorPushed::Queued => Ok(()),
+            ActorPushed::Woke(pin) => self.schedule(pin, Some(envelope)),
             // SAFETY: refused, so still ours; made with this pool's cache
             // where the calling core has one.
-            Pushed::Closed => Err(DeliveryError::Stopped(unsafe { self.take_back(envelope) })),
+            ActorPushed::Closed => Err(DeliveryError::Stopped(unsafe { self.take_back(envelope) })),
         }
     }
 

@@ -2,7 +2,7 @@
 //! them, made when a message wakes the actor and freed when it goes
 //! dormant again.
 
-use super::address::{Cell, Envelope};
+use super::address::{ActorCell, Envelope};
 use super::{Actor, ActorContext};
 use crate::pool::seam::PoolRef;
 use crate::protocol::actor_schedule::{self as schedule, Finished, Link};
@@ -17,7 +17,7 @@ const UNPINNED: usize = usize::MAX;
 
 /// One turn of an actor. With its task header it fills one storage block.
 pub(super) struct Turn<A: Actor> {
-    cell: Arc<Cell<A>>,
+    cell: Arc<ActorCell<A>>,
     /// Messages taken from the schedule word and not yet handled, oldest
     /// first.
     batch: *mut Link,
@@ -36,7 +36,7 @@ unsafe impl<A: Actor> Send for Turn<A> {}
 impl<A: Actor> Turn<A> {
     /// The turn of `cell`'s actor, in `pool`, whose wake the
     /// caller won.
-    pub(super) fn new(cell: Arc<Cell<A>>, pool: PoolRef<'_>, pin: Option<usize>) -> Self {
+    pub(super) fn new(cell: Arc<ActorCell<A>>, pool: PoolRef<'_>, pin: Option<usize>) -> Self {
         Self { cell, batch: ptr::null_mut(), pin: pin.unwrap_or(UNPINNED), pool: pool.as_raw(), over: false }
     }
 
@@ -126,7 +126,11 @@ impl<A: Actor> RunOnce for Turn<A> {
             }
             if handled == A::MESSAGES_PER_TURN {
                 // Yield the core: to the back of its queue, batch and all.
-                trace_point!(pool, me, crate::trace::event::Event::ActorTurn { messages: handled as u32 });
+                trace_point!(
+                    pool,
+                    me,
+                    crate::trace::event::TraceEvent::ActorTurn { messages: handled as u32 }
+                );
                 handled = 0;
                 let pinned = self.pin().is_some();
                 match pool.requeue(me, self, pinned) {
@@ -153,7 +157,7 @@ impl<A: Actor> RunOnce for Turn<A> {
             }
             handled += 1;
         }
-        trace_point!(pool, me, crate::trace::event::Event::ActorTurn { messages: handled as u32 });
+        trace_point!(pool, me, crate::trace::event::TraceEvent::ActorTurn { messages: handled as u32 });
         self.over = true;
     }
 }

@@ -12,7 +12,7 @@ use super::TaskError;
 use crate::pool::Pool;
 use crate::pool::async_tasks::{AsyncOps, LiveLink};
 use crate::pool::seam::PoolRef;
-use crate::protocol::async_state::{AfterPending, Start, TaskState, Wake};
+use crate::protocol::async_state::{AfterPending, AsyncState, Start, Wake};
 use crate::spin_lock::SpinLock;
 use crate::strand::Failure;
 use crate::task::storage::BlockCache;
@@ -33,11 +33,11 @@ pub(super) const UNPINNED: usize = usize::MAX;
 /// What code that knows only the header needs from the future's type.
 pub(super) struct Vtable {
     /// Drops the stored output (nobody will read it).
-    drop_output: unsafe fn(NonNull<Header>),
+    drop_output: unsafe fn(NonNull<AsyncHeader>),
     /// Drops the future, storing [`TaskError::Stopped`] as the output.
-    abandon: unsafe fn(NonNull<Header>),
+    abandon: unsafe fn(NonNull<AsyncHeader>),
     /// Frees the allocation.
-    free: unsafe fn(NonNull<Header>),
+    free: unsafe fn(NonNull<AsyncHeader>),
 }
 
 /// The [`Vtable`] of future `F`, as a constant so a `'static` reference
@@ -51,10 +51,10 @@ impl<F: Future> VtableOf<F> {
 
 /// The part of every task that is the same whatever its future.
 #[repr(C)]
-pub(crate) struct Header {
+pub(crate) struct AsyncHeader {
     /// First: the task is its own queue node.
     task: Task,
-    pub(super) state: TaskState,
+    pub(super) state: AsyncState,
     vtable: &'static Vtable,
     /// The pool, held until the task is freed, so a late waker never finds
     /// it gone.
@@ -71,7 +71,7 @@ pub(crate) struct Header {
 /// The header and the output: all a handle of output `T` reads.
 #[repr(C)]
 pub(super) struct Head<T> {
-    pub(super) header: Header,
+    pub(super) header: AsyncHeader,
     /// Written by the task's poller before `DONE`; then the handle's, or
     /// dropped by the poller if there is no handle.
     pub(super) output: UnsafeCell<Option<Result<T, TaskError>>>,
@@ -85,7 +85,7 @@ struct Cell<F: Future> {
     future: UnsafeCell<Option<F>>,
 }
 
-impl Header {
+impl AsyncHeader {
     pub(super) fn pool(&self) -> PoolRef<'_> {
         self.pool.pool_ref()
     }
@@ -95,23 +95,23 @@ impl Header {
     }
 
     /// The task as the scheduler's queues see it.
-    pub(super) fn as_task(header: NonNull<Header>) -> NonNull<Task> {
+    pub(super) fn as_task(header: NonNull<AsyncHeader>) -> NonNull<Task> {
         header.cast()
     }
 
     /// The task's link in its pool's list of live tasks, as a pointer the
-    /// list may hand back to [`Header::from_live`]: derived from the
+    /// list may hand back to [`AsyncHeader::from_live`]: derived from the
     /// header's pointer, so its provenance covers the whole allocation.
-    pub(super) fn live(header: NonNull<Header>) -> NonNull<LiveLink> {
+    pub(super) fn live(header: NonNull<AsyncHeader>) -> NonNull<LiveLink> {
         // SAFETY: a field of a live header; in bounds, so not null.
         unsafe { NonNull::new_unchecked(&raw mut (*header.as_ptr()).live) }
     }
 
     /// The header whose link is `link`.
-    fn from_live(link: NonNull<LiveLink>) -> NonNull<Header> {
+    fn from_live(link: NonNull<LiveLink>) -> NonNull<AsyncHeader> {
         // SAFETY: the list holds only links made by `live`, so `link` points
         // into a header, `offset_of` bytes in.
-        unsafe { link.byte_sub(core::mem::offset_of!(Header, live)).cast() }
+        unsafe { link.byte_sub(core::mem::offset_of!(AsyncHeader, live)).cast() }
     }
 }
 
@@ -119,14 +119,14 @@ impl Header {
 /// calls each on a live task it holds a reference to.
 pub(super) static ASYNC_OPS: AsyncOps = AsyncOps {
     // SAFETY: live while the list's reference is.
-    acquire: |link| unsafe { Header::from_live(link).as_ref() }.state.acquire(),
+    acquire: |link| unsafe { AsyncHeader::from_live(link).as_ref() }.state.acquire(),
     // SAFETY: the list gives up its reference, as `release` asks.
-    release: |link| unsafe { release(Header::from_live(link)) },
+    release: |link| unsafe { release(AsyncHeader::from_live(link)) },
     // SAFETY: a live task, as `cancel` asks.
-    cancel: |link| unsafe { cancel(Header::from_live(link)) },
+    cancel: |link| unsafe { cancel(AsyncHeader::from_live(link)) },
     // SAFETY: the list calls it only as `LiveTasks::tear_down`'s contract
     // allows: nothing else polls the task.
-    tear_down: |link| unsafe { tear_down(Header::from_live(link)) },
+    tear_down: |link| unsafe { tear_down(AsyncHeader::from_live(link)) },
 };
 
 /// Makes a task of `future` for `shared`, queued on nothing yet, with
@@ -138,7 +138,7 @@ pub(super) fn allocate<F>(
     pin: usize,
     home: usize,
     shard: usize,
-) -> Result<NonNull<Header>, F>
+) -> Result<NonNull<AsyncHeader>, F>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -148,9 +148,9 @@ where
     let Some(memory) = NonNull::new(unsafe { alloc::alloc::alloc(layout) }.cast::<Cell<F>>()) else {
         return Err(future);
     };
-    let header = Header {
+    let header = AsyncHeader {
         task: Task::new(run::<F>),
-        state: TaskState::new(3),
+        state: AsyncState::new(3),
         vtable: &VtableOf::<F>::VTABLE,
         pool: ManuallyDrop::new(pool.clone()),
         home: AtomicUsize::new(home),
@@ -172,7 +172,7 @@ where
 ///
 /// The caller holds every reference (it has just made the task, which
 /// was refused), and the future's type is `F`.
-pub(super) unsafe fn take_back<F: Future>(header: NonNull<Header>) -> F {
+pub(super) unsafe fn take_back<F: Future>(header: NonNull<AsyncHeader>) -> F {
     let cell = header.cast::<Cell<F>>();
     // SAFETY: a task nobody else knows of (contract); read once.
     let future = unsafe { (*(*cell.as_ptr()).future.get()).take() };
@@ -186,7 +186,7 @@ pub(super) unsafe fn take_back<F: Future>(header: NonNull<Header>) -> F {
 /// # Safety
 ///
 /// The caller holds a reference to the live task and gives it up.
-pub(super) unsafe fn release(header: NonNull<Header>) {
+pub(super) unsafe fn release(header: NonNull<AsyncHeader>) {
     // SAFETY: live while the caller's reference is (contract).
     let header_ref = unsafe { header.as_ref() };
     if header_ref.state.release() {
@@ -200,7 +200,7 @@ pub(super) unsafe fn release(header: NonNull<Header>) {
 /// # Safety
 ///
 /// The caller gives up the last reference; the future's type is `F`.
-unsafe fn free<F: Future>(header: NonNull<Header>) {
+unsafe fn free<F: Future>(header: NonNull<AsyncHeader>) {
     let cell = header.cast::<Cell<F>>();
     // SAFETY: the last reference (caller's contract), so ours alone; the
     // pool's reference is dropped once, here.
@@ -217,7 +217,7 @@ unsafe fn free<F: Future>(header: NonNull<Header>) {
 ///
 /// The task is done and the caller owns its output: the handle is gone,
 /// or the caller is the handle. The future's type is `F`.
-unsafe fn drop_output<F: Future>(header: NonNull<Header>) {
+unsafe fn drop_output<F: Future>(header: NonNull<AsyncHeader>) {
     let cell = header.cast::<Cell<F>>();
     // SAFETY: the caller owns the output (the handle is gone and the task
     // is done, or it is the handle and the task is done).
@@ -228,7 +228,7 @@ unsafe fn drop_output<F: Future>(header: NonNull<Header>) {
 
 /// Drops an output nobody will read; a failure in it becomes the pool's,
 /// as a strand's that nobody joins does.
-pub(super) fn drop_output_value<T>(header: &Header, output: Option<Result<T, TaskError>>) {
+pub(super) fn drop_output_value<T>(header: &AsyncHeader, output: Option<Result<T, TaskError>>) {
     if let Some(Err(TaskError::Failed(failure))) = output {
         header.pool().fail(Some(Box::new(failure)));
     }
@@ -242,12 +242,12 @@ pub(super) fn drop_output_value<T>(header: &Header, output: Option<Result<T, Tas
 /// # Safety
 ///
 /// The caller holds the reference the wake added.
-pub(super) unsafe fn schedule(header: NonNull<Header>) {
+pub(super) unsafe fn schedule(header: NonNull<AsyncHeader>) {
     // SAFETY: live while the caller's reference is.
     let header_ref = unsafe { header.as_ref() };
     let to = header_ref.pinned().unwrap_or_else(|| header_ref.home.load(Relaxed));
     let shared = header_ref.pool();
-    if !shared.schedule_fibre(Header::as_task(header), to, header_ref.pinned().is_some()) {
+    if !shared.schedule_fibre(AsyncHeader::as_task(header), to, header_ref.pinned().is_some()) {
         // SAFETY: refused: the reference is still the caller's.
         unsafe { release(header) };
     }
@@ -258,7 +258,7 @@ pub(super) unsafe fn schedule(header: NonNull<Header>) {
 /// # Safety
 ///
 /// `header` is live (the caller holds a reference).
-pub(super) unsafe fn wake(header: NonNull<Header>) {
+pub(super) unsafe fn wake(header: NonNull<AsyncHeader>) {
     // SAFETY: live (contract).
     if unsafe { header.as_ref() }.state.wake() == Wake::Queue {
         // SAFETY: the wake added the reference the queue now owns.
@@ -271,7 +271,7 @@ pub(super) unsafe fn wake(header: NonNull<Header>) {
 /// # Safety
 ///
 /// As for [`wake`].
-pub(super) unsafe fn cancel(header: NonNull<Header>) {
+pub(super) unsafe fn cancel(header: NonNull<AsyncHeader>) {
     // SAFETY: live (contract).
     if unsafe { header.as_ref() }.state.cancel() == Wake::Queue {
         // SAFETY: the cancel added the reference the queue now owns.
@@ -283,7 +283,7 @@ static WAKER: RawWakerVTable = RawWakerVTable::new(waker_clone, waker_wake, wake
 
 unsafe fn waker_clone(data: *const ()) -> RawWaker {
     // SAFETY: the waker being cloned holds a reference.
-    unsafe { (*data.cast::<Header>()).state.acquire() };
+    unsafe { (*data.cast::<AsyncHeader>()).state.acquire() };
     RawWaker::new(data, &WAKER)
 }
 
@@ -319,7 +319,7 @@ where
 {
     // SAFETY: the calling core's cache (contract), read for its index.
     let me = unsafe { cache.as_ref() }.core();
-    let header = task.cast::<Header>();
+    let header = task.cast::<AsyncHeader>();
     // SAFETY: the queue's reference keeps it live.
     let header_ref = unsafe { header.as_ref() };
     let start = header_ref.state.start_poll();
@@ -359,7 +359,7 @@ where
 /// # Safety
 ///
 /// The caller holds `RUNNING` and a reference.
-unsafe fn poll<F>(header: NonNull<Header>, me: usize) -> Option<()>
+unsafe fn poll<F>(header: NonNull<AsyncHeader>, me: usize) -> Option<()>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -403,7 +403,7 @@ where
 /// # Safety
 ///
 /// As for [`poll`].
-unsafe fn abandon<F: Future>(header: NonNull<Header>, error: TaskError) {
+unsafe fn abandon<F: Future>(header: NonNull<AsyncHeader>, error: TaskError) {
     // SAFETY: forwarded.
     unsafe { finish_future::<F>(header, Err(error)) }
 }
@@ -413,7 +413,7 @@ unsafe fn abandon<F: Future>(header: NonNull<Header>, error: TaskError) {
 /// # Safety
 ///
 /// As for [`poll`].
-unsafe fn abandon_stopped<F: Future>(header: NonNull<Header>) {
+unsafe fn abandon_stopped<F: Future>(header: NonNull<AsyncHeader>) {
     // SAFETY: forwarded.
     unsafe { abandon::<F>(header, TaskError::Stopped) }
 }
@@ -428,7 +428,7 @@ unsafe fn abandon_stopped<F: Future>(header: NonNull<Header>) {
 /// # Safety
 ///
 /// As for [`poll`].
-unsafe fn finish_future<F: Future>(header: NonNull<Header>, output: Result<F::Output, TaskError>) {
+unsafe fn finish_future<F: Future>(header: NonNull<AsyncHeader>, output: Result<F::Output, TaskError>) {
     let cell = header.cast::<Cell<F>>();
     // SAFETY: ours under `RUNNING`.
     let slot = unsafe { (*cell.as_ptr()).future.get() };
@@ -465,7 +465,7 @@ unsafe fn finish_future<F: Future>(header: NonNull<Header>, output: Result<F::Ou
 ///
 /// The caller holds `RUNNING` and a reference, has stored the output and
 /// dropped the future.
-pub(super) unsafe fn complete(header: NonNull<Header>) {
+pub(super) unsafe fn complete(header: NonNull<AsyncHeader>) {
     // SAFETY: live (contract).
     let header_ref = unsafe { header.as_ref() };
     if !header_ref.state.complete() {
@@ -475,7 +475,7 @@ pub(super) unsafe fn complete(header: NonNull<Header>) {
     let shared = header_ref.pool();
     // SAFETY: in the list since it was spawned; the list's reference.
     unsafe {
-        shared.async_tasks().remove(Header::live(header));
+        shared.async_tasks().remove(AsyncHeader::live(header));
         release(header);
     }
     let waker = header_ref.join.lock().take();
@@ -493,7 +493,7 @@ pub(super) unsafe fn complete(header: NonNull<Header>) {
 /// # Safety
 ///
 /// `header` is live, and the caller holds a reference for the call.
-pub(super) unsafe fn tear_down(header: NonNull<Header>) -> bool {
+pub(super) unsafe fn tear_down(header: NonNull<AsyncHeader>) -> bool {
     // SAFETY: live (contract).
     let header_ref = unsafe { header.as_ref() };
     if !header_ref.state.claim_for_teardown() {

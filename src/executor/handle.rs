@@ -2,7 +2,7 @@
 //! also join.
 
 use super::TaskError;
-use super::cell::{self, Head, Header};
+use super::cell::{self, AsyncHeader, Head};
 use core::fmt;
 use core::marker::PhantomData;
 use core::pin::Pin;
@@ -18,7 +18,7 @@ use core::task::{Context, Poll};
 /// the task, which runs on; a failure of a detached task (it panicked)
 /// becomes its pool's failure, as a strand's that nobody joins does.
 pub struct TaskHandle<T> {
-    header: NonNull<Header>,
+    header: NonNull<AsyncHeader>,
     output: PhantomData<T>,
 }
 
@@ -38,11 +38,11 @@ impl<T> TaskHandle<T> {
     ///
     /// The task's output type is `T`, and the caller gives the handle's
     /// reference to it.
-    pub(super) unsafe fn new(header: NonNull<Header>) -> Self {
+    pub(super) unsafe fn new(header: NonNull<AsyncHeader>) -> Self {
         Self { header, output: PhantomData }
     }
 
-    fn header(&self) -> &Header {
+    fn header(&self) -> &AsyncHeader {
         // SAFETY: the handle's reference keeps the task live.
         unsafe { self.header.as_ref() }
     }

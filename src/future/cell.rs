@@ -53,7 +53,7 @@ struct Waiters {
 }
 
 /// What every handle of one future reads: the result and its waiters.
-pub(crate) struct Header<T> {
+pub(crate) struct FutureHeader<T> {
     ready: AtomicBool,
     waiters: SpinLock<Waiters>,
     /// Written once by the task before `ready`; then read by handles.
@@ -63,11 +63,11 @@ pub(crate) struct Header<T> {
 // SAFETY: the result is written once before `ready` is published (release)
 // and read after it is seen (acquire); `T: Send` lets it be taken on
 // another core, and shared handles only hand out `&T` when `T: Sync`.
-unsafe impl<T: Send> Send for Header<T> {}
+unsafe impl<T: Send> Send for FutureHeader<T> {}
 // SAFETY: as above.
-unsafe impl<T: Send> Sync for Header<T> {}
+unsafe impl<T: Send> Sync for FutureHeader<T> {}
 
-impl<T> Header<T> {
+impl<T> FutureHeader<T> {
     fn new() -> Self {
         Self {
             ready: AtomicBool::new(false),
@@ -99,7 +99,7 @@ impl<T> Header<T> {
             waiters.strands.wake_all();
             (mem::take(&mut waiters.wakers), waiters.first_then.take(), mem::take(&mut waiters.more_then))
         };
-        trace_here!(crate::trace::event::Event::FutureCompleted { broken });
+        trace_here!(crate::trace::event::TraceEvent::FutureCompleted { broken });
         wakers.into_iter().for_each(Waker::wake);
         first.into_iter().chain(more).for_each(|start| start(broken));
     }
@@ -156,15 +156,15 @@ impl<T> Header<T> {
 }
 
 /// A handle's view of a cell, whatever its work.
-pub(crate) trait Slot<T>: Send + Sync {
-    fn header(&self) -> &Header<T>;
+pub(crate) trait ResultSlot<T>: Send + Sync {
+    fn header(&self) -> &FutureHeader<T>;
 }
 
 /// The cell: the task header first, so the cell is the task.
 #[repr(C)]
-pub(crate) struct Cell<W, T> {
+pub(crate) struct FutureCell<W, T> {
     task: Task,
-    header: Header<T>,
+    header: FutureHeader<T>,
     work: UnsafeCell<Option<W>>,
 }
 
@@ -172,21 +172,21 @@ pub(crate) struct Cell<W, T> {
 // task in a list; the work is touched only by whoever owns the task (the
 // core that runs it, or the sender it was refused to); the header is
 // `Sync`.
-unsafe impl<W: Send, T: Send> Sync for Cell<W, T> {}
+unsafe impl<W: Send, T: Send> Sync for FutureCell<W, T> {}
 // SAFETY: as above; the work and the result are `Send`.
-unsafe impl<W: Send, T: Send> Send for Cell<W, T> {}
+unsafe impl<W: Send, T: Send> Send for FutureCell<W, T> {}
 
-impl<W: Work<T>, T: Send + 'static> Slot<T> for Cell<W, T> {
-    fn header(&self) -> &Header<T> {
+impl<W: Work<T>, T: Send + 'static> ResultSlot<T> for FutureCell<W, T> {
+    fn header(&self) -> &FutureHeader<T> {
         &self.header
     }
 }
 
-impl<W: Work<T>, T: Send + 'static> Cell<W, T> {
+impl<W: Work<T>, T: Send + 'static> FutureCell<W, T> {
     pub(crate) fn new(work: W) -> Arc<Self> {
         Arc::new(Self {
             task: Task::new(call::<W, T>),
-            header: Header::new(),
+            header: FutureHeader::new(),
             work: UnsafeCell::new(Some(work)),
         })
     }
@@ -194,7 +194,7 @@ impl<W: Work<T>, T: Send + 'static> Cell<W, T> {
 
 /// The cell, travelling as its task. Dropped without running (refused, or
 /// discarded at a shutdown), it breaks the future.
-pub(crate) struct Run<W: Work<T>, T: Send + 'static>(pub(crate) Arc<Cell<W, T>>);
+pub(crate) struct Run<W: Work<T>, T: Send + 'static>(pub(crate) Arc<FutureCell<W, T>>);
 
 impl<W: Work<T>, T: Send + 'static> Run<W, T> {
     /// Takes the work back out of a task that was refused.
@@ -254,7 +254,7 @@ impl<W: Work<T>, T: Send + 'static> IntoTask for Run<W, T> {
 
     unsafe fn from_task(task: NonNull<Task>, _: Option<NonNull<BlockCache>>) -> Self {
         // SAFETY: made by `into_task` from an `Arc` of this cell type.
-        Run(unsafe { Arc::from_raw(task.cast::<Cell<W, T>>().as_ptr()) })
+        Run(unsafe { Arc::from_raw(task.cast::<FutureCell<W, T>>().as_ptr()) })
     }
 }
 

@@ -28,10 +28,10 @@
 //! Ringer ([`Doorbell::ring`]): one `fetch_or(RUNG)`. The bits it replaced
 //! say what to send:
 //!
-//! - `RUNG` was already set: nothing ([`Signal::None`]); whoever set it sent
+//! - `RUNG` was already set: nothing ([`WakeSignal::None`]); whoever set it sent
 //!   the signal, and the owner has not answered yet, so it will see `RUNG`.
-//! - `DEEP` was set: an interrupt ([`Signal::Interrupt`]).
-//! - neither: an event ([`Signal::Event`]); the owner is running or in a
+//! - `DEEP` was set: an interrupt ([`WakeSignal::Interrupt`]).
+//! - neither: an event ([`WakeSignal::Event`]); the owner is running or in a
 //!   light sleep.
 //!
 //! Owner, light tier: [`Doorbell::answer`]; if it returned `false`, wait
@@ -78,7 +78,7 @@ const DEEP: u32 = 1 << 1;
 
 /// What a ringer must send so the owner of a [`Doorbell`] notices the ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Signal {
+pub enum WakeSignal {
     /// Nothing: the doorbell was already rung and not yet answered.
     None,
     /// An event (`SEV`, or `unpark` on the host): the owner is running or in
@@ -112,14 +112,14 @@ impl Doorbell {
     /// Rings the doorbell. Returns the signal the caller must now send to
     /// the owner's core; everything the caller wrote before ringing is
     /// visible to the owner once it answers.
-    pub fn ring(&self) -> Signal {
+    pub fn ring(&self) -> WakeSignal {
         let before = self.state.fetch_or(RUNG, Ordering::AcqRel);
         if before & RUNG != 0 {
-            Signal::None
+            WakeSignal::None
         } else if before & DEEP != 0 {
-            Signal::Interrupt
+            WakeSignal::Interrupt
         } else {
-            Signal::Event
+            WakeSignal::Event
         }
     }
 
@@ -174,19 +174,19 @@ mod tests {
     #[test]
     fn ring_while_awake_asks_for_an_event_once() {
         let bell = Doorbell::new();
-        assert_eq!(bell.ring(), Signal::Event);
-        assert_eq!(bell.ring(), Signal::None, "second ring before an answer needs no signal");
+        assert_eq!(bell.ring(), WakeSignal::Event);
+        assert_eq!(bell.ring(), WakeSignal::None, "second ring before an answer needs no signal");
         assert!(bell.answer());
         assert!(!bell.answer(), "a ring is answered once");
-        assert_eq!(bell.ring(), Signal::Event, "after an answer, a ring signals again");
+        assert_eq!(bell.ring(), WakeSignal::Event, "after an answer, a ring signals again");
     }
 
     #[test]
     fn ring_during_deep_sleep_asks_for_an_interrupt() {
         let bell = Doorbell::new();
         assert!(bell.enter_deep());
-        assert_eq!(bell.ring(), Signal::Interrupt);
-        assert_eq!(bell.ring(), Signal::None);
+        assert_eq!(bell.ring(), WakeSignal::Interrupt);
+        assert_eq!(bell.ring(), WakeSignal::None);
         assert!(bell.leave_deep(), "the ring is reported on leaving");
         assert!(!bell.answer(), "and consumed by leaving");
     }
@@ -197,7 +197,7 @@ mod tests {
         bell.ring();
         assert!(!bell.enter_deep(), "a pending ring forbids the sleep");
         assert!(!bell.answer(), "refusing the sleep consumed the ring");
-        assert_eq!(bell.ring(), Signal::Event, "DEEP was cleared too");
+        assert_eq!(bell.ring(), WakeSignal::Event, "DEEP was cleared too");
     }
 
     #[test]

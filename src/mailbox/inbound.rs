@@ -30,7 +30,7 @@ pub(crate) const CLOSURES: usize = 0;
 pub(crate) const FIBRES: usize = 1;
 
 /// What became of a task sent to a core.
-pub(crate) enum Sent {
+pub(crate) enum Delivery {
     Queued,
     /// Queued where this core may be asleep: wake it.
     Wake(usize),
@@ -40,7 +40,7 @@ pub(crate) enum Sent {
     NoMemory(NonNull<Task>),
 }
 
-impl Sent {
+impl Delivery {
     fn of(pushed: Pushed, to: usize, task: NonNull<Task>) -> Self {
         match pushed {
             Pushed::Queued => Self::Queued,
@@ -122,11 +122,11 @@ impl Inbound {
     ///
     /// The caller runs as core `from` of the pool, owns `task` and gives it
     /// up unless it comes back.
-    pub(crate) unsafe fn send(&self, lane: usize, from: usize, to: usize, task: NonNull<Task>) -> Sent {
+    pub(crate) unsafe fn send(&self, lane: usize, from: usize, to: usize, task: NonNull<Task>) -> Delivery {
         match self {
             Self::Direct { slots, lists } => {
                 // SAFETY: the task is ours to give.
-                Sent::of(unsafe { lists[pair(*slots, lane, to, from)].push(task) }, to, task)
+                Delivery::of(unsafe { lists[pair(*slots, lane, to, from)].push(task) }, to, task)
             }
             // SAFETY: the task is ours to give.
             Self::Mesh { .. } if lane == FIBRES => unsafe { self.send_from_outside(lane, to, task) },
@@ -135,9 +135,9 @@ impl Inbound {
                 if reading.is_ranked(from) && reading.is_ranked(to) {
                     // SAFETY: we are core `from` (contract).
                     match unsafe { reading.send(from, to, task) } {
-                        Ok(None) => Sent::Queued,
-                        Ok(Some(core)) => Sent::Wake(core),
-                        Err(task) => Sent::NoMemory(task),
+                        Ok(None) => Delivery::Queued,
+                        Ok(Some(core)) => Delivery::Wake(core),
+                        Err(task) => Delivery::NoMemory(task),
                     }
                 } else {
                     // Inside the read section: ordered before or after a
@@ -154,9 +154,9 @@ impl Inbound {
     /// # Safety
     ///
     /// The caller owns `task` and gives it up unless it comes back.
-    pub(crate) unsafe fn send_from_outside(&self, lane: usize, to: usize, task: NonNull<Task>) -> Sent {
+    pub(crate) unsafe fn send_from_outside(&self, lane: usize, to: usize, task: NonNull<Task>) -> Delivery {
         // SAFETY: per the contract.
-        Sent::of(unsafe { self.outside(lane, to).push(task) }, to, task)
+        Delivery::of(unsafe { self.outside(lane, to).push(task) }, to, task)
     }
 
     /// Takes everything for core `me`: closures into `pinned`, fibres into

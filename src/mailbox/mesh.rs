@@ -191,7 +191,7 @@ pub enum Sent {
 
 /// What a drain did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Drained {
+pub struct DrainCounts {
     /// Tasks handed to `deliver`.
     pub delivered: usize,
     /// Tasks passed on to another core.
@@ -202,7 +202,7 @@ pub struct Drained {
     pub lists: usize,
 }
 
-impl core::ops::AddAssign for Drained {
+impl core::ops::AddAssign for DrainCounts {
     fn add_assign(&mut self, other: Self) {
         self.delivered += other.delivered;
         self.forwarded += other.forwarded;
@@ -300,8 +300,8 @@ impl Mesh {
         me: usize,
         mut deliver: impl FnMut(NonNull<Task>),
         mut wake: impl FnMut(usize),
-    ) -> Drained {
-        let mut done = Drained::default();
+    ) -> DrainCounts {
+        let mut done = DrainCounts::default();
         let mut batches = [Batch { newest: None, oldest: None }; MAX_LINKS];
         for link in 0..self.topology.links {
             let mut bare = TaskQueue::new();

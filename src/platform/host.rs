@@ -38,7 +38,7 @@ mod light_spin;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod preempt;
 
-use super::{CoreEntry, Depth, Doorbell, InterruptState, Platform, Signal, StartCoreError};
+use super::{CoreEntry, Depth, Doorbell, InterruptState, Platform, StartCoreError, WakeSignal};
 use std::any::Any;
 use std::cell::RefCell;
 use std::fmt;
@@ -116,7 +116,7 @@ struct Core {
     running: AtomicBool,
     /// The thread that is this core right now, for `unpark`.
     thread: Mutex<Option<Thread>>,
-    /// Which pool holds the core (`crate::pool::owners`), 0 if none.
+    /// Which pool holds the core (`crate::pool::core_owners`), 0 if none.
     owner: AtomicUsize,
     /// The core's timer, for preempting pools.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -353,7 +353,7 @@ fn core_thread(machine: Arc<Inner>, core: usize, entry: CoreEntry, arg: usize) {
 }
 
 /// Runs `f` with the word that says which pool holds `core` of the calling
-/// thread's machine (`crate::pool::owners`).
+/// thread's machine (`crate::pool::core_owners`).
 pub(crate) fn with_core_owner<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
     with_membership("a pool's core table", |machine, _| f(&machine.cores[core].owner))
 }
@@ -436,7 +436,7 @@ unsafe impl Platform for HostPlatform {
     fn wake(core: usize) {
         with_membership("wake", |machine, _| {
             let target = &machine.cores[core];
-            if target.doorbell.ring() != Signal::None
+            if target.doorbell.ring() != WakeSignal::None
                 && let Some(thread) = lock(&target.thread).as_ref()
             {
                 thread.unpark();

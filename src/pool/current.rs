@@ -150,7 +150,7 @@ pub(crate) fn interrupted_worker() -> Option<(PoolRef<'static>, usize)> {
 /// works for a pool (`crate::trace::interrupt_begins`): an interrupt
 /// handler is no worker, but the core it interrupted may be one.
 #[cfg(feature = "trace")]
-pub(crate) fn trace_interrupted(event: crate::trace::event::Event) {
+pub(crate) fn trace_interrupted(event: crate::trace::event::TraceEvent) {
     if let Some((pool, core)) = interrupted_worker() {
         pool.record_trace(core, event);
     }
@@ -159,7 +159,7 @@ pub(crate) fn trace_interrupted(event: crate::trace::event::Event) {
 /// Records `event` for the calling core, if it is a worker of a pool
 /// (`trace_here!`).
 #[cfg(feature = "trace")]
-pub(crate) fn trace_here(event: crate::trace::event::Event) {
+pub(crate) fn trace_here(event: crate::trace::event::TraceEvent) {
     with(|worker| {
         if let Some(worker) = worker {
             worker.pool().record_trace(worker.core, event);

@@ -158,7 +158,7 @@ impl Shared {
         let stuck = others_asleep
             && self.lists_empty()
             && self.timers.is_empty()
-            && !super::owners::another_pool_runs(self.slots, self)
+            && !super::core_owners::another_pool_runs(self.slots, self)
             && !self.nothing_lives()
             && self.state.load(SeqCst) == RUNNING;
         let report = if stuck { Deadlock::of(self) } else { Deadlock::default() };

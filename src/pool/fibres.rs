@@ -6,7 +6,7 @@
 
 use super::shared::{Shared, ring};
 use super::stats;
-use crate::mailbox::inbound::{CLOSURES, FIBRES, Sent};
+use crate::mailbox::inbound::{CLOSURES, Delivery, FIBRES};
 use crate::task::Task;
 use core::ptr::NonNull;
 
@@ -89,7 +89,7 @@ impl Shared {
         }
         local.since_inbound += 1;
         stats::add(&self.cores[me].stats.tasks_run, 1);
-        trace_point!(self, me, crate::trace::event::Event::TaskBegin);
+        trace_point!(self, me, crate::trace::event::TraceEvent::TaskBegin);
         Some(next)
     }
 
@@ -138,19 +138,21 @@ impl Shared {
             Some(me) => {
                 // SAFETY: we are core `me`; the task is ours to give.
                 match unsafe { self.inbound.send(lane, me, to, task) } {
-                    Sent::Queued => {}
-                    Sent::Wake(core) => _ = self.wake_for(me, core),
+                    Delivery::Queued => {}
+                    Delivery::Wake(core) => _ = self.wake_for(me, core),
                     // `to` left the pool: any core may run the fibre.
-                    Sent::Refused(task) => self.inject(task, Some(me)),
+                    Delivery::Refused(task) => self.inject(task, Some(me)),
                     // The mesh had no memory for a parcel: the direct list
                     // needs none, and keeps a pinned fibre on its core (a
                     // wake has no order to keep with the sender's posts).
-                    // SAFETY: the task came back to us.
-                    Sent::NoMemory(task) => match unsafe { self.inbound.send_from_outside(lane, to, task) } {
-                        Sent::Queued => {}
-                        Sent::Wake(core) => _ = self.wake_for(me, core),
-                        Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, Some(me)),
-                    },
+                    Delivery::NoMemory(task) => {
+                        // SAFETY: the task came back to us.
+                        match unsafe { self.inbound.send_from_outside(lane, to, task) } {
+                            Delivery::Queued => {}
+                            Delivery::Wake(core) => _ = self.wake_for(me, core),
+                            Delivery::Refused(task) | Delivery::NoMemory(task) => self.inject(task, Some(me)),
+                        }
+                    }
                 }
             }
             None => {
@@ -165,14 +167,14 @@ impl Shared {
                         // sleeping core is woken to take it from `to`'s
                         // mailbox if no core is idle (a strand woken by an
                         // interrupt should not wait for a long task).
-                        Sent::Queued if !pinned => {
+                        Delivery::Queued if !pinned => {
                             self.sleep.new_jobs(1, None, to + 1, ring, |_, _| ());
                         }
-                        Sent::Queued => {}
-                        Sent::Wake(core) => {
+                        Delivery::Queued => {}
+                        Delivery::Wake(core) => {
                             self.sleep.wake(core, ring);
                         }
-                        Sent::Refused(task) | Sent::NoMemory(task) => self.inject(task, None),
+                        Delivery::Refused(task) | Delivery::NoMemory(task) => self.inject(task, None),
                     }
                 });
             }

@@ -27,20 +27,20 @@ use core::time::Duration;
 
 /// A fork-join job: the join protocol's frame, whose thief passes on a
 /// strand's failure.
-pub(crate) type Frame = crate::protocol::join_frame::Frame<Failure>;
+pub(crate) type Job = crate::protocol::join_frame::Frame<Failure>;
 /// A core's slot for a published job.
-pub(crate) type Slot = crate::protocol::join_frame::Slot<Failure>;
+pub(crate) type Slot = crate::protocol::join_frame::JobSlot<Failure>;
 
 /// Nesting depth a context can offer jobs at; deeper joins run `b` inline.
 pub(crate) const DEPTH: usize = 64;
 
 pub(crate) struct JoinStack {
-    jobs: [*const Frame; DEPTH],
+    jobs: [*const Job; DEPTH],
     top: u32,
     bottom: u32,
     /// Jobs this context took from slots and is running, newest first,
-    /// linked through `Frame::next_stolen`.
-    stolen: *const Frame,
+    /// linked through `Job::next_stolen`.
+    stolen: *const Job,
 }
 
 /// Whether the job just popped was ever published.
@@ -62,7 +62,7 @@ impl JoinStack {
 
     /// Pushes `job`; `false` if the stack is full.
     #[inline]
-    pub(crate) fn push(&mut self, job: NonNull<Frame>) -> bool {
+    pub(crate) fn push(&mut self, job: NonNull<Job>) -> bool {
         let Some(entry) = self.jobs.get_mut(self.top as usize) else { return false };
         *entry = job.as_ptr();
         self.top += 1;
@@ -70,7 +70,7 @@ impl JoinStack {
     }
 
     /// The oldest job not yet published.
-    pub(crate) fn oldest_private(&self) -> Option<NonNull<Frame>> {
+    pub(crate) fn oldest_private(&self) -> Option<NonNull<Job>> {
         if self.bottom < self.top { NonNull::new(self.jobs[self.bottom as usize].cast_mut()) } else { None }
     }
 
@@ -82,7 +82,7 @@ impl JoinStack {
 
     /// Pops the newest job, which is `job`.
     #[inline]
-    pub(crate) fn pop(&mut self, job: NonNull<Frame>) -> Popped {
+    pub(crate) fn pop(&mut self, job: NonNull<Job>) -> Popped {
         debug_assert!(self.top > 0 && ptr::eq(self.jobs[self.top as usize - 1], job.as_ptr()));
         self.top -= 1;
         if self.top >= self.bottom {
@@ -97,7 +97,7 @@ impl JoinStack {
     /// failing strand must settle before its stack goes. Returns a copy,
     /// so settling (which may run other jobs, which join) does not hold a
     /// reference into the stack.
-    pub(crate) fn take_published(&mut self) -> ([*const Frame; DEPTH], usize) {
+    pub(crate) fn take_published(&mut self) -> ([*const Job; DEPTH], usize) {
         let published = (self.jobs, self.bottom as usize);
         self.top = 0;
         self.bottom = 0;
@@ -105,26 +105,26 @@ impl JoinStack {
     }
 
     /// Lists `job` as being run by this context.
-    pub(crate) fn push_stolen(&mut self, job: &Frame) {
+    pub(crate) fn push_stolen(&mut self, job: &Job) {
         job.next_stolen.set(self.stolen);
         self.stolen = job;
     }
 
     /// `job` ended: unlists it (it is the newest).
-    pub(crate) fn pop_stolen(&mut self, job: &Frame) {
+    pub(crate) fn pop_stolen(&mut self, job: &Job) {
         debug_assert!(ptr::eq(self.stolen, job));
         self.stolen = job.next_stolen.get();
     }
 
     /// Takes the list of jobs being run, newest first.
-    pub(crate) fn take_stolen(&mut self) -> *const Frame {
+    pub(crate) fn take_stolen(&mut self) -> *const Job {
         core::mem::replace(&mut self.stolen, ptr::null())
     }
 }
 
 impl Shared {
     /// Takes a published job from some core's slot, starting after `me`'s.
-    pub(crate) fn take_published_job(&self, me: usize) -> Option<NonNull<Frame>> {
+    pub(crate) fn take_published_job(&self, me: usize) -> Option<NonNull<Job>> {
         let cores = self.slots;
         (1..=cores).find_map(|offset| self.cores[(me + offset) % cores].join_slot.take())
     }
@@ -136,7 +136,7 @@ impl Shared {
 }
 
 /// A thief's view of a job taken from a slot, as the task it runs.
-pub(crate) fn as_task(job: NonNull<Frame>) -> NonNull<Task> {
+pub(crate) fn as_task(job: NonNull<Job>) -> NonNull<Task> {
     job.cast()
 }
 
@@ -150,11 +150,11 @@ pub(crate) enum Settled {
 
 /// Takes a published job back, or waits until its thief ends it.
 #[cold]
-pub(crate) fn settle_published(shared: PoolRef<'_>, frame: NonNull<Frame>) -> Settled {
+pub(crate) fn settle_published(shared: PoolRef<'_>, frame: NonNull<Job>) -> Settled {
     // SAFETY: ours until settled.
     let published_in = unsafe { frame.as_ref() }.published_in.get() as usize;
     if shared.join_slot(published_in).take_back(frame) {
-        trace_here!(crate::trace::event::Event::JoinTakenBack);
+        trace_here!(crate::trace::event::TraceEvent::JoinTakenBack);
         return Settled::Unrun;
     }
     // SAFETY: as above.
@@ -171,7 +171,7 @@ const NAP: Duration = Duration::from_micros(50);
 
 /// Waits until a taken job ends, running other slots' jobs meanwhile.
 /// Returns the end (`DONE` or `RETURNED`).
-fn wait_for(shared: PoolRef<'_>, frame: &Frame) -> u32 {
+fn wait_for(shared: PoolRef<'_>, frame: &Job) -> u32 {
     /// Counts the owner among `join_helpers` while it waits.
     struct Helping<'a>(&'a AtomicUsize);
     impl Drop for Helping<'_> {
@@ -191,7 +191,7 @@ fn wait_for(shared: PoolRef<'_>, frame: &Frame) -> u32 {
         let core = platform::current_core().unwrap_or(0);
         if let Some(job) = shared.take_published_job(core) {
             // SAFETY: taken from its slot, so its end is ours.
-            unsafe { Frame::call(job, Action::Run) };
+            unsafe { Job::call(job, Action::Run) };
             idle = 0;
         } else if idle < SPINS {
             idle += 1;

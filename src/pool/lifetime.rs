@@ -12,7 +12,7 @@
 use super::error::{DestroyError, RunError};
 use super::resize::wait_until;
 use super::stop::RUNNING;
-use super::{Pool, current, owners};
+use super::{Pool, core_owners, current};
 use crate::atomics::Ordering::SeqCst;
 use crate::strand::{self, JoinHandle, Placement, SpawnError};
 
@@ -49,7 +49,7 @@ impl Pool {
             if let Err(error) = self.start_core(core) {
                 shared.stop();
                 wait_until(false, || shared.running.load(SeqCst) == 0);
-                members.iter().for_each(|&core| owners::release(core, shared));
+                members.iter().for_each(|&core| core_owners::release(core, shared));
                 return Err(RunError::StartCore(error));
             }
         }

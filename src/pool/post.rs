@@ -15,7 +15,7 @@ use super::shared::{Shared, ring};
 use super::stats;
 use super::stop::{QUIESCING, READY, RUNNING, STOPPED, WINDING};
 use crate::atomics::{Ordering::SeqCst, spin_hint};
-use crate::mailbox::inbound::{CLOSURES, Sent};
+use crate::mailbox::inbound::{CLOSURES, Delivery};
 use crate::platform;
 use crate::task::storage::BlockCache;
 use crate::task::{IntoTask, Task};
@@ -38,13 +38,13 @@ impl Shared {
             None => self.post_outside(work, |task| {
                 // SAFETY: the task is ours to give.
                 match unsafe { self.inbound.send_from_outside(CLOSURES, to, task) } {
-                    Sent::Queued => Ok(()),
-                    Sent::Wake(core) => {
+                    Delivery::Queued => Ok(()),
+                    Delivery::Wake(core) => {
                         self.sleep.wake(core, ring);
                         Ok(())
                     }
-                    Sent::Refused(_) => Err(PostError::NotAMember { core: to, closure: () }),
-                    Sent::NoMemory(_) => unreachable!("a direct list needs no memory"),
+                    Delivery::Refused(_) => Err(PostError::NotAMember { core: to, closure: () }),
+                    Delivery::NoMemory(_) => unreachable!("a direct list needs no memory"),
                 }
             }),
         }
@@ -155,15 +155,15 @@ impl Shared {
         } else {
             // SAFETY: we are core `me`; the task is ours to give.
             match unsafe { self.inbound.send(CLOSURES, me, to, task) } {
-                Sent::Queued => {}
-                Sent::Wake(core) => _ = self.wake_for(me, core),
-                Sent::Refused(task) => {
+                Delivery::Queued => {}
+                Delivery::Wake(core) => _ = self.wake_for(me, core),
+                Delivery::Refused(task) => {
                     // The core left the pool since `post` looked.
                     // SAFETY: refused, so still ours; made with our cache.
                     let work = unsafe { W::from_task(task, Some(NonNull::from(&mut local.cache))) };
                     return Err(PostError::NotAMember { core: to, closure: work });
                 }
-                Sent::NoMemory(task) => {
+                Delivery::NoMemory(task) => {
                     // SAFETY: as above.
                     let work = unsafe { W::from_task(task, Some(NonNull::from(&mut local.cache))) };
                     return Err(PostError::OutOfMemory(work));
@@ -270,7 +270,7 @@ impl Shared {
         trace_point!(
             self,
             me,
-            crate::trace::event::Event::Wakeup {
+            crate::trace::event::TraceEvent::Wakeup {
                 core: _core as u32,
                 claim: match _roused {
                     crate::sleep::Roused::Claimed { claim } => Some(claim),

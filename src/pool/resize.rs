@@ -1,7 +1,7 @@
 //! Changing a running pool's cores: the free set, adding a core, and
 //! asking one to leave.
 //!
-//! A core joins by being claimed in the machine's table (`super::owners`),
+//! A core joins by being claimed in the machine's table (`super::core_owners`),
 //! made a member with its mailboxes open, and started on the pool's loop.
 //! A core leaves at its next step between tasks (`super::worker`, "Leaving
 //! the pool"); [`Pool::remove_core`] returns once it is off the loop and
@@ -11,7 +11,7 @@
 use super::error::ResizeError;
 use super::shared::{Shared, ring};
 use super::stop::RUNNING;
-use super::{Pool, current, owners};
+use super::{Pool, core_owners, current};
 use crate::atomics::Ordering::SeqCst;
 use crate::platform::instant::Instant;
 use crate::platform::{self, Depth};
@@ -24,7 +24,7 @@ const POLL: Duration = Duration::from_micros(50);
 
 /// The machine's cores that no pool holds, by index.
 pub fn free_cores() -> Vec<usize> {
-    (0..current::limit(platform::core_count())).filter(|&core| owners::is_free(core)).collect()
+    (0..current::limit(platform::core_count())).filter(|&core| core_owners::is_free(core)).collect()
 }
 
 impl Pool {
@@ -115,7 +115,7 @@ impl Pool {
         if shared.is_member(core) {
             return Err(ResizeError::AlreadyMember { core });
         }
-        if !owners::claim(core, shared) {
+        if !core_owners::claim(core, shared) {
             return Err(ResizeError::CoreNotFree { core });
         }
         shared.reopen_mailboxes(core);
@@ -136,7 +136,7 @@ impl Pool {
                 }
                 core::iter::from_fn(|| tasks.pop_front()).for_each(|task| shared.inject(task, None));
             });
-            owners::release(core, shared);
+            core_owners::release(core, shared);
             return Err(ResizeError::StartCore(error));
         }
         Ok(())
@@ -164,7 +164,7 @@ impl Pool {
             ring(core);
         }
         // The core gives itself back once it is off the loop.
-        wait_until(in_strand, || !owners::holds(core, shared));
+        wait_until(in_strand, || !core_owners::holds(core, shared));
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ use super::domain_id::DomainId;
 use super::end_waiters::EndWaiters;
 use super::error::{PinError, PostError};
 use super::failure::Failure;
-use super::fork_join::{Frame, JoinStack, Slot};
+use super::fork_join::{Job, JoinStack, Slot};
 use super::shared::Shared;
 use super::strands::Strands;
 use crate::task::storage::BlockCache;
@@ -268,7 +268,7 @@ impl<'a> PoolRef<'a> {
 
     /// Takes a published job from some core's slot, after `me`'s.
     #[inline]
-    pub(crate) fn take_published_job(self, me: usize) -> Option<NonNull<Frame>> {
+    pub(crate) fn take_published_job(self, me: usize) -> Option<NonNull<Job>> {
         self.0.take_published_job(me)
     }
 
@@ -338,7 +338,7 @@ impl<'a> PoolRef<'a> {
     /// Records `event` in core `core`'s trace.
     #[cfg(feature = "trace")]
     #[inline]
-    pub(crate) fn record_trace(self, core: usize, event: crate::trace::event::Event) {
+    pub(crate) fn record_trace(self, core: usize, event: crate::trace::event::TraceEvent) {
         self.0.record_trace(core, event)
     }
 }

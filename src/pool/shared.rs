@@ -55,7 +55,7 @@ use crate::atomics::{AtomicU32, AtomicUsize, CachePadded};
 use crate::mailbox::inbound::Inbound;
 use crate::mailbox::list::AtomicList;
 use crate::platform;
-use crate::sleep::Sleep;
+use crate::sleep::SleepState;
 use crate::spin_lock::SpinLock;
 use crate::timers::Timers;
 use alloc::boxed::Box;
@@ -106,7 +106,7 @@ pub(crate) struct Shared {
     /// Whether a core runs the config's poller now (one at a time).
     pub(super) polling: AtomicBool,
     /// The sleep protocol's counters and each core's sleep state.
-    pub(super) sleep: Sleep,
+    pub(super) sleep: SleepState,
     pub(super) timers: Timers,
 
     // The pool's life (`stop.rs`).
@@ -233,7 +233,7 @@ impl Shared {
             preempted: Preempted::new(),
             join_helpers: CachePadded(AtomicUsize::new(0)),
             polling: AtomicBool::new(false),
-            sleep: Sleep::new(slots, config.search_rounds),
+            sleep: SleepState::new(slots, config.search_rounds),
             timers: Timers::new(),
             state: AtomicU32::new(READY),
             in_flight: AtomicUsize::new(0),
@@ -286,7 +286,7 @@ impl Shared {
     /// Records `event` in core `core`'s trace.
     #[cfg(feature = "trace")]
     #[inline]
-    pub(crate) fn record_trace(&self, core: usize, event: crate::trace::event::Event) {
+    pub(crate) fn record_trace(&self, core: usize, event: crate::trace::event::TraceEvent) {
         self.trace.record(core, event);
     }
 }

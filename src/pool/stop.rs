@@ -203,7 +203,7 @@ impl Shared {
                 && self.outside_waits.load(SeqCst) == 0
                 && !platform::interrupts_bound()
                 && !self.deadlock_pending.load(SeqCst)
-                && !super::owners::another_pool_runs(self.slots, self))
+                && !super::core_owners::another_pool_runs(self.slots, self))
     }
 
     /// No strand and no async task lives: a pool with nothing queued

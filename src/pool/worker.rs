@@ -101,7 +101,7 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
                 trace_point!(
                     shared,
                     me,
-                    crate::trace::event::Event::Woke { deep: sleeper.deep, claim: sleeper.claim }
+                    crate::trace::event::TraceEvent::Woke { deep: sleeper.deep, claim: sleeper.claim }
                 );
             }
             watched |= sleeper.watched;
@@ -164,7 +164,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
         return;
     }
     stats::add(&shared.cores[me].stats.tasks_run, 1);
-    trace_point!(shared, me, crate::trace::event::Event::TaskBegin);
+    trace_point!(shared, me, crate::trace::event::TraceEvent::TaskBegin);
     #[cfg(feature = "std")]
     {
         let call = core::panic::AssertUnwindSafe(|| {
@@ -180,7 +180,7 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
     unsafe {
         Task::call(task, Action::Run, cache)
     };
-    trace_point!(shared, me, crate::trace::event::Event::TaskEnd);
+    trace_point!(shared, me, crate::trace::event::TraceEvent::TaskEnd);
     offer_surplus(shared, me);
 }
 
@@ -239,7 +239,7 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     let injected = unsafe { local.queue.append_reversed(shared.injector.take_all()) };
     if injected > 0 {
         stats::add(&stats.injected, injected as u64);
-        trace_point!(shared, me, crate::trace::event::Event::Injected { tasks: injected as u32 });
+        trace_point!(shared, me, crate::trace::event::TraceEvent::Injected { tasks: injected as u32 });
         return local.queue.pop_front();
     }
     if let Some(task) = shared.take_turn() {
@@ -269,7 +269,7 @@ fn drain_inbound(shared: &Shared, me: usize, local: &mut super::per_core::Local,
     let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, arm, wake) };
     stats::add(&stats.received, took.received as u64);
     if took.received > 0 {
-        trace_point!(shared, me, crate::trace::event::Event::Drained { tasks: took.received as u32 });
+        trace_point!(shared, me, crate::trace::event::TraceEvent::Drained { tasks: took.received as u32 });
     }
     stats::add(&stats.forwarded, took.forwarded as u64);
     took.received > 0 || took.busy
@@ -291,7 +291,7 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
             trace_point!(
                 shared,
                 me,
-                crate::trace::event::Event::Stole { from: Some(victim as u32), tasks: stolen as u32 }
+                crate::trace::event::TraceEvent::Stole { from: Some(victim as u32), tasks: stolen as u32 }
             );
             return local.queue.pop_front();
         }
@@ -302,12 +302,16 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
     // `_victim` is read by the trace point alone.
     if let Some((_victim, task)) = steal_from_lifo_slots(shared, me) {
         stats::add(&shared.cores[me].stats.stolen, 1);
-        trace_point!(shared, me, crate::trace::event::Event::Stole { from: Some(_victim as u32), tasks: 1 });
+        trace_point!(
+            shared,
+            me,
+            crate::trace::event::TraceEvent::Stole { from: Some(_victim as u32), tasks: 1 }
+        );
         return Some(task);
     }
     let job = shared.take_published_job(me)?;
     stats::add(&shared.cores[me].stats.stolen, 1);
-    trace_point!(shared, me, crate::trace::event::Event::Stole { from: None, tasks: 1 });
+    trace_point!(shared, me, crate::trace::event::TraceEvent::Stole { from: None, tasks: 1 });
     Some(super::fork_join::as_task(job))
 }
 
@@ -327,7 +331,7 @@ fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNul
         trace_point!(
             shared,
             me,
-            crate::trace::event::Event::Stole { from: Some(victim as u32), tasks: stolen as u32 }
+            crate::trace::event::TraceEvent::Stole { from: Some(victim as u32), tasks: stolen as u32 }
         );
         return local.queue.pop_front();
     }
@@ -418,7 +422,7 @@ impl Sleeper for CoreSleeper<'_> {
         // SAFETY: we are core `me`, between tasks.
         unsafe { self.shared.local(self.me) }.cache.trim();
         stats::add(&self.shared.cores[self.me].stats.sleeps, 1);
-        trace_point!(self.shared, self.me, crate::trace::event::Event::Slept);
+        trace_point!(self.shared, self.me, crate::trace::event::TraceEvent::Slept);
         self.slept_at = Some(Instant::now());
         self.shared.check_quiescence();
     }

@@ -133,7 +133,7 @@ pub unsafe fn reverse(mut newest: *mut Link) -> *mut Link {
 /// The result of a push.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use = "a push that woke the actor must schedule its turn"]
-pub enum Pushed {
+pub enum ActorPushed {
     /// Queued for the turn that exists.
     Queued,
     /// Queued, and the actor was dormant: the sender must schedule a turn,
@@ -193,11 +193,11 @@ impl Schedule {
     ///
     /// `message` is owned by the caller and in no chain; after `Queued` or
     /// `Woke` it belongs to the actor's turns.
-    pub unsafe fn push(&self, message: NonNull<Link>) -> Pushed {
+    pub unsafe fn push(&self, message: NonNull<Link>) -> ActorPushed {
         let mut old = self.word.load(Relaxed);
         loop {
             if old & CLOSED != 0 {
-                return Pushed::Closed;
+                return ActorPushed::Closed;
             }
             let scheduled = old & SCHEDULED != 0;
             let behind = if scheduled { (old & !FLAGS) as *mut Link } else { ptr::null_mut() };
@@ -205,8 +205,8 @@ impl Schedule {
             unsafe { Link::set_next(message, behind) };
             let new = message.as_ptr() as usize | SCHEDULED;
             match self.word.compare_exchange_weak(old, new, AcqRel, Relaxed) {
-                Ok(_) if scheduled => return Pushed::Queued,
-                Ok(_) => return Pushed::Woke(pin_of(old)),
+                Ok(_) if scheduled => return ActorPushed::Queued,
+                Ok(_) => return ActorPushed::Woke(pin_of(old)),
                 Err(now) => old = now,
             }
         }

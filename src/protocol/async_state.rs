@@ -123,11 +123,11 @@ pub enum AfterPending {
 }
 
 /// The word.
-pub struct TaskState {
+pub struct AsyncState {
     word: AtomicUsize,
 }
 
-impl TaskState {
+impl AsyncState {
     /// A task about to be queued for its first poll, with `references`
     /// (the queue's among them) and a handle that wants the output.
     pub fn new(references: usize) -> Self {

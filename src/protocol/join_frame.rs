@@ -95,7 +95,7 @@ unsafe impl<F> Sync for Frame<F> {}
 
 /// How the end of a job reaches its owner: which core to ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ring(pub Option<usize>);
+pub struct WakeOwner(pub Option<usize>);
 
 impl<F> Frame<F> {
     /// A private job that a thief runs with `run`, or fails with `fail`;
@@ -147,10 +147,10 @@ impl<F> Frame<F> {
     ///
     /// The caller took the job from its slot, and for `DONE` stored the
     /// result first.
-    pub unsafe fn end(job: NonNull<Frame<F>>, end: u32) -> Ring {
+    pub unsafe fn end(job: NonNull<Frame<F>>, end: u32) -> WakeOwner {
         // SAFETY: the job is live until this swap lets the owner go.
         let before = unsafe { job.as_ref() }.state.swap(end, AcqRel);
-        Ring(before.checked_sub(WAITING).map(|core| core as usize))
+        WakeOwner(before.checked_sub(WAITING).map(|core| core as usize))
     }
 
     /// Runs or discards a job taken from a slot, as a core runs any task.
@@ -166,9 +166,9 @@ impl<F> Frame<F> {
 }
 
 /// A core's slot: at most one published job.
-pub struct Slot<F>(AtomicPtr<Frame<F>>);
+pub struct JobSlot<F>(AtomicPtr<Frame<F>>);
 
-impl<F> Slot<F> {
+impl<F> JobSlot<F> {
     /// An empty slot.
     pub fn new() -> Self {
         Self(AtomicPtr::new(ptr::null_mut()))

@@ -56,7 +56,7 @@
 //! `tests/loom_event_loop.rs` checks this file with racing deferrers, a
 //! re-entrant operation and a drainer that passes on.
 
-use super::actor_schedule::{Finished, Link, Pushed, Schedule, reverse};
+use super::actor_schedule::{ActorPushed, Finished, Link, Schedule, reverse};
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
 
@@ -114,9 +114,9 @@ impl Handoff {
     pub unsafe fn defer(&self, op: NonNull<Link>) -> Deferred {
         // SAFETY: forwarded contract.
         match unsafe { self.schedule.push(op) } {
-            Pushed::Queued => Deferred::Queued,
-            Pushed::Woke(_) => Deferred::Drain,
-            Pushed::Closed => Deferred::Refused,
+            ActorPushed::Queued => Deferred::Queued,
+            ActorPushed::Woke(_) => Deferred::Drain,
+            ActorPushed::Closed => Deferred::Refused,
         }
     }
 

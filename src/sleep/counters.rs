@@ -24,9 +24,9 @@ const COUNT_MASK: u64 = 0xffff_ffff;
 
 /// A snapshot of the counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Counters(u64);
+pub struct SleepCounters(u64);
 
-impl Counters {
+impl SleepCounters {
     #[inline]
     pub fn sleeping(self) -> usize {
         (self.0 & COUNT_MASK) as usize
@@ -55,8 +55,8 @@ impl AtomicCounters {
     }
 
     #[inline]
-    pub fn load(&self) -> Counters {
-        Counters(self.0.load(SeqCst))
+    pub fn load(&self) -> SleepCounters {
+        SleepCounters(self.0.load(SeqCst))
     }
 
     /// Whoever ends a sleep (the waker, or the sleeper that cancels its own
@@ -68,10 +68,10 @@ impl AtomicCounters {
     /// Counts one more sleeper, but only if the counters are still
     /// `expected` (so the JEC has not moved). On failure, returns the
     /// counters as they are.
-    pub fn try_add_sleeping(&self, expected: Counters) -> Result<(), Counters> {
+    pub fn try_add_sleeping(&self, expected: SleepCounters) -> Result<(), SleepCounters> {
         match self.0.compare_exchange(expected.0, expected.0 + SLEEPING_ONE, SeqCst, SeqCst) {
             Ok(_) => Ok(()),
-            Err(actual) => Err(Counters(actual)),
+            Err(actual) => Err(SleepCounters(actual)),
         }
     }
 
@@ -86,22 +86,22 @@ impl AtomicCounters {
     /// Work was announced: if the JEC says "sleepy" (even), move it to "new
     /// work" (odd), so every sleepy core notices. Returns the counters
     /// after the update, and how many compare-exchanges that took.
-    pub fn announce_jobs(&self) -> (Counters, u32) {
-        self.update_jec_if(Counters::jec_is_sleepy)
+    pub fn announce_jobs(&self) -> (SleepCounters, u32) {
+        self.update_jec_if(SleepCounters::jec_is_sleepy)
     }
 
-    fn update_jec_if(&self, should_increment: impl Fn(Counters) -> bool) -> (Counters, u32) {
+    fn update_jec_if(&self, should_increment: impl Fn(SleepCounters) -> bool) -> (SleepCounters, u32) {
         let mut now = self.load();
         let mut attempts = 0;
         loop {
             if !should_increment(now) {
                 return (now, attempts);
             }
-            let next = Counters(now.0.wrapping_add(1 << JEC_SHIFT));
+            let next = SleepCounters(now.0.wrapping_add(1 << JEC_SHIFT));
             attempts += 1;
             match self.0.compare_exchange_weak(now.0, next.0, SeqCst, SeqCst) {
                 Ok(_) => return (next, attempts),
-                Err(actual) => now = Counters(actual),
+                Err(actual) => now = SleepCounters(actual),
             }
         }
     }

@@ -13,8 +13,8 @@
 //! - A core deciding whether to offer work (after each task) reads its own
 //!   group's word: any idle core there can take an offer. Idle cores of
 //!   other groups show up in the pool's counters word once they get
-//!   sleepy or sleep (`super::Sleep::anyone_idle`).
-//! - A waker that found sleepers ([`super::Sleep::new_jobs`]) adds up the
+//!   sleepy or sleep (`super::SleepState::anyone_idle`).
+//! - A waker that found sleepers ([`super::SleepState::new_jobs`]) adds up the
 //!   groups, its own first, until it has counted enough idle cores to
 //!   leave the sleepers alone, or has read every group.
 //!

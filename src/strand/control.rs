@@ -5,7 +5,7 @@
 //!
 //! A control block is one allocation: the [`Header`] every layer uses, then
 //! the closure, which becomes the result. Its size is checked against
-//! [`STRAND_BYTES`](super::knobs::STRAND_BYTES) at spawn.
+//! [`STRAND_BYTES`](super::sizes::STRAND_BYTES) at spawn.
 //!
 //! # Lifetime
 //!
@@ -152,7 +152,7 @@ unsafe impl Send for Header {}
 // The knob's floor (`ROVING_STRAND_BYTES` >= 200) leaves room for the
 // header on every target.
 const _: () = assert!(
-    core::mem::size_of::<Header>() <= super::knobs::MIN_STRAND_BYTES,
+    core::mem::size_of::<Header>() <= super::sizes::MIN_STRAND_BYTES,
     "the strand header outgrew the knob's floor"
 );
 
@@ -301,12 +301,12 @@ pub(crate) enum Payload<F, T> {
 
 /// A whole control block.
 #[repr(C)]
-pub(crate) struct Block<F, T> {
+pub(crate) struct ControlBlock<F, T> {
     pub(crate) header: Header,
     pub(crate) payload: UnsafeCell<Payload<F, T>>,
 }
 
-impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
+impl<F: FnOnce() -> T + Send, T: Send> ControlBlock<F, T> {
     const VTABLE: VTable = VTable {
         run: Self::run,
         destroy: Self::destroy,
@@ -348,7 +348,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
 
     /// # Safety
     ///
-    /// As for [`Header::run`]; the header is a `Block<F, T>`.
+    /// As for [`Header::run`]; the header is a `ControlBlock<F, T>`.
     unsafe fn run(header: NonNull<Header>) {
         let block = header.cast::<Self>();
         // SAFETY: only the running strand touches the payload until it
@@ -384,7 +384,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
 
     /// # Safety
     ///
-    /// As for [`Header::fail`]; the header is a `Block<F, T>`.
+    /// As for [`Header::fail`]; the header is a `ControlBlock<F, T>`.
     unsafe fn fail(header: NonNull<Header>, failure: Box<Failure>) {
         let block = header.cast::<Self>();
         // SAFETY: the caller owns the payload. A closure still in it is
@@ -394,7 +394,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
 
     /// # Safety
     ///
-    /// As for [`Header::take_failure`]; the header is a `Block<F, T>`.
+    /// As for [`Header::take_failure`]; the header is a `ControlBlock<F, T>`.
     unsafe fn take_failure(header: NonNull<Header>) -> Option<Box<Failure>> {
         let block = header.cast::<Self>();
         // SAFETY: the caller owns the payload.
@@ -426,7 +426,7 @@ impl<F: FnOnce() -> T + Send, T: Send> Block<F, T> {
 
     /// # Safety
     ///
-    /// The last reference to a `Block<F, T>`.
+    /// The last reference to a `ControlBlock<F, T>`.
     unsafe fn destroy(header: NonNull<Header>) {
         let block = header.cast::<Self>();
         // SAFETY: nothing else refers to the block now.

@@ -19,8 +19,8 @@
 //! strand to leave gives the fibre back (`Fibre::strand_left`).
 
 use super::control::Header;
-use super::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
 use super::save::SaveArea;
+use super::sizes::{FIBRES, GUARD_BYTES, STACK_BYTES};
 use crate::mailbox::inbox::Inbox;
 use crate::pool::fork_join::JoinStack;
 use crate::pool::handle::Pool;

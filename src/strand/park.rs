@@ -18,7 +18,7 @@
 
 use super::control::{Header, state};
 use super::id::BlockReason;
-use super::wait::{self, Woken};
+use super::wait::{self, WaitEnd};
 use super::{StrandId, WaitError, scheduler};
 use crate::atomics::AtomicU8;
 use crate::platform::instant::Instant;
@@ -259,7 +259,7 @@ pub(crate) fn wait_on_word<W: StateWord>(
     }
     let woken = woken?;
     match (outcome, woken) {
-        (Register::Taken, _) | (Register::Registered, Woken::Signalled) => Ok(()),
+        (Register::Taken, _) | (Register::Registered, WaitEnd::Signalled) => Ok(()),
         (Register::Occupied, _) => Err(WaitError::Occupied),
         (Register::Registered, woken) => {
             if word.withdraw(me, relax) {

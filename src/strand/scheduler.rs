@@ -245,7 +245,7 @@ pub(crate) fn signal(strand: NonNull<Header>, cause: u8) -> bool {
     }
     // Before the push, after which the strand may run (and its turn's
     // start would come first in the trace).
-    trace_here!(crate::trace::event::Event::StrandWoken {
+    trace_here!(crate::trace::event::TraceEvent::StrandWoken {
         // SAFETY: as above.
         strand: unsafe { strand.as_ref() }.id.get() as u32,
         by: woken_by(cause),
@@ -381,7 +381,11 @@ pub(super) unsafe fn enter(
     // core's slots.
     unsafe {
         let header = strand.as_ref();
-        trace_point!(shared, me, crate::trace::event::Event::StrandIn { strand: header.id.get() as u32 });
+        trace_point!(
+            shared,
+            me,
+            crate::trace::event::TraceEvent::StrandIn { strand: header.id.get() as u32 }
+        );
         fibre.resident_id.store(header.id.get(), Relaxed);
         fibre.running.store(strand.as_ptr(), Relaxed);
         // Named before the tick is asked for: a tick that comes before the
@@ -411,14 +415,14 @@ pub(super) fn after_turn(shared: PoolRef<'_>, me: usize, strand: NonNull<Header>
     let task = Header::task(strand);
     assert!(fibre.canary_intact(), "strand {} overflowed the stack of fibre {}", header.id, fibre.index());
     trace_point!(shared, me, {
-        use crate::trace::event::{Event, Left};
+        use crate::trace::event::{Left, TraceEvent};
         let left = match outcome {
             TurnEnd::Yielded => Left::Yielded,
             TurnEnd::Preempted => Left::Preempted,
             TurnEnd::Blocked => Left::Blocked(header.reason()),
             TurnEnd::Finished => Left::Finished,
         };
-        Event::StrandOut { strand: header.id.get() as u32, left }
+        TraceEvent::StrandOut { strand: header.id.get() as u32, left }
     });
     match outcome {
         // SAFETY: the strand is runnable and in no list.
@@ -512,7 +516,7 @@ fn swap_in(
         // SAFETY: `[stack_pointer, top)` is the outgoing strand's used stack.
         unsafe { area.save(top, used) };
         *saved = area;
-        trace_point!(_shared, _me, crate::trace::event::Event::StackSaved { bytes: used as u32 });
+        trace_point!(_shared, _me, crate::trace::event::TraceEvent::StackSaved { bytes: used as u32 });
     }
     // SAFETY: the incoming strand is not running (we hold the fibre); its
     // image ends at the stack top, which nothing uses now.
@@ -522,7 +526,7 @@ fn swap_in(
         owned.spare = mem::replace(incoming, super::save::SaveArea::empty());
         restored
     };
-    trace_point!(_shared, _me, crate::trace::event::Event::StackRestored { bytes: _restored as u32 });
+    trace_point!(_shared, _me, crate::trace::event::TraceEvent::StackRestored { bytes: _restored as u32 });
     owned.resident = strand.as_ptr();
     true
 }

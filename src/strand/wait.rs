@@ -57,7 +57,7 @@ static STRAND_TIMER: StrandTimer =
 
 /// How a blocked strand was woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Woken {
+pub(crate) enum WaitEnd {
     /// By what it waited for (or it had already happened).
     Signalled,
     /// By its deadline.
@@ -66,7 +66,7 @@ pub(crate) enum Woken {
     Interrupted,
 }
 
-impl Woken {
+impl WaitEnd {
     /// The error a wait that did not get what it waited for returns.
     pub(crate) fn error(self) -> Option<WaitError> {
         match self {
@@ -92,7 +92,7 @@ pub(crate) fn block(
     on: usize,
     deadline: Option<Instant>,
     register: impl FnOnce(NonNull<Header>) -> bool,
-) -> Result<Woken, WaitError> {
+) -> Result<WaitEnd, WaitError> {
     crate::platform::refuse_in_handler(
         "blocking (a wait, a lock, a join, a sleep)",
         crate::platform::HANDLERS_WAKE,
@@ -104,7 +104,7 @@ pub(crate) fn block(
     // SAFETY: the running strand's own header.
     let header = unsafe { me.as_ref() };
     if deadline.is_some_and(|deadline| deadline <= Instant::now()) {
-        return Ok(Woken::TimedOut);
+        return Ok(WaitEnd::TimedOut);
     }
     header.set_reason(reason);
     header.set_waits_on(on);
@@ -135,7 +135,7 @@ pub(crate) fn block(
             header.state.store(state::RUNNABLE, SeqCst);
             header.set_reason(BlockReason::None);
             header.set_waits_on(0);
-            return Ok(Woken::Signalled);
+            return Ok(WaitEnd::Signalled);
         }
         // The timer fired and queued us: suspend to be resumed at once.
     }
@@ -143,19 +143,19 @@ pub(crate) fn block(
     unsafe { scheduler::suspend(TurnEnd::Blocked) };
     let woken = match header.state.swap(state::RUNNABLE, SeqCst) {
         // What we waited for had already happened when we registered.
-        _ if !registered => Woken::Signalled,
-        state::TIMED_OUT => Woken::TimedOut,
+        _ if !registered => WaitEnd::Signalled,
+        state::TIMED_OUT => WaitEnd::TimedOut,
         state::INTERRUPTED => {
             if deadline.is_some() {
                 pool.timers().remove(&header.timer);
             }
-            Woken::Interrupted
+            WaitEnd::Interrupted
         }
         _ => {
             if deadline.is_some() {
                 pool.timers().remove(&header.timer);
             }
-            Woken::Signalled
+            WaitEnd::Signalled
         }
     };
     header.set_reason(BlockReason::None);

@@ -3,7 +3,7 @@
 use super::{Mutex, MutexGuard, WaitError};
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
-use crate::strand::wait::{self, WaitQueue, Woken};
+use crate::strand::wait::{self, WaitEnd, WaitQueue};
 use core::time::Duration;
 
 /// Waits for a condition under a [`Mutex`]. Waiting unlocks the mutex and
@@ -88,12 +88,12 @@ impl Condvar {
         let timed_out = match woken {
             // The guard went with the closure, unused: the mutex is unlocked.
             Err(error) => return Err(error),
-            Ok(Woken::Signalled) => false,
-            Ok(Woken::TimedOut) => {
+            Ok(WaitEnd::Signalled) => false,
+            Ok(WaitEnd::TimedOut) => {
                 self.waiters.lock().leave();
                 true
             }
-            Ok(Woken::Interrupted) => {
+            Ok(WaitEnd::Interrupted) => {
                 // Cancelled: the mutex stays unlocked (the guard is gone).
                 self.waiters.lock().leave();
                 return Err(WaitError::Interrupted);

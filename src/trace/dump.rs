@@ -40,7 +40,7 @@
 //! ticks to put them on one clock: 0 on every platform roving has, whose
 //! tick counters are machine-wide.
 
-use super::{CoreTrace, Event, Left, Woken};
+use super::{CoreTrace, Left, TraceEvent, Woken};
 use core::fmt;
 
 /// The dump format's version, on its first line.
@@ -65,28 +65,28 @@ pub fn lines(traces: &[CoreTrace], tick_hz: u64, complete: bool, mut line: impl 
 }
 
 /// An event as the dump names it.
-struct Named(Event);
+struct Named(TraceEvent);
 
 impl fmt::Display for Named {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Event::TaskBegin => f.write_str("task-begin"),
-            Event::TaskEnd => f.write_str("task-end"),
-            Event::Drained { tasks } => write!(f, "drained {tasks}"),
-            Event::Stole { from: Some(from), tasks } => write!(f, "stole {from} {tasks}"),
-            Event::Stole { from: None, tasks } => write!(f, "stole - {tasks}"),
-            Event::Injected { tasks } => write!(f, "injected {tasks}"),
-            Event::Slept => f.write_str("slept"),
-            Event::Woke { deep, claim } => {
+            TraceEvent::TaskBegin => f.write_str("task-begin"),
+            TraceEvent::TaskEnd => f.write_str("task-end"),
+            TraceEvent::Drained { tasks } => write!(f, "drained {tasks}"),
+            TraceEvent::Stole { from: Some(from), tasks } => write!(f, "stole {from} {tasks}"),
+            TraceEvent::Stole { from: None, tasks } => write!(f, "stole - {tasks}"),
+            TraceEvent::Injected { tasks } => write!(f, "injected {tasks}"),
+            TraceEvent::Slept => f.write_str("slept"),
+            TraceEvent::Woke { deep, claim } => {
                 write!(f, "woke {}", if deep { "deep" } else { "light" })?;
                 match claim {
                     Some(claim) => write!(f, " {claim}"),
                     None => f.write_str(" -"),
                 }
             }
-            Event::Wakeup { core, claim: Some(claim) } => write!(f, "wakeup {core} {claim}"),
-            Event::Wakeup { core, claim: None } => write!(f, "wakeup {core} nudged"),
-            Event::StrandWoken { strand, by } => {
+            TraceEvent::Wakeup { core, claim: Some(claim) } => write!(f, "wakeup {core} {claim}"),
+            TraceEvent::Wakeup { core, claim: None } => write!(f, "wakeup {core} nudged"),
+            TraceEvent::StrandWoken { strand, by } => {
                 let by = match by {
                     Woken::Signalled => "signalled",
                     Woken::TimedOut => "timed-out",
@@ -94,24 +94,28 @@ impl fmt::Display for Named {
                 };
                 write!(f, "strand-woken {strand} {by}")
             }
-            Event::StrandIn { strand } => write!(f, "strand-in {strand}"),
-            Event::StrandOut { strand, left: Left::Yielded } => write!(f, "strand-out {strand} yielded"),
-            Event::StrandOut { strand, left: Left::Preempted } => write!(f, "strand-out {strand} preempted"),
-            Event::StrandOut { strand, left: Left::Finished } => write!(f, "strand-out {strand} finished"),
-            Event::StrandOut { strand, left: Left::Blocked(reason) } => {
+            TraceEvent::StrandIn { strand } => write!(f, "strand-in {strand}"),
+            TraceEvent::StrandOut { strand, left: Left::Yielded } => write!(f, "strand-out {strand} yielded"),
+            TraceEvent::StrandOut { strand, left: Left::Preempted } => {
+                write!(f, "strand-out {strand} preempted")
+            }
+            TraceEvent::StrandOut { strand, left: Left::Finished } => {
+                write!(f, "strand-out {strand} finished")
+            }
+            TraceEvent::StrandOut { strand, left: Left::Blocked(reason) } => {
                 write!(f, "strand-out {strand} blocked {reason:?}")
             }
-            Event::StackSaved { bytes } => write!(f, "stack-saved {bytes}"),
-            Event::StackRestored { bytes } => write!(f, "stack-restored {bytes}"),
-            Event::ActorTurn { messages } => write!(f, "actor-turn {messages}"),
-            Event::LoopDrained { operations } => write!(f, "loop-drained {operations}"),
-            Event::FutureCompleted { broken } => {
+            TraceEvent::StackSaved { bytes } => write!(f, "stack-saved {bytes}"),
+            TraceEvent::StackRestored { bytes } => write!(f, "stack-restored {bytes}"),
+            TraceEvent::ActorTurn { messages } => write!(f, "actor-turn {messages}"),
+            TraceEvent::LoopDrained { operations } => write!(f, "loop-drained {operations}"),
+            TraceEvent::FutureCompleted { broken } => {
                 write!(f, "future-completed {}", if broken { "broken" } else { "ok" })
             }
-            Event::JoinPublished => f.write_str("join-published"),
-            Event::JoinTakenBack => f.write_str("join-taken-back"),
-            Event::InterruptBegins { line } => write!(f, "irq-begins {line}"),
-            Event::InterruptEnds { line } => write!(f, "irq-ends {line}"),
+            TraceEvent::JoinPublished => f.write_str("join-published"),
+            TraceEvent::JoinTakenBack => f.write_str("join-taken-back"),
+            TraceEvent::InterruptBegins { line } => write!(f, "irq-begins {line}"),
+            TraceEvent::InterruptEnds { line } => write!(f, "irq-ends {line}"),
         }
     }
 }
@@ -119,29 +123,29 @@ impl fmt::Display for Named {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::trace::TraceEvent;
+    use crate::trace::Recorded;
     use alloc::string::{String, ToString};
     use alloc::vec;
     use alloc::vec::Vec;
 
     #[test]
     fn a_dump_names_every_event_in_order() {
-        let event = |ticks, event| TraceEvent { ticks, event };
+        let event = |ticks, event| Recorded { ticks, event };
         let traces = [
             CoreTrace {
                 events: vec![
-                    event(5, Event::TaskBegin),
-                    event(6, Event::Stole { from: None, tasks: 1 }),
-                    event(7, Event::Wakeup { core: 1, claim: Some(4) }),
-                    event(8, Event::Wakeup { core: 1, claim: None }),
-                    event(8, Event::StrandWoken { strand: 12, by: Woken::TimedOut }),
+                    event(5, TraceEvent::TaskBegin),
+                    event(6, TraceEvent::Stole { from: None, tasks: 1 }),
+                    event(7, TraceEvent::Wakeup { core: 1, claim: Some(4) }),
+                    event(8, TraceEvent::Wakeup { core: 1, claim: None }),
+                    event(8, TraceEvent::StrandWoken { strand: 12, by: Woken::TimedOut }),
                 ],
                 lost: 0,
             },
             CoreTrace {
                 events: vec![
-                    event(9, Event::Woke { deep: true, claim: Some(4) }),
-                    event(20, Event::Woke { deep: false, claim: None }),
+                    event(9, TraceEvent::Woke { deep: true, claim: Some(4) }),
+                    event(20, TraceEvent::Woke { deep: false, claim: None }),
                 ],
                 lost: 3,
             },

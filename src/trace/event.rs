@@ -9,13 +9,13 @@ use alloc::vec::Vec;
 /// What a core did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Event {
+pub enum TraceEvent {
     /// It started a task (a closure, a strand's fibre, an async task's
     /// poll): one per [`CoreStats::tasks_run`](crate::CoreStats).
     TaskBegin,
     /// The task it ran returned to its loop. A strand that hands its core
     /// straight to the next strand's fibre has no end of its own: the next
-    /// [`Event::TaskBegin`] ends it.
+    /// [`TraceEvent::TaskBegin`] ends it.
     TaskEnd,
     /// It took `tasks` tasks from its mailboxes.
     Drained {
@@ -43,7 +43,7 @@ pub enum Event {
         /// Whether it slept in the deep tier.
         deep: bool,
         /// The claim that ended the sleep, the same number as the waker's
-        /// [`Event::Wakeup`] records; `None` if the core ended it itself
+        /// [`TraceEvent::Wakeup`] records; `None` if the core ended it itself
         /// (it saw work, or a deadline came).
         claim: Option<u32>,
     },
@@ -53,7 +53,7 @@ pub enum Event {
         /// The core it woke.
         core: u32,
         /// Which of `core`'s claims this was, if it claimed the core in its
-        /// sleep: the [`Event::Woke`] with the same claim on `core` ends
+        /// sleep: the [`TraceEvent::Woke`] with the same claim on `core` ends
         /// that sleep (none does if the core cancelled it before it began).
         /// `None`: the core was counting itself as a sleeper, and was
         /// nudged back to searching; that ends no sleep.
@@ -61,7 +61,7 @@ pub enum Event {
     },
     /// It made a blocked strand runnable: the low 32 bits of its
     /// [`StrandId`](crate::strand::StrandId), and what ended its wait. The
-    /// strand's next [`Event::StrandIn`], on any core, is the turn this
+    /// strand's next [`TraceEvent::StrandIn`], on any core, is the turn this
     /// began; whatever ran on this core then (a strand's turn, a task, an
     /// interrupt handler) woke it.
     StrandWoken {
@@ -129,7 +129,7 @@ pub enum Event {
     },
 }
 
-/// What ended a strand's wait ([`Event::StrandWoken`]).
+/// What ended a strand's wait ([`TraceEvent::StrandWoken`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Woken {
     /// What it waited for happened: a signal, an unpark, a lock or
@@ -148,7 +148,7 @@ impl Woken {
     }
 }
 
-/// Why a strand's turn ended ([`Event::StrandOut`]).
+/// Why a strand's turn ended ([`TraceEvent::StrandOut`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Left {
     /// It yielded.
@@ -184,63 +184,63 @@ impl Left {
 
 const NONE: u32 = 0xff_ffff;
 
-impl Event {
+impl TraceEvent {
     /// Packs the event into one word: kind in the top byte, then 24 bits
     /// and 32 bits of arguments.
     pub(crate) fn encode(self) -> u64 {
         let (kind, a, b): (u64, u32, u32) = match self {
-            Event::TaskBegin => (0, 0, 0),
-            Event::TaskEnd => (1, 0, 0),
-            Event::Drained { tasks } => (2, 0, tasks),
-            Event::Stole { from, tasks } => (3, from.map_or(NONE, |core| core.min(NONE - 1)), tasks),
-            Event::Injected { tasks } => (4, 0, tasks),
-            Event::Slept => (5, 0, 0),
-            Event::Woke { deep, claim } => {
+            TraceEvent::TaskBegin => (0, 0, 0),
+            TraceEvent::TaskEnd => (1, 0, 0),
+            TraceEvent::Drained { tasks } => (2, 0, tasks),
+            TraceEvent::Stole { from, tasks } => (3, from.map_or(NONE, |core| core.min(NONE - 1)), tasks),
+            TraceEvent::Injected { tasks } => (4, 0, tasks),
+            TraceEvent::Slept => (5, 0, 0),
+            TraceEvent::Woke { deep, claim } => {
                 (6, u32::from(deep) | u32::from(claim.is_some()) << 1, claim.unwrap_or(0))
             }
-            Event::Wakeup { core, claim: Some(claim) } => (7, core.min(NONE - 1), claim),
-            Event::Wakeup { core, claim: None } => (19, core.min(NONE - 1), 0),
-            Event::StrandWoken { strand, by } => (20, by as u32, strand),
-            Event::StrandIn { strand } => (8, 0, strand),
-            Event::StrandOut { strand, left } => (9, left.encode(), strand),
-            Event::StackSaved { bytes } => (10, 0, bytes),
-            Event::StackRestored { bytes } => (11, 0, bytes),
-            Event::ActorTurn { messages } => (12, 0, messages),
-            Event::LoopDrained { operations } => (13, 0, operations),
-            Event::FutureCompleted { broken } => (14, broken.into(), 0),
-            Event::JoinPublished => (15, 0, 0),
-            Event::JoinTakenBack => (16, 0, 0),
-            Event::InterruptBegins { line } => (17, 0, line),
-            Event::InterruptEnds { line } => (18, 0, line),
+            TraceEvent::Wakeup { core, claim: Some(claim) } => (7, core.min(NONE - 1), claim),
+            TraceEvent::Wakeup { core, claim: None } => (19, core.min(NONE - 1), 0),
+            TraceEvent::StrandWoken { strand, by } => (20, by as u32, strand),
+            TraceEvent::StrandIn { strand } => (8, 0, strand),
+            TraceEvent::StrandOut { strand, left } => (9, left.encode(), strand),
+            TraceEvent::StackSaved { bytes } => (10, 0, bytes),
+            TraceEvent::StackRestored { bytes } => (11, 0, bytes),
+            TraceEvent::ActorTurn { messages } => (12, 0, messages),
+            TraceEvent::LoopDrained { operations } => (13, 0, operations),
+            TraceEvent::FutureCompleted { broken } => (14, broken.into(), 0),
+            TraceEvent::JoinPublished => (15, 0, 0),
+            TraceEvent::JoinTakenBack => (16, 0, 0),
+            TraceEvent::InterruptBegins { line } => (17, 0, line),
+            TraceEvent::InterruptEnds { line } => (18, 0, line),
         };
         kind << 56 | u64::from(a & NONE) << 32 | u64::from(b)
     }
 
-    /// Unpacks what [`Event::encode`] packed.
+    /// Unpacks what [`TraceEvent::encode`] packed.
     pub(crate) fn decode(word: u64) -> Option<Self> {
         let (a, b) = ((word >> 32) as u32 & NONE, word as u32);
         Some(match word >> 56 {
-            0 => Event::TaskBegin,
-            1 => Event::TaskEnd,
-            2 => Event::Drained { tasks: b },
-            3 => Event::Stole { from: (a != NONE).then_some(a), tasks: b },
-            4 => Event::Injected { tasks: b },
-            5 => Event::Slept,
-            6 => Event::Woke { deep: a & 1 != 0, claim: (a & 2 != 0).then_some(b) },
-            7 => Event::Wakeup { core: a, claim: Some(b) },
-            8 => Event::StrandIn { strand: b },
-            9 => Event::StrandOut { strand: b, left: Left::decode(a)? },
-            10 => Event::StackSaved { bytes: b },
-            11 => Event::StackRestored { bytes: b },
-            12 => Event::ActorTurn { messages: b },
-            13 => Event::LoopDrained { operations: b },
-            14 => Event::FutureCompleted { broken: a != 0 },
-            15 => Event::JoinPublished,
-            16 => Event::JoinTakenBack,
-            17 => Event::InterruptBegins { line: b },
-            18 => Event::InterruptEnds { line: b },
-            19 => Event::Wakeup { core: a, claim: None },
-            20 => Event::StrandWoken { strand: b, by: Woken::decode(a)? },
+            0 => TraceEvent::TaskBegin,
+            1 => TraceEvent::TaskEnd,
+            2 => TraceEvent::Drained { tasks: b },
+            3 => TraceEvent::Stole { from: (a != NONE).then_some(a), tasks: b },
+            4 => TraceEvent::Injected { tasks: b },
+            5 => TraceEvent::Slept,
+            6 => TraceEvent::Woke { deep: a & 1 != 0, claim: (a & 2 != 0).then_some(b) },
+            7 => TraceEvent::Wakeup { core: a, claim: Some(b) },
+            8 => TraceEvent::StrandIn { strand: b },
+            9 => TraceEvent::StrandOut { strand: b, left: Left::decode(a)? },
+            10 => TraceEvent::StackSaved { bytes: b },
+            11 => TraceEvent::StackRestored { bytes: b },
+            12 => TraceEvent::ActorTurn { messages: b },
+            13 => TraceEvent::LoopDrained { operations: b },
+            14 => TraceEvent::FutureCompleted { broken: a != 0 },
+            15 => TraceEvent::JoinPublished,
+            16 => TraceEvent::JoinTakenBack,
+            17 => TraceEvent::InterruptBegins { line: b },
+            18 => TraceEvent::InterruptEnds { line: b },
+            19 => TraceEvent::Wakeup { core: a, claim: None },
+            20 => TraceEvent::StrandWoken { strand: b, by: Woken::decode(a)? },
             _ => return None,
         })
     }
@@ -248,18 +248,18 @@ impl Event {
 
 /// One event and when it happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceEvent {
+pub struct Recorded {
     /// The platform's tick count ([`platform::ticks`](crate::platform::ticks)).
     pub ticks: u64,
     /// What happened.
-    pub event: Event,
+    pub event: TraceEvent,
 }
 
 /// One core's trace, as `Pool::trace` read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CoreTrace {
     /// The events still in the core's ring, oldest first.
-    pub events: Vec<TraceEvent>,
+    pub events: Vec<Recorded>,
     /// Events recorded but not in `events`: overwritten by newer ones, or
     /// being written while the ring was read.
     pub lost: u64,
@@ -273,19 +273,19 @@ pub struct CoreTrace {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Counted {
-    /// Tasks run ([`Event::TaskBegin`]).
+    /// Tasks run ([`TraceEvent::TaskBegin`]).
     pub tasks_run: u64,
-    /// Tasks taken from the core's mailboxes ([`Event::Drained`]).
+    /// Tasks taken from the core's mailboxes ([`TraceEvent::Drained`]).
     pub received: u64,
-    /// Tasks stolen ([`Event::Stole`]).
+    /// Tasks stolen ([`TraceEvent::Stole`]).
     pub stolen: u64,
-    /// Tasks taken from the injector ([`Event::Injected`]).
+    /// Tasks taken from the injector ([`TraceEvent::Injected`]).
     pub injected: u64,
-    /// Sleeps ([`Event::Slept`]).
+    /// Sleeps ([`TraceEvent::Slept`]).
     pub sleeps: u64,
-    /// Sleeps that reached the deep tier ([`Event::Woke`] with `deep`).
+    /// Sleeps that reached the deep tier ([`TraceEvent::Woke`] with `deep`).
     pub deep_sleeps: u64,
-    /// Cores woken ([`Event::Wakeup`]).
+    /// Cores woken ([`TraceEvent::Wakeup`]).
     pub wakeups: u64,
 }
 
@@ -295,13 +295,13 @@ impl CoreTrace {
         let mut counted = Counted::default();
         for event in &self.events {
             let (counter, n) = match event.event {
-                Event::TaskBegin => (&mut counted.tasks_run, 1),
-                Event::Drained { tasks } => (&mut counted.received, tasks),
-                Event::Stole { tasks, .. } => (&mut counted.stolen, tasks),
-                Event::Injected { tasks } => (&mut counted.injected, tasks),
-                Event::Slept => (&mut counted.sleeps, 1),
-                Event::Woke { deep: true, .. } => (&mut counted.deep_sleeps, 1),
-                Event::Wakeup { .. } => (&mut counted.wakeups, 1),
+                TraceEvent::TaskBegin => (&mut counted.tasks_run, 1),
+                TraceEvent::Drained { tasks } => (&mut counted.received, tasks),
+                TraceEvent::Stole { tasks, .. } => (&mut counted.stolen, tasks),
+                TraceEvent::Injected { tasks } => (&mut counted.injected, tasks),
+                TraceEvent::Slept => (&mut counted.sleeps, 1),
+                TraceEvent::Woke { deep: true, .. } => (&mut counted.deep_sleeps, 1),
+                TraceEvent::Wakeup { .. } => (&mut counted.wakeups, 1),
                 _ => continue,
             };
             *counter += u64::from(n);
@@ -317,41 +317,41 @@ mod tests {
     #[test]
     fn every_event_survives_its_packing() {
         let events = [
-            Event::TaskBegin,
-            Event::TaskEnd,
-            Event::Drained { tasks: u32::MAX },
-            Event::Stole { from: Some(511), tasks: 3 },
-            Event::Stole { from: None, tasks: 1 },
-            Event::Injected { tasks: 7 },
-            Event::Slept,
-            Event::Woke { deep: true, claim: None },
-            Event::Woke { deep: false, claim: Some(u32::MAX) },
-            Event::Woke { deep: true, claim: Some(0) },
-            Event::Wakeup { core: 300, claim: Some(7) },
-            Event::Wakeup { core: 511, claim: None },
-            Event::StrandWoken { strand: 9, by: Woken::Signalled },
-            Event::StrandWoken { strand: u32::MAX, by: Woken::TimedOut },
-            Event::StrandWoken { strand: 0, by: Woken::Cancelled },
-            Event::StrandIn { strand: u32::MAX },
-            Event::StrandOut { strand: 7, left: Left::Yielded },
-            Event::StrandOut { strand: 7, left: Left::Preempted },
-            Event::StrandOut { strand: 7, left: Left::Finished },
-            Event::StrandOut { strand: 7, left: Left::Blocked(BlockReason::Parked) },
-            Event::StrandOut { strand: 7, left: Left::Blocked(BlockReason::None) },
-            Event::StackSaved { bytes: 4096 },
-            Event::StackRestored { bytes: 1 },
-            Event::ActorTurn { messages: 3 },
-            Event::LoopDrained { operations: 9 },
-            Event::FutureCompleted { broken: true },
-            Event::FutureCompleted { broken: false },
-            Event::JoinPublished,
-            Event::JoinTakenBack,
-            Event::InterruptBegins { line: 33 },
-            Event::InterruptEnds { line: 1023 },
+            TraceEvent::TaskBegin,
+            TraceEvent::TaskEnd,
+            TraceEvent::Drained { tasks: u32::MAX },
+            TraceEvent::Stole { from: Some(511), tasks: 3 },
+            TraceEvent::Stole { from: None, tasks: 1 },
+            TraceEvent::Injected { tasks: 7 },
+            TraceEvent::Slept,
+            TraceEvent::Woke { deep: true, claim: None },
+            TraceEvent::Woke { deep: false, claim: Some(u32::MAX) },
+            TraceEvent::Woke { deep: true, claim: Some(0) },
+            TraceEvent::Wakeup { core: 300, claim: Some(7) },
+            TraceEvent::Wakeup { core: 511, claim: None },
+            TraceEvent::StrandWoken { strand: 9, by: Woken::Signalled },
+            TraceEvent::StrandWoken { strand: u32::MAX, by: Woken::TimedOut },
+            TraceEvent::StrandWoken { strand: 0, by: Woken::Cancelled },
+            TraceEvent::StrandIn { strand: u32::MAX },
+            TraceEvent::StrandOut { strand: 7, left: Left::Yielded },
+            TraceEvent::StrandOut { strand: 7, left: Left::Preempted },
+            TraceEvent::StrandOut { strand: 7, left: Left::Finished },
+            TraceEvent::StrandOut { strand: 7, left: Left::Blocked(BlockReason::Parked) },
+            TraceEvent::StrandOut { strand: 7, left: Left::Blocked(BlockReason::None) },
+            TraceEvent::StackSaved { bytes: 4096 },
+            TraceEvent::StackRestored { bytes: 1 },
+            TraceEvent::ActorTurn { messages: 3 },
+            TraceEvent::LoopDrained { operations: 9 },
+            TraceEvent::FutureCompleted { broken: true },
+            TraceEvent::FutureCompleted { broken: false },
+            TraceEvent::JoinPublished,
+            TraceEvent::JoinTakenBack,
+            TraceEvent::InterruptBegins { line: 33 },
+            TraceEvent::InterruptEnds { line: 1023 },
         ];
         for event in events {
-            assert_eq!(Event::decode(event.encode()), Some(event));
+            assert_eq!(TraceEvent::decode(event.encode()), Some(event));
         }
-        assert_eq!(Event::decode(0xff << 56), None);
+        assert_eq!(TraceEvent::decode(0xff << 56), None);
     }
 }

@@ -1,7 +1,7 @@
 //! A pool's trace: one ring of events per core
 //! (`crate::protocol::trace_ring`), sized at build time.
 
-use super::event::{CoreTrace, Event, TraceEvent};
+use super::event::{CoreTrace, Recorded, TraceEvent};
 use alloc::vec::Vec;
 
 /// Events each core's ring holds before the oldest are overwritten: 4096
@@ -35,7 +35,7 @@ impl Rings {
 
     /// Records `event` for core `core`, now.
     #[inline]
-    pub(crate) fn record(&self, core: usize, event: Event) {
+    pub(crate) fn record(&self, core: usize, event: TraceEvent) {
         self.0[core].record(crate::platform::ticks(), event.encode());
     }
 
@@ -44,7 +44,7 @@ impl Rings {
         let read = |ring: &crate::protocol::trace_ring::Ring| {
             let snapshot = ring.snapshot();
             let events = snapshot.records.iter().filter_map(|record| {
-                Event::decode(record.data).map(|event| TraceEvent { ticks: record.ticks, event })
+                TraceEvent::decode(record.data).map(|event| Recorded { ticks: record.ticks, event })
             });
             CoreTrace { events: events.collect(), lost: snapshot.lost }
         };

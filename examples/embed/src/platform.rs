@@ -17,7 +17,7 @@ use aarch64_cpu::asm::{barrier, sev, wfe};
 use aarch64_cpu::registers::{CNTFRQ_EL0, CNTKCTL_EL1, CNTVCT_EL0, DAIF, Readable, TPIDR_EL1, Writeable};
 use core::sync::atomic::AtomicBool;
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering::*};
-use roving::platform::{CoreEntry, Depth, Doorbell, InterruptState, Platform, Signal, StartCoreError};
+use roving::platform::{CoreEntry, Depth, Doorbell, InterruptState, Platform, StartCoreError, WakeSignal};
 use smccc::psci::{self, LowestAffinityLevel};
 use smccc::{Hvc, Smc};
 
@@ -111,8 +111,8 @@ fn current() -> usize {
 }
 
 /// Sends what a ring asks for. `DSB` first, so the core woken sees the ring.
-fn signal(signal: Signal) {
-    if signal != Signal::None {
+fn signal(signal: WakeSignal) {
+    if signal != WakeSignal::None {
         barrier::dsb(barrier::ISH);
         sev();
     }
@@ -154,7 +154,7 @@ unsafe impl Platform for Embedded {
     fn wake_all() {
         let rung = CORES[..Self::core_count()].iter().map(|core| core.doorbell.ring());
         // One SEV reaches every core.
-        signal(rung.fold(Signal::None, |any, this| if this == Signal::None { any } else { this }));
+        signal(rung.fold(WakeSignal::None, |any, this| if this == WakeSignal::None { any } else { this }));
     }
 
     fn ticks() -> u64 {
@@ -176,7 +176,7 @@ unsafe impl Platform for Embedded {
         slot.arg.store(arg, Relaxed);
         slot.state.store(STARTING, Release);
         if was == PARKED {
-            signal(Signal::Event);
+            signal(WakeSignal::Event);
             return Ok(());
         }
         // The new core starts with its caches off: what it reads first

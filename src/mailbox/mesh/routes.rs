@@ -60,7 +60,7 @@
 //!   vain, if it was awake). What the relay pushes wakes its receiver as
 //!   any push onto a direct list does.
 
-use super::{Drained, Mesh, Sent, Topology};
+use super::{DrainCounts, Mesh, Sent, Topology};
 use crate::atomics::{AtomicBool, AtomicUsize, CachePadded, Ordering::SeqCst, fence, spin_hint};
 use crate::task::Task;
 use crate::task::queue::TaskQueue;
@@ -247,9 +247,9 @@ impl Reading<'_> {
         me: usize,
         deliver: impl FnMut(NonNull<Task>),
         mut wake: impl FnMut(usize),
-    ) -> Drained {
+    ) -> DrainCounts {
         let generation = self.generation;
-        let Some(rank) = generation.rank(me) else { return Drained::default() };
+        let Some(rank) = generation.rank(me) else { return DrainCounts::default() };
         // SAFETY: per the contract.
         unsafe { generation.mesh.drain(rank, deliver, |rank| wake(generation.core_of[rank])) }
     }

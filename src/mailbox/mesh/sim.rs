@@ -7,7 +7,7 @@
 //! direct mailboxes.
 
 use super::stamps::{Ledger, stamped};
-use super::{Drained, Mesh, Topology};
+use super::{DrainCounts, Mesh, Topology};
 use crate::atomics::CachePadded;
 use crate::mailbox::list::AtomicList;
 use std::fmt::Write as _;
@@ -57,7 +57,7 @@ fn simulate(cores: usize, burst: usize) -> Row {
     let mut ledger = Ledger::new(cores);
     let mut next_seq = vec![0usize; cores * cores];
     let mut random = 0x9e37_79b9_7f4a_7c15_u64 ^ cores as u64;
-    let (mut sent, mut most_hops, mut total) = (0, 0, Drained::default());
+    let (mut sent, mut most_hops, mut total) = (0, 0, DrainCounts::default());
     for _round in 0..PER_CORE / burst {
         for from in (0..cores).flat_map(|from| core::iter::repeat_n(from, burst)) {
             random ^= random << 13;

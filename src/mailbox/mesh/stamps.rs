@@ -81,8 +81,8 @@ impl Ledger {
     /// # Safety
     ///
     /// The calling thread alone plays every core of `mesh`.
-    pub(crate) unsafe fn drain_each(&mut self, mesh: &Mesh) -> Drained {
-        let mut total = Drained::default();
+    pub(crate) unsafe fn drain_each(&mut self, mesh: &Mesh) -> DrainCounts {
+        let mut total = DrainCounts::default();
         for me in 0..mesh.topology().cores() {
             // SAFETY: the caller plays every core, one at a time.
             total += unsafe { mesh.drain(me, |task| self.receive(me, task), |_| {}) };

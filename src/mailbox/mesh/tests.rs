@@ -32,7 +32,7 @@ fn every_core_reaches_every_other_in_at_most_its_link_count_of_hops() {
 
 /// Every core sends `each` messages to every other core, then all
 /// drain in turn until nothing is left.
-fn all_to_all_in_turns(topology: Topology, each: usize) -> Drained {
+fn all_to_all_in_turns(topology: Topology, each: usize) -> DrainCounts {
     let cores = topology.cores();
     let mesh = Mesh::new(topology);
     let mut ledger = Ledger::new(cores);
@@ -44,7 +44,7 @@ fn all_to_all_in_turns(topology: Topology, each: usize) -> Drained {
             }
         }
     }
-    let mut total = Drained::default();
+    let mut total = DrainCounts::default();
     while !mesh.is_empty() {
         // SAFETY: this thread plays every core.
         total += unsafe { ledger.drain_each(&mesh) };

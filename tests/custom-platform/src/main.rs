@@ -8,7 +8,7 @@
 //! flag. `make test` runs it.
 
 use roving::platform::{
-    self, CoreEntry, Depth, Doorbell, InterruptState, Platform, Signal, StartCoreError, UnknownCore,
+    self, CoreEntry, Depth, Doorbell, InterruptState, Platform, StartCoreError, UnknownCore, WakeSignal,
 };
 use roving::time::Instant;
 use std::cell::Cell;
@@ -57,7 +57,7 @@ unsafe impl Platform for ToyKernel {
 
     fn wake(core: usize) {
         // A real kernel sends an event or an IPI as the doorbell asks.
-        let _: Signal = DOORBELLS[core].ring();
+        let _: WakeSignal = DOORBELLS[core].ring();
     }
 
     fn wake_all() {

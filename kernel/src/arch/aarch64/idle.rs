@@ -17,7 +17,7 @@
 use super::{cpu, irq};
 use crate::cores::CoreLocal;
 use aarch64_cpu::asm::{self, barrier};
-use roving::platform::Signal;
+use roving::platform::WakeSignal;
 
 /// Whether a deep sleep can end: an interrupt controller is running.
 pub(crate) fn can_sleep_deep() -> bool {
@@ -43,11 +43,11 @@ pub(crate) fn take_interrupts() {
 }
 
 /// Sends what a ring of `target`'s doorbell asked for.
-pub(crate) fn signal(target: &CoreLocal, signal: Signal) {
+pub(crate) fn signal(target: &CoreLocal, signal: WakeSignal) {
     match signal {
-        Signal::None => {}
-        Signal::Event => broadcast_event(),
-        Signal::Interrupt => {
+        WakeSignal::None => {}
+        WakeSignal::Event => broadcast_event(),
+        WakeSignal::Interrupt => {
             barrier::dsb(barrier::ISH);
             irq::send_wake(target);
         }

@@ -23,7 +23,7 @@ use aarch64_cpu::registers::{
     ID_AA64MMFR0_EL1, MAIR_EL1, ReadWriteable, Readable, SCTLR_EL1, TCR_EL1, TTBR0_EL1, Writeable,
 };
 use core::cell::UnsafeCell;
-use roving::strand::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
+use roving::strand::sizes::{FIBRES, GUARD_BYTES, STACK_BYTES};
 
 const ENTRIES: usize = 512;
 const L1_BLOCK: usize = 1 << 30;

@@ -17,7 +17,7 @@ use super::apic;
 use crate::boot_info::boot_info;
 use crate::cores::CoreLocal;
 use core::arch::asm;
-use roving::platform::Signal;
+use roving::platform::WakeSignal;
 
 /// The local APIC always can end a deep sleep.
 pub(crate) fn can_sleep_deep() -> bool {
@@ -58,11 +58,11 @@ fn monitor_wait(me: &CoreLocal) {
 }
 
 /// Sends what a ring of `target`'s doorbell asked for.
-pub(crate) fn signal(target: &CoreLocal, signal: Signal) {
+pub(crate) fn signal(target: &CoreLocal, signal: WakeSignal) {
     match signal {
         // The ring's store to the doorbell is what ends a monitored MWAIT.
-        Signal::None | Signal::Event => {}
-        Signal::Interrupt => apic::send_wake(target.hw_id()),
+        WakeSignal::None | WakeSignal::Event => {}
+        WakeSignal::Interrupt => apic::send_wake(target.hw_id()),
     }
 }
 

@@ -18,7 +18,7 @@
 
 use crate::board::{Board, Region};
 use crate::boot_info::BootInfo;
-use roving::strand::knobs::{FIBRES, GUARD_BYTES, STACK_BYTES};
+use roving::strand::sizes::{FIBRES, GUARD_BYTES, STACK_BYTES};
 
 const ENTRIES: usize = 512;
 const LARGE_PAGE: usize = 1 << 21;

@@ -8,7 +8,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// One core's figures ([`crate::CoreStats`] shows them).
 #[derive(Default)]
-pub struct Tally {
+pub struct SpellStats {
     /// Times the core ran out of work and started searching.
     pub idle_spells: AtomicU64,
     /// Of those, spells that outlasted the quiet rounds and were counted in
@@ -21,9 +21,9 @@ pub struct Tally {
     pub shared_writes: AtomicU64,
 }
 
-impl Tally {
-    /// Adds `n` to one of this tally's figures. Several cores may add to
-    /// the same tally (a waker adds to its sleeper's), hence the
+impl SpellStats {
+    /// Adds `n` to one of these figures. Several cores may add to
+    /// one core's (a waker adds to its sleeper's), hence the
     /// read-modify-write; it stays on a line of this core's own.
     #[inline]
     pub fn add(figure: &AtomicU64, n: u64) {
