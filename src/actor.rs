@@ -105,19 +105,14 @@ pub enum EndWaitError {
     PoolStopped,
 }
 
-impl core::fmt::Display for EndWaitError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            Self::NotAStrand => "waiting for an actor's end blocks, and the caller is not a strand",
-            Self::Interrupted => "the strand was cancelled while it waited for an actor's end",
-            Self::PoolStopped => {
-                "the actor's pool stopped while the actor was dormant; its stopped hook did not run"
-            }
-        })
+error_messages! {
+    impl EndWaitError {
+        Self::NotAStrand => "waiting for an actor's end blocks, and the caller is not a strand";
+        Self::Interrupted => "the strand was cancelled while it waited for an actor's end";
+        Self::PoolStopped =>
+            "the actor's pool stopped while the actor was dormant; its stopped hook did not run";
     }
 }
-
-impl core::error::Error for EndWaitError {}
 
 use crate::pool::Pool;
 use crate::pool::seam::PoolRef;

@@ -170,15 +170,11 @@ impl<F> fmt::Debug for DomainError<F> {
     }
 }
 
-impl<F> fmt::Display for DomainError<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Pool(error) => write!(f, "the domain's cores: {error}"),
-            Self::Start(error) => write!(f, "starting the domain: {error}"),
-            Self::Spawn(error) => write!(f, "the domain's root strand: {error}"),
-            Self::Failed(failure) => write!(f, "the domain was torn down: {failure}"),
-        }
+error_messages! {
+    impl<F> DomainError<F> {
+        Self::Pool(error) => "the domain's cores: {error}";
+        Self::Start(error) => "starting the domain: {error}";
+        Self::Spawn(error) => "the domain's root strand: {error}";
+        Self::Failed(failure) => "the domain was torn down: {failure}";
     }
 }
-
-impl<F> core::error::Error for DomainError<F> {}

@@ -8,6 +8,17 @@
 //! core. [`block_on`] runs a future to completion inside a strand: the
 //! strand waits between polls and its core runs other work.
 //!
+//! # What "task" means
+//!
+//! In roving a *task* is the one unit every core runs (`crate::task`): a
+//! posted closure, a fibre's turn, an actor's turn, and an async task's
+//! poll are all tasks. An *async task* is a task whose body is a future:
+//! its header is a task header, and it travels as one. So on this page
+//! "task" is short for "async task", and the public names keep it
+//! ([`TaskHandle`], [`TaskError`], [`spawn_async`]); what the executor keeps
+//! inside is named `Async...` (`AsyncHeader`, `AsyncState`) so that no
+//! name means the other kind of task.
+//!
 //! # How a task runs
 //!
 //! - A task is one allocation whose header is the scheduler's own task
@@ -75,7 +86,6 @@ use crate::task::{IntoTask, Task};
 use alloc::boxed::Box;
 #[cfg(not(feature = "std"))]
 pub use contain::{fail_running_task, running_task};
-use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::ptr::NonNull;
@@ -97,18 +107,14 @@ pub enum TaskError {
     Wait(WaitError),
 }
 
-impl fmt::Display for TaskError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Cancelled => f.write_str("the task was cancelled"),
-            Self::Failed(failure) => write!(f, "the task failed: {failure}"),
-            Self::Stopped => f.write_str("the task's pool stopped before it finished"),
-            Self::Wait(error) => write!(f, "joining the task failed: {error}"),
-        }
+error_messages! {
+    impl TaskError {
+        Self::Cancelled => "the task was cancelled";
+        Self::Failed(failure) => "the task failed: {failure}";
+        Self::Stopped => "the task's pool stopped before it finished";
+        Self::Wait(error) => "joining the task failed: {error}";
     }
 }
-
-impl core::error::Error for TaskError {}
 
 /// A task about to be queued for the first time, as the pool's posting
 /// paths carry it: refused, it gives the future back.

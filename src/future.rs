@@ -60,18 +60,13 @@ pub enum FutureError {
     Wait(WaitError),
 }
 
-impl fmt::Display for FutureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Broken => f.write_str(
-                "the work behind the future never finished (its pool stopped, its core left, or it panicked)",
-            ),
-            Self::Wait(error) => write!(f, "waiting for the future failed: {error}"),
-        }
+error_messages! {
+    impl FutureError {
+        Self::Broken =>
+            "the work behind the future never finished (its pool stopped, its core left, or it panicked)";
+        Self::Wait(error) => "waiting for the future failed: {error}";
     }
 }
-
-impl core::error::Error for FutureError {}
 
 /// The result of a closure sent to a core, when it is there. One owner;
 /// see [`SharedFuture`] for a future several places wait for.

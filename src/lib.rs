@@ -125,6 +125,9 @@ macro_rules! trace_here {
 #[doc = include_str!("../README.md")]
 struct ReadmeQuickStart;
 
+// First, so that every module sees its macro.
+#[macro_use]
+mod error_messages;
 // Under loom only the lock-free protocols and what they stand on are
 // built: the pool and strands hold static, const-initialised state that
 // loom's atomics cannot provide.

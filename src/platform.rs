@@ -47,7 +47,6 @@ pub(crate) mod instant;
 
 pub use doorbell::{Doorbell, WakeSignal};
 
-use core::fmt;
 use instant::Instant;
 
 /// How deeply an idle core may sleep while it waits for an event.
@@ -103,26 +102,16 @@ pub enum StartCoreError {
     },
 }
 
-impl fmt::Display for StartCoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::NoSuchCore { core, count } => {
-                write!(f, "no core {core}: this machine has cores 0..{count}")
-            }
-            Self::AlreadyRunning { core } => {
-                write!(f, "core {core} is already running; start it again after its entry returns")
-            }
-            Self::Refused { core, code } => {
-                write!(f, "the platform refused to start core {core} (code {code})")
-            }
-            Self::DidNotArrive { core, waited_ms } => {
-                write!(f, "core {core} was started but had not arrived after {waited_ms} ms; it is given up")
-            }
-        }
+error_messages! {
+    impl StartCoreError {
+        Self::NoSuchCore { core, count } => "no core {core}: this machine has cores 0..{count}";
+        Self::AlreadyRunning { core } =>
+            "core {core} is already running; start it again after its entry returns";
+        Self::Refused { core, code } => "the platform refused to start core {core} (code {code})";
+        Self::DidNotArrive { core, waited_ms } =>
+            "core {core} was started but had not arrived after {waited_ms} ms; it is given up";
     }
 }
-
-impl core::error::Error for StartCoreError {}
 
 /// A core index that names no core of this machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,13 +122,11 @@ pub struct UnknownCore {
     pub count: usize,
 }
 
-impl fmt::Display for UnknownCore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no core {}: this machine has cores 0..{}", self.core, self.count)
+error_messages! {
+    impl UnknownCore {
+        Self { core, count } => "no core {core}: this machine has cores 0..{count}";
     }
 }
-
-impl core::error::Error for UnknownCore {}
 
 /// Interrupt state saved by [`Platform::disable_interrupts`], opaque to
 /// everyone but the platform that made it.

@@ -66,17 +66,13 @@ impl<M> fmt::Debug for InterruptSendError<M> {
     }
 }
 
-impl<M> fmt::Display for InterruptSendError<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Full(_) => "every slot of the interrupt sender holds a message not yet handed on",
-            Self::Stopped(_) => "the actor was stopped",
-            Self::PoolStopped(_) => "the actor's pool has stopped",
-        })
+error_messages! {
+    impl<M> InterruptSendError<M> {
+        Self::Full(_) => "every slot of the interrupt sender holds a message not yet handed on";
+        Self::Stopped(_) => "the actor was stopped";
+        Self::PoolStopped(_) => "the actor's pool has stopped";
     }
 }
-
-impl<M> core::error::Error for InterruptSendError<M> {}
 
 /// Why [`Addr::interrupt_sender`] could not set a sender up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,16 +84,12 @@ pub enum InterruptSenderError {
     OutOfMemory,
 }
 
-impl fmt::Display for InterruptSenderError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::NoSlots => "an interrupt sender needs room for at least one message",
-            Self::OutOfMemory => "no memory for the interrupt sender's slots",
-        })
+error_messages! {
+    impl InterruptSenderError {
+        Self::NoSlots => "an interrupt sender needs room for at least one message";
+        Self::OutOfMemory => "no memory for the interrupt sender's slots";
     }
 }
-
-impl core::error::Error for InterruptSenderError {}
 
 /// Sends to an actor from an interrupt handler.
 ///

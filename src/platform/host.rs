@@ -63,18 +63,13 @@ pub enum MachineError {
     },
 }
 
-impl fmt::Display for MachineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoCores => write!(f, "a machine needs at least one core"),
-            Self::TooManyCores { requested } => {
-                write!(f, "{requested} cores asked for; a host machine has at most {MAX_CORES}")
-            }
-        }
+error_messages! {
+    impl MachineError {
+        Self::NoCores => "a machine needs at least one core";
+        Self::TooManyCores { requested } =>
+            "{requested} cores asked for; a host machine has at most {MAX_CORES}";
     }
 }
-
-impl std::error::Error for MachineError {}
 
 /// Why [`Machine::run`] did not run its closure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,15 +78,11 @@ pub enum MachineRunError {
     CoreZeroBusy,
 }
 
-impl fmt::Display for MachineRunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::CoreZeroBusy => write!(f, "core 0 of this machine is already running another `run`"),
-        }
+error_messages! {
+    impl MachineRunError {
+        Self::CoreZeroBusy => "core 0 of this machine is already running another `run`";
     }
 }
-
-impl std::error::Error for MachineRunError {}
 
 /// A simulated multicore machine whose cores are OS threads.
 #[derive(Clone)]

@@ -92,22 +92,16 @@ impl<F> fmt::Debug for PostError<F> {
     }
 }
 
-impl<F> fmt::Display for PostError<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Stopped(_) => write!(f, "the pool has stopped; the closure was not queued"),
-            Self::NoSuchCore { core, cores, .. } => {
-                write!(f, "no core {core}: core indices run 0..{cores}")
-            }
-            Self::NotAMember { core, .. } => write!(f, "core {core} is not one of this pool's cores now"),
-            Self::OutOfMemory(_) => write!(f, "no memory left for the task"),
-            Self::NotInPool(_) => write!(f, "not called on a core of a running pool; use a Pool handle"),
-            Self::OtherDomain(_) => write!(f, "the pool belongs to another domain"),
-        }
+error_messages! {
+    impl<F> PostError<F> {
+        Self::Stopped(_) => "the pool has stopped; the closure was not queued";
+        Self::NoSuchCore { core, cores, .. } => "no core {core}: core indices run 0..{cores}";
+        Self::NotAMember { core, .. } => "core {core} is not one of this pool's cores now";
+        Self::OutOfMemory(_) => "no memory left for the task";
+        Self::NotInPool(_) => "not called on a core of a running pool; use a Pool handle";
+        Self::OtherDomain(_) => "the pool belongs to another domain";
     }
 }
-
-impl<F> core::error::Error for PostError<F> {}
 
 /// Why a pool could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,47 +164,26 @@ pub enum PoolError {
     NotOnAMachine,
 }
 
-impl fmt::Display for PoolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoCores => write!(f, "a pool needs at least one core"),
-            Self::TooManyCores { requested, available } => {
-                write!(f, "{requested} cores asked for; at most {available} are available")
-            }
-            Self::NoSuchCore { core, available } => {
-                write!(f, "no core {core}: core indices run 0..{available}")
-            }
-            Self::DuplicateCore { core } => write!(f, "core {core} is listed more than once"),
-            Self::CoreCountMismatch { config, listed } => {
-                write!(f, "the config asks for {config} cores but the list names {listed}")
-            }
-            Self::TooManySearchRounds { rounds } => write!(
-                f,
-                "{rounds} search rounds asked for; at most {} (a core that never gets sleepy never sleeps)",
-                super::Config::MAX_SEARCH_ROUNDS
-            ),
-            Self::DeepIdleTooLate { after } => write!(
-                f,
-                "deep idle after {after:?} asked for; at most {:?}",
-                super::Config::MAX_DEEP_IDLE_AFTER
-            ),
-            Self::TimeSliceOutOfRange { slice } => write!(
-                f,
-                "a time slice of {slice:?} asked for; it must be between {:?} and {:?}",
-                super::Config::MIN_TIME_SLICE,
-                super::Config::MAX_TIME_SLICE
-            ),
-            Self::NotOnAMachine => {
-                write!(f, "a pool built on a thread outside any host Machine; build it inside Machine::run")
-            }
-            Self::CannotPreempt => {
-                write!(f, "a time slice asked for, but this platform's timer cannot preempt strands")
-            }
-        }
+error_messages! {
+    impl PoolError {
+        Self::NoCores => "a pool needs at least one core";
+        Self::TooManyCores { requested, available } =>
+            "{requested} cores asked for; at most {available} are available";
+        Self::NoSuchCore { core, available } => "no core {core}: core indices run 0..{available}";
+        Self::DuplicateCore { core } => "core {core} is listed more than once";
+        Self::CoreCountMismatch { config, listed } =>
+            "the config asks for {config} cores but the list names {listed}";
+        Self::TooManySearchRounds { rounds } =>
+            "{rounds} search rounds asked for; at most {} (a core that never gets sleepy never sleeps)", super::Config::MAX_SEARCH_ROUNDS;
+        Self::DeepIdleTooLate { after } =>
+            "deep idle after {after:?} asked for; at most {:?}", super::Config::MAX_DEEP_IDLE_AFTER;
+        Self::TimeSliceOutOfRange { slice } =>
+            "a time slice of {slice:?} asked for; it must be between {:?} and {:?}", super::Config::MIN_TIME_SLICE, super::Config::MAX_TIME_SLICE;
+        Self::NotOnAMachine =>
+            "a pool built on a thread outside any host Machine; build it inside Machine::run";
+        Self::CannotPreempt => "a time slice asked for, but this platform's timer cannot preempt strands";
     }
 }
-
-impl core::error::Error for PoolError {}
 
 /// Why [`Pool::run`](super::Pool::run) did not return `main`'s value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -245,26 +218,19 @@ pub enum RunError {
     Failed(Failure),
 }
 
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::AlreadyRan => write!(f, "this pool is running or has run; build a new one"),
-            Self::NotAPoolCore { core: Some(core), cores } => {
-                write!(f, "run was called on core {core}, which is not one of this pool's {cores} cores")
-            }
-            Self::NotAPoolCore { core: None, .. } => {
-                write!(f, "run was called on a thread that is not a core")
-            }
-            Self::StartCore(error) => write!(f, "starting the pool's cores: {error}"),
-            Self::CoreTaken { core } => write!(f, "core {core} belongs to another pool"),
-            Self::NoFibre => write!(f, "no free fibre for main's strand (build with more ROVING_FIBRES)"),
-            Self::MainDidNotFinish => write!(f, "the pool was shut down while main was blocked"),
-            Self::Failed(failure) => write!(f, "the pool stopped on a failure: {failure}"),
-        }
+error_messages! {
+    impl RunError {
+        Self::AlreadyRan => "this pool is running or has run; build a new one";
+        Self::NotAPoolCore { core: Some(core), cores } =>
+            "run was called on core {core}, which is not one of this pool's {cores} cores";
+        Self::NotAPoolCore { core: None, .. } => "run was called on a thread that is not a core";
+        Self::StartCore(error) => "starting the pool's cores: {error}";
+        Self::CoreTaken { core } => "core {core} belongs to another pool";
+        Self::NoFibre => "no free fibre for main's strand (build with more ROVING_FIBRES)";
+        Self::MainDidNotFinish => "the pool was shut down while main was blocked";
+        Self::Failed(failure) => "the pool stopped on a failure: {failure}";
     }
 }
-
-impl core::error::Error for RunError {}
 
 /// Why a pool's cores could not be changed ([`Pool::add_core`],
 /// [`Pool::remove_core`], [`Pool::resize`]). Nothing was changed.
@@ -327,29 +293,22 @@ pub enum ResizeError {
     StartCore(StartCoreError),
 }
 
-impl fmt::Display for ResizeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotRunning => write!(f, "the pool is not running"),
-            Self::NoSuchCore { core, cores } => write!(f, "no core {core}: core indices run 0..{cores}"),
-            Self::CoreNotFree { core } => write!(f, "core {core} is not free: another pool holds it"),
-            Self::AlreadyMember { core } => write!(f, "core {core} is already in this pool"),
-            Self::NotAMember { core } => write!(f, "core {core} is not in this pool"),
-            Self::RunsMain { core } => write!(f, "core {core} runs the pool's main and cannot leave"),
-            Self::LastCore => write!(f, "a pool keeps at least one core"),
-            Self::OnThatCore { core } => {
-                write!(f, "a task on core {core} cannot remove it; call from a strand or another core")
-            }
-            Self::NotEnoughFreeCores { wanted, free } => {
-                write!(f, "{wanted} more cores needed, {free} free")
-            }
-            Self::Busy => write!(f, "another resize of this pool is under way"),
-            Self::StartCore(error) => write!(f, "starting the core: {error}"),
-        }
+error_messages! {
+    impl ResizeError {
+        Self::NotRunning => "the pool is not running";
+        Self::NoSuchCore { core, cores } => "no core {core}: core indices run 0..{cores}";
+        Self::CoreNotFree { core } => "core {core} is not free: another pool holds it";
+        Self::AlreadyMember { core } => "core {core} is already in this pool";
+        Self::NotAMember { core } => "core {core} is not in this pool";
+        Self::RunsMain { core } => "core {core} runs the pool's main and cannot leave";
+        Self::LastCore => "a pool keeps at least one core";
+        Self::OnThatCore { core } =>
+            "a task on core {core} cannot remove it; call from a strand or another core";
+        Self::NotEnoughFreeCores { wanted, free } => "{wanted} more cores needed, {free} free";
+        Self::Busy => "another resize of this pool is under way";
+        Self::StartCore(error) => "starting the core: {error}";
     }
 }
-
-impl core::error::Error for ResizeError {}
 
 /// Why [`Pool::destroy`](super::Pool::destroy) did not destroy the pool.
 /// Nothing was changed.
@@ -367,17 +326,13 @@ pub enum DestroyError {
     FromInside,
 }
 
-impl fmt::Display for DestroyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotRunning => write!(f, "the pool is not running"),
-            Self::RunsMain => write!(f, "the pool runs main; it ends when main returns"),
-            Self::FromInside => write!(f, "a pool cannot be destroyed from one of its own cores"),
-        }
+error_messages! {
+    impl DestroyError {
+        Self::NotRunning => "the pool is not running";
+        Self::RunsMain => "the pool runs main; it ends when main returns";
+        Self::FromInside => "a pool cannot be destroyed from one of its own cores";
     }
 }
-
-impl core::error::Error for DestroyError {}
 
 /// Why something could not be pinned to a core of a pool: an actor
 /// ([`Pool::spawn_actor_on`](crate::Pool::spawn_actor_on)) or an event
@@ -433,16 +388,12 @@ impl<T> fmt::Debug for PinError<T> {
     }
 }
 
-impl<T> fmt::Display for PinError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoSuchCore { core, cores, .. } => write!(f, "no core {core}: there are {cores}"),
-            Self::NotAMember { core, .. } => write!(f, "core {core} is not in the pool"),
-        }
+error_messages! {
+    impl<T> PinError<T> {
+        Self::NoSuchCore { core, cores, .. } => "no core {core}: there are {cores}";
+        Self::NotAMember { core, .. } => "core {core} is not in the pool";
     }
 }
-
-impl<T> core::error::Error for PinError<T> {}
 
 /// Why a message to an [actor](crate::actor) or an operation onto an
 /// [event loop](crate::event_loop) was not queued. Each variant carries it
@@ -493,17 +444,11 @@ impl<M> fmt::Debug for DeliveryError<M> {
     }
 }
 
-impl<M> fmt::Display for DeliveryError<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Stopped(_) => "the receiver is stopped; what was sent comes back",
-            Self::PoolStopped(_) => "the receiver's pool has stopped; what was sent comes back",
-            Self::OtherDomain(_) => {
-                "the receiver belongs to another domain; send owned data through a channel"
-            }
-            Self::OutOfMemory(_) => "out of memory; what was sent comes back",
-        })
+error_messages! {
+    impl<M> DeliveryError<M> {
+        Self::Stopped(_) => "the receiver is stopped; what was sent comes back";
+        Self::PoolStopped(_) => "the receiver's pool has stopped; what was sent comes back";
+        Self::OtherDomain(_) => "the receiver belongs to another domain; send owned data through a channel";
+        Self::OutOfMemory(_) => "out of memory; what was sent comes back";
     }
 }
-
-impl<M> core::error::Error for DeliveryError<M> {}

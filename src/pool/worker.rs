@@ -287,32 +287,33 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
         // SAFETY: a taken chain is ours.
         let stolen = unsafe { local.queue.append_reversed(shared.cores[victim].steal.take_all()) };
         if stolen > 0 {
-            stats::add(&shared.cores[me].stats.stolen, stolen as u64);
-            trace_point!(
-                shared,
-                me,
-                crate::trace::event::TraceEvent::Stole { from: Some(victim as u32), tasks: stolen as u32 }
-            );
+            count_stolen(shared, me, Some(victim), stolen);
             return local.queue.pop_front();
         }
     }
     if let Some(task) = steal_woken_fibres(shared, me, start) {
         return Some(task);
     }
-    // `_victim` is read by the trace point alone.
-    if let Some((_victim, task)) = steal_from_lifo_slots(shared, me) {
-        stats::add(&shared.cores[me].stats.stolen, 1);
-        trace_point!(
-            shared,
-            me,
-            crate::trace::event::TraceEvent::Stole { from: Some(_victim as u32), tasks: 1 }
-        );
+    if let Some((victim, task)) = steal_from_lifo_slots(shared, me) {
+        count_stolen(shared, me, Some(victim), 1);
         return Some(task);
     }
     let job = shared.take_published_job(me)?;
-    stats::add(&shared.cores[me].stats.stolen, 1);
-    trace_point!(shared, me, crate::trace::event::TraceEvent::Stole { from: None, tasks: 1 });
+    count_stolen(shared, me, None, 1);
     Some(super::fork_join::as_task(job))
+}
+
+/// Counts `tasks` tasks core `me` stole, from core `from` or (`None`) from
+/// a join slot, and traces it (`from` is for the trace alone).
+#[inline]
+#[cfg_attr(not(feature = "trace"), allow(unused_variables))]
+fn count_stolen(shared: &Shared, me: usize, from: Option<usize>, tasks: usize) {
+    stats::add(&shared.cores[me].stats.stolen, tasks as u64);
+    trace_point!(
+        shared,
+        me,
+        crate::trace::event::TraceEvent::Stole { from: from.map(|core| core as u32), tasks: tasks as u32 }
+    );
 }
 
 /// Takes the woken fibres waiting in another core's fibre mailboxes: a
@@ -327,19 +328,14 @@ fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNul
         let local = unsafe { shared.local(me) };
         // SAFETY: a stolen chain is ours.
         let stolen = unsafe { local.queue.append_reversed(Some(chain)) };
-        stats::add(&shared.cores[me].stats.stolen, stolen as u64);
-        trace_point!(
-            shared,
-            me,
-            crate::trace::event::TraceEvent::Stole { from: Some(victim as u32), tasks: stolen as u32 }
-        );
+        count_stolen(shared, me, Some(victim), stolen);
         return local.queue.pop_front();
     }
     None
 }
 
 /// Takes a task from another core's LIFO slot if it has sat there since
-/// this core's previous look (`super::lifo`): long enough for the strand
+/// this core's previous look (`crate::protocol::lifo_slot`): long enough for the strand
 /// that spawned or woke it to have blocked, had it been about to.
 fn steal_from_lifo_slots(shared: &Shared, me: usize) -> Option<(usize, NonNull<Task>)> {
     // SAFETY: we are core `me`, between tasks; the reference ends here.

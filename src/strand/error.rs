@@ -73,29 +73,19 @@ impl<F> fmt::Debug for SpawnError<F> {
     }
 }
 
-impl<F> fmt::Display for SpawnError<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Stopped(_) => {
-                write!(f, "the pool has stopped or is being destroyed; the strand was not spawned")
-            }
-            Self::NotInPool(_) => write!(f, "not called on a core of a running pool; use Pool::spawn_strand"),
-            Self::TooLarge { bytes, capacity, .. } => write!(
-                f,
-                "the strand's closure and result need a {bytes}-byte control block; the limit is {capacity} \
-                 (box them, or build with a larger ROVING_STRAND_BYTES)"
-            ),
-            Self::NoFibre(_) => {
-                write!(f, "every fibre is held by another pool (build with more ROVING_FIBRES)")
-            }
-            Self::OutOfMemory(_) => write!(f, "no memory for the strand's control block or saved stack"),
-            Self::NotAMember { core, .. } => write!(f, "core {core} is not one of the pool's cores now"),
-            Self::OtherDomain(_) => write!(f, "the pool belongs to another domain"),
-        }
+error_messages! {
+    impl<F> SpawnError<F> {
+        Self::Stopped(_) => "the pool has stopped or is being destroyed; the strand was not spawned";
+        Self::NotInPool(_) => "not called on a core of a running pool; use Pool::spawn_strand";
+        Self::TooLarge { bytes, capacity, .. } =>
+            "the strand's closure and result need a {bytes}-byte control block; the limit is {capacity} \
+                 (box them, or build with a larger ROVING_STRAND_BYTES)";
+        Self::NoFibre(_) => "every fibre is held by another pool (build with more ROVING_FIBRES)";
+        Self::OutOfMemory(_) => "no memory for the strand's control block or saved stack";
+        Self::NotAMember { core, .. } => "core {core} is not one of the pool's cores now";
+        Self::OtherDomain(_) => "the pool belongs to another domain";
     }
 }
-
-impl<F> core::error::Error for SpawnError<F> {}
 
 /// Why a blocking call returned without what it waited for.
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -126,28 +116,18 @@ pub enum WaitError {
     Occupied,
 }
 
-impl fmt::Display for WaitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotAStrand => write!(f, "blocking outside a strand (use the try_ form, or spawn a strand)"),
-            Self::TimedOut => write!(f, "the deadline passed first"),
-            Self::OutOfMemory => write!(f, "no memory to record the deadline"),
-            Self::Interrupted => write!(f, "the strand was cancelled"),
-            Self::Poisoned => write!(f, "the mutex is poisoned: a strand failed while holding it"),
-            Self::WouldDeadlock => {
-                write!(
-                    f,
-                    "the calling strand holds what it would wait for (a mutex it locked, or a loop it drains): it would wait forever"
-                )
-            }
-            Self::Occupied => {
-                write!(f, "another strand already waits for this signal (one waiter at a time)")
-            }
-        }
+error_messages! {
+    impl WaitError {
+        Self::NotAStrand => "blocking outside a strand (use the try_ form, or spawn a strand)";
+        Self::TimedOut => "the deadline passed first";
+        Self::OutOfMemory => "no memory to record the deadline";
+        Self::Interrupted => "the strand was cancelled";
+        Self::Poisoned => "the mutex is poisoned: a strand failed while holding it";
+        Self::WouldDeadlock =>
+            "the calling strand holds what it would wait for (a mutex it locked, or a loop it drains): it would wait forever";
+        Self::Occupied => "another strand already waits for this signal (one waiter at a time)";
     }
 }
-
-impl core::error::Error for WaitError {}
 
 /// Why a join did not give the strand's value. `H` is the handle type,
 /// which comes back where the strand may still be joined.
@@ -200,21 +180,15 @@ impl<H> fmt::Debug for JoinError<H> {
     }
 }
 
-impl<H> fmt::Display for JoinError<H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotAStrand(_) => write!(f, "joining needs a strand to block; use try_join outside strands"),
-            Self::Interrupted(_) => write!(f, "the joining strand was cancelled while it waited"),
-            Self::Running(_) => write!(f, "the strand has not finished"),
-            Self::Failed(failure) => write!(f, "{failure}"),
-            Self::OtherDomain(_) => {
-                write!(f, "the strand belongs to another domain; its handle cannot be used here")
-            }
-        }
+error_messages! {
+    impl<H> JoinError<H> {
+        Self::NotAStrand(_) => "joining needs a strand to block; use try_join outside strands";
+        Self::Interrupted(_) => "the joining strand was cancelled while it waited";
+        Self::Running(_) => "the strand has not finished";
+        Self::Failed(failure) => "{failure}";
+        Self::OtherDomain(_) => "the strand belongs to another domain; its handle cannot be used here";
     }
 }
-
-impl<H> core::error::Error for JoinError<H> {}
 
 /// Why a strand could not be cancelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,13 +206,9 @@ pub enum CancelError {
     },
 }
 
-impl fmt::Display for CancelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Finished { strand } => write!(f, "strand {strand} has already finished; nothing to cancel"),
-            Self::OtherDomain { strand } => write!(f, "strand {strand} belongs to another domain"),
-        }
+error_messages! {
+    impl CancelError {
+        Self::Finished { strand } => "strand {strand} has already finished; nothing to cancel";
+        Self::OtherDomain { strand } => "strand {strand} belongs to another domain";
     }
 }
-
-impl core::error::Error for CancelError {}

@@ -179,13 +179,9 @@ impl<F> fmt::Debug for ScopeError<F> {
     }
 }
 
-impl<F> fmt::Display for ScopeError<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::ReturnWithLiveStrands(failure) | Self::Failed(failure) => write!(f, "{failure}"),
-            Self::NotAStrand(_) => write!(f, "a scope needs a strand (its end blocks); the body was not run"),
-        }
+error_messages! {
+    impl<F> ScopeError<F> {
+        Self::ReturnWithLiveStrands(failure) | Self::Failed(failure) => "{failure}";
+        Self::NotAStrand(_) => "a scope needs a strand (its end blocks); the body was not run";
     }
 }
-
-impl<F> core::error::Error for ScopeError<F> {}

@@ -65,16 +65,12 @@ pub enum ChannelError {
     OutOfMemory,
 }
 
-impl fmt::Display for ChannelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::ZeroCapacity => write!(f, "a bounded channel needs a capacity of at least 1"),
-            Self::OutOfMemory => write!(f, "no memory for the channel's buffer"),
-        }
+error_messages! {
+    impl ChannelError {
+        Self::ZeroCapacity => "a bounded channel needs a capacity of at least 1";
+        Self::OutOfMemory => "no memory for the channel's buffer";
     }
 }
-
-impl core::error::Error for ChannelError {}
 
 /// A value that was not sent, and why; the value comes back.
 #[derive(PartialEq, Eq)]
@@ -131,24 +127,16 @@ impl<T> fmt::Debug for SendError<T> {
     }
 }
 
-impl<T> fmt::Display for SendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Disconnected(_) => write!(f, "every receiver is gone; the value was not sent"),
-            Self::Full(_) => write!(f, "the channel is full; the value was not sent"),
-            Self::TimedOut(_) => {
-                write!(f, "the channel stayed full until the deadline; the value was not sent")
-            }
-            Self::NotAStrand(_) => write!(f, "the channel is full and only a strand can wait; use try_send"),
-            Self::OutOfMemory(_) => write!(f, "no memory to record the deadline; the value was not sent"),
-            Self::Interrupted(_) => {
-                write!(f, "the strand was cancelled while waiting for room; the value was not sent")
-            }
-        }
+error_messages! {
+    impl<T> SendError<T> {
+        Self::Disconnected(_) => "every receiver is gone; the value was not sent";
+        Self::Full(_) => "the channel is full; the value was not sent";
+        Self::TimedOut(_) => "the channel stayed full until the deadline; the value was not sent";
+        Self::NotAStrand(_) => "the channel is full and only a strand can wait; use try_send";
+        Self::OutOfMemory(_) => "no memory to record the deadline; the value was not sent";
+        Self::Interrupted(_) => "the strand was cancelled while waiting for room; the value was not sent";
     }
 }
-
-impl<T> core::error::Error for SendError<T> {}
 
 /// Why no value was received.
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -180,20 +168,16 @@ impl RecvError {
     }
 }
 
-impl fmt::Display for RecvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Disconnected => write!(f, "every sender is gone and the channel is empty"),
-            Self::Empty => write!(f, "the channel is empty"),
-            Self::TimedOut => write!(f, "the channel stayed empty until the deadline"),
-            Self::NotAStrand => write!(f, "the channel is empty and only a strand can wait; use try_recv"),
-            Self::OutOfMemory => write!(f, "no memory to record the deadline"),
-            Self::Interrupted => write!(f, "the strand was cancelled while waiting for a value"),
-        }
+error_messages! {
+    impl RecvError {
+        Self::Disconnected => "every sender is gone and the channel is empty";
+        Self::Empty => "the channel is empty";
+        Self::TimedOut => "the channel stayed empty until the deadline";
+        Self::NotAStrand => "the channel is empty and only a strand can wait; use try_recv";
+        Self::OutOfMemory => "no memory to record the deadline";
+        Self::Interrupted => "the strand was cancelled while waiting for a value";
     }
 }
-
-impl core::error::Error for RecvError {}
 
 /// A channel holding up to `capacity` values. Sending into a full channel
 /// blocks the sending strand; receiving from an empty one blocks the

@@ -1,7 +1,7 @@
 //! An event strands and async tasks wait for.
 
 use super::WaitError;
-use super::task_wait::QueuedWait;
+use super::task_wait::{QueuedFuture, QueuedState};
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
@@ -93,39 +93,35 @@ impl Event {
     /// [`Event::wait`], for a task. A `set` that comes while the future
     /// waits completes it, even if the flag is reset before the task runs.
     pub fn wait_async(&self) -> EventWait<'_> {
-        EventWait { event: self, wait: QueuedWait::new() }
+        EventWait(QueuedFuture::new(self))
     }
+}
+
+impl QueuedState for Event {
+    type State = bool;
+
+    fn state(&self) -> &SpinLock<(bool, WaitQueue)> {
+        &self.state
+    }
+
+    fn take(set: &mut bool, woken: bool) -> bool {
+        woken || *set
+    }
+
+    // A set hands nothing over: there is nothing to give back.
+    fn give_back(_: &mut (bool, WaitQueue)) {}
 }
 
 /// The future of [`Event::wait_async`].
 #[must_use = "futures do nothing unless awaited"]
-pub struct EventWait<'a> {
-    event: &'a Event,
-    wait: QueuedWait,
-}
+pub struct EventWait<'a>(QueuedFuture<'a, Event>);
 
 impl Future for EventWait<'_> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
-        // SAFETY: the wait is structurally pinned: never moved out.
-        let (event, wait) = unsafe {
-            let this = self.get_unchecked_mut();
-            (this.event, Pin::new_unchecked(&mut this.wait))
-        };
-        wait.poll(
-            &event.state,
-            |state| &mut state.1,
-            context.waker(),
-            |state, woken| (woken || state.0).then_some(()),
-        )
-    }
-}
-
-impl Drop for EventWait<'_> {
-    fn drop(&mut self) {
-        // A set hands nothing over: there is nothing to give back.
-        self.wait.leave(&self.event.state, |state| &mut state.1, |_| {});
+        // SAFETY: structurally pinned: the inner future is never moved out.
+        unsafe { self.map_unchecked_mut(|this| &mut this.0) }.poll(context)
     }
 }
 

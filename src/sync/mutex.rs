@@ -91,17 +91,13 @@ pub enum TryLockError {
     OutOfMemory,
 }
 
-impl fmt::Display for TryLockError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::WouldBlock => write!(f, "the mutex is locked"),
-            Self::Poisoned => write!(f, "the mutex is poisoned: a strand failed while holding it"),
-            Self::OutOfMemory => write!(f, "no memory for the mutex's lock word"),
-        }
+error_messages! {
+    impl TryLockError {
+        Self::WouldBlock => "the mutex is locked";
+        Self::Poisoned => "the mutex is poisoned: a strand failed while holding it";
+        Self::OutOfMemory => "no memory for the mutex's lock word";
     }
 }
-
-impl ::core::error::Error for TryLockError {}
 
 impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.

@@ -1,7 +1,7 @@
 //! A counting semaphore whose waiters are strands and async tasks.
 
 use super::WaitError;
-use super::task_wait::QueuedWait;
+use super::task_wait::{QueuedFuture, QueuedState};
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
@@ -111,7 +111,7 @@ impl Semaphore {
     /// it a permit, it gives the permit back (to the next waiter, or the
     /// bank).
     pub fn acquire_async(&self) -> Acquire<'_> {
-        Acquire { semaphore: self, wait: QueuedWait::new() }
+        Acquire(QueuedFuture::new(self))
     }
 
     /// Gives back `permits`: each goes to a waiter if there is one,
@@ -138,49 +138,39 @@ impl Semaphore {
     }
 }
 
+impl QueuedState for Semaphore {
+    type State = usize;
+
+    fn state(&self) -> &SpinLock<(usize, WaitQueue)> {
+        &self.state
+    }
+
+    fn take(banked: &mut usize, handed: bool) -> bool {
+        let from_bank = !handed && *banked > 0;
+        *banked -= usize::from(from_bank);
+        handed || from_bank
+    }
+
+    fn give_back(state: &mut (usize, WaitQueue)) {
+        // A permit handed to us that we never took: pass it on. (It was
+        // not banked, so banking it cannot pass usize::MAX unless releases
+        // pushed the bank there meanwhile; then it saturates.)
+        if !state.1.wake_one() {
+            state.0 = state.0.saturating_add(1);
+        }
+    }
+}
+
 /// The future of [`Semaphore::acquire_async`].
 #[must_use = "futures do nothing unless awaited"]
-pub struct Acquire<'a> {
-    semaphore: &'a Semaphore,
-    wait: QueuedWait,
-}
+pub struct Acquire<'a>(QueuedFuture<'a, Semaphore>);
 
 impl Future for Acquire<'_> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
-        // SAFETY: the wait is structurally pinned: never moved out.
-        let (semaphore, wait) = unsafe {
-            let this = self.get_unchecked_mut();
-            (this.semaphore, Pin::new_unchecked(&mut this.wait))
-        };
-        wait.poll(
-            &semaphore.state,
-            |state| &mut state.1,
-            context.waker(),
-            |state, handed| {
-                let banked = !handed && state.0 > 0;
-                state.0 -= usize::from(banked);
-                (handed || banked).then_some(())
-            },
-        )
-    }
-}
-
-impl Drop for Acquire<'_> {
-    fn drop(&mut self) {
-        self.wait.leave(
-            &self.semaphore.state,
-            |state| &mut state.1,
-            |state| {
-                // A permit handed to us that we never took: pass it on. (It
-                // was not banked, so banking it cannot pass usize::MAX unless
-                // releases pushed the bank there meanwhile; then it saturates.)
-                if !state.1.wake_one() {
-                    state.0 = state.0.saturating_add(1);
-                }
-            },
-        );
+        // SAFETY: structurally pinned: the inner future is never moved out.
+        unsafe { self.map_unchecked_mut(|this| &mut this.0) }.poll(context)
     }
 }
 
@@ -195,14 +185,9 @@ pub struct TooManyPermits {
     pub refused: usize,
 }
 
-impl core::fmt::Display for TooManyPermits {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "releasing {} more permits would take the {} banked past usize::MAX; they were not banked",
-            self.refused, self.banked
-        )
+error_messages! {
+    impl TooManyPermits {
+        Self { refused, banked } =>
+            "releasing {refused} more permits would take the {banked} banked past usize::MAX; they were not banked";
     }
 }
-
-impl core::error::Error for TooManyPermits {}

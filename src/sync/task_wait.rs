@@ -4,8 +4,9 @@
 
 use crate::spin_lock::SpinLock;
 use crate::strand::wait::{TaskWaiter, WaitQueue};
+use core::future::Future;
 use core::pin::Pin;
-use core::task::{Poll, Waker};
+use core::task::{Context, Poll, Waker};
 
 /// A task's wait on one queue of a primitive guarded by a `SpinLock<S>`.
 pub(crate) struct QueuedWait {
@@ -69,5 +70,63 @@ impl QueuedWait {
         if unsafe { self.node.leave(queue(&mut state)) } {
             give_back(&mut state);
         }
+    }
+}
+
+/// A primitive whose state and wait queue sit under one lock, as a pair,
+/// and whose async wait completes with nothing but its own state: an
+/// [`Event`](super::Event)'s set, a [`Semaphore`](super::Semaphore)'s
+/// permit.
+pub(crate) trait QueuedState: Sync {
+    /// What the lock guards beside the queue.
+    type State;
+
+    /// The lock, over the state and the queue.
+    fn state(&self) -> &SpinLock<(Self::State, WaitQueue)>;
+
+    /// Under the lock, tries to finish the wait: `woken` says a waker took
+    /// the waiter off the queue since the last poll, handing it over what
+    /// the primitive hands over.
+    fn take(state: &mut Self::State, woken: bool) -> bool;
+
+    /// The future is dropped after a waker handed it something it never
+    /// took: passes it on.
+    fn give_back(state: &mut (Self::State, WaitQueue));
+}
+
+/// A task's wait on a [`QueuedState`] primitive: the one future that
+/// `EventWait` and `Acquire` each wrap.
+pub(crate) struct QueuedFuture<'a, P: QueuedState> {
+    primitive: &'a P,
+    wait: QueuedWait,
+}
+
+impl<'a, P: QueuedState> QueuedFuture<'a, P> {
+    pub(crate) const fn new(primitive: &'a P) -> Self {
+        Self { primitive, wait: QueuedWait::new() }
+    }
+}
+
+impl<P: QueuedState> Future for QueuedFuture<'_, P> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: the wait is structurally pinned: never moved out.
+        let (primitive, wait) = unsafe {
+            let this = self.get_unchecked_mut();
+            (this.primitive, Pin::new_unchecked(&mut this.wait))
+        };
+        wait.poll(
+            primitive.state(),
+            |state| &mut state.1,
+            context.waker(),
+            |state, woken| P::take(&mut state.0, woken).then_some(()),
+        )
+    }
+}
+
+impl<P: QueuedState> Drop for QueuedFuture<'_, P> {
+    fn drop(&mut self) {
+        self.wait.leave(self.primitive.state(), |state| &mut state.1, P::give_back);
     }
 }

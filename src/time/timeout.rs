@@ -1,7 +1,6 @@
 //! [`timeout`]: a deadline for any future, on the pool's timer heap.
 
 use super::{Instant, Sleep, sleep, sleep_until};
-use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
@@ -54,13 +53,11 @@ impl<F> Timeout<F> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Elapsed;
 
-impl fmt::Display for Elapsed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the deadline passed before the future finished")
+error_messages! {
+    impl Elapsed {
+        Self => "the deadline passed before the future finished";
     }
 }
-
-impl core::error::Error for Elapsed {}
 
 impl<F: Future> Future for Timeout<F> {
     type Output = Result<F::Output, Elapsed>;
