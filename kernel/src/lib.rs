@@ -44,6 +44,7 @@ mod idle;
 pub mod interrupts;
 mod logger;
 mod masking;
+pub mod mmio;
 mod panic;
 mod platform;
 pub mod serial;

@@ -17,6 +17,7 @@
 
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use roving_kernel::board::Pending;
+use roving_kernel::mmio::Registers;
 
 const GPU_ROUTING: usize = 0x0C;
 const TIMER_CONTROL: usize = 0x40;
@@ -50,20 +51,19 @@ impl LocalInterrupts {
         self.base.store(base, Relaxed);
     }
 
-    fn register(&self, offset: usize) -> *mut u32 {
-        (self.base.load(Relaxed) + offset) as *mut u32
+    fn registers(&self) -> Registers {
+        // SAFETY: `base` is the board's local block, mapped as device
+        // memory; every offset used is one of its 32-bit registers, and
+        // accesses only affect interrupt routing and mailboxes.
+        unsafe { Registers::at(self.base.load(Relaxed)) }
     }
 
     fn write(&self, offset: usize, value: u32) {
-        // SAFETY: `base` is the board's local block, mapped as device
-        // memory; every offset used is one of its 32-bit registers, and
-        // writes to them only affect interrupt routing and mailboxes.
-        unsafe { self.register(offset).write_volatile(value) }
+        self.registers().write32(offset, value);
     }
 
     fn read(&self, offset: usize) -> u32 {
-        // SAFETY: as in `write`; these reads have no side effects.
-        unsafe { self.register(offset).read_volatile() }
+        self.registers().read32(offset)
     }
 }
 

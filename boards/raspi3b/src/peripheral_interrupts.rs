@@ -10,6 +10,7 @@
 //! by the enables (QEMU's are; the datasheet's are not).
 
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use roving_kernel::mmio::Registers;
 
 const PENDING: [usize; 2] = [0x04, 0x08];
 const ENABLE: [usize; 2] = [0x10, 0x14];
@@ -38,16 +39,19 @@ impl PeripheralInterrupts {
         self.base.store(base, Relaxed);
     }
 
-    fn write(&self, offset: usize, value: u32) {
+    fn registers(&self) -> Registers {
         // SAFETY: `base` is the board's peripheral interrupt controller,
         // mapped as device memory; every offset used is one of its 32-bit
-        // registers, and writes only enable or disable lines.
-        unsafe { ((self.base.load(Relaxed) + offset) as *mut u32).write_volatile(value) }
+        // registers, and accesses only enable, disable or read lines.
+        unsafe { Registers::at(self.base.load(Relaxed)) }
+    }
+
+    fn write(&self, offset: usize, value: u32) {
+        self.registers().write32(offset, value);
     }
 
     fn read(&self, offset: usize) -> u32 {
-        // SAFETY: as in `write`; reading a pending register has no effect.
-        unsafe { ((self.base.load(Relaxed) + offset) as *const u32).read_volatile() }
+        self.registers().read32(offset)
     }
 
     /// Enables (`true`) or disables `line` (below [`LINES`]).

@@ -14,6 +14,7 @@
 use crate::board::Pending;
 use crate::boot_info::boot_info;
 use crate::cores::CoreLocal;
+use crate::mmio::Registers;
 use aarch64_cpu::registers::{ICC_CTLR_EL1, Readable};
 use arm_gic::gicv2::GicV2;
 use arm_gic::gicv2::registers::{Gicc, Gicd as GicdV2};
@@ -155,10 +156,8 @@ pub(super) fn init_this_core() {
             // architected timer PPI always exist.
             let _ = driver.enable_interrupt(WAKE_SGI, true);
             let _ = driver.enable_interrupt(timer, true);
-            // SAFETY: a read of this core's banked, read-only target register,
-            // inside the distributor the driver maps.
-            let target =
-                unsafe { core::ptr::read_volatile((distributor + GICD_ITARGETSR0) as *const u32) } & 0xff;
+            // This core's banked, read-only target register.
+            let target = distributor_registers(*distributor).read32(GICD_ITARGETSR0) & 0xff;
             me.arch.v2_target.store(target as u16, Relaxed);
             // Lines bound to this core before it first ran.
             for (line, route) in V2_ROUTES.iter().enumerate() {
@@ -326,18 +325,23 @@ fn distributor() -> Option<usize> {
     }
 }
 
+/// The distributor's registers, at `base`.
+fn distributor_registers(base: usize) -> Registers {
+    // SAFETY: the GIC's distributor, mapped as device memory; every offset
+    // used is one of its registers, at its width.
+    unsafe { Registers::at(base) }
+}
+
 /// Writes `value` to the distributor register at `offset`.
 fn write32(offset: usize, value: u32) {
     let Some(base) = distributor() else { return };
-    // SAFETY: a register of the distributor, mapped as device memory.
-    unsafe { core::ptr::write_volatile((base + offset) as *mut u32, value) };
+    distributor_registers(base).write32(offset, value);
 }
 
 /// Device lines the GIC has: its shared peripheral interrupts.
 pub(crate) fn device_lines() -> Option<core::ops::Range<u32>> {
     let base = distributor()?;
-    // SAFETY: GICD_TYPER, read-only, in the mapped distributor.
-    let typer = unsafe { core::ptr::read_volatile((base + GICD_TYPER) as *const u32) };
+    let typer = distributor_registers(base).read32(GICD_TYPER);
     let lines = (32 * ((typer & 0x1f) + 1)).min(1020);
     Some(FIRST_SPI..lines)
 }
@@ -371,10 +375,7 @@ pub(crate) fn route_line(line: u32, core: usize) {
                 // 0 (this one core).
                 let route = (id & 0x00ff_ffff) | ((id >> 32) & 0xff) << 32;
                 let Some(base) = distributor() else { return };
-                // SAFETY: GICD_IROUTER<line>, in the mapped distributor.
-                unsafe {
-                    core::ptr::write_volatile((base + GICD_IROUTER + 8 * line as usize) as *mut u64, route)
-                };
+                distributor_registers(base).write64(GICD_IROUTER + 8 * line as usize, route);
             }
         }
         write_byte(GICD_IPRIORITYR + line as usize, 0x80);
@@ -396,9 +397,8 @@ pub(crate) fn pend_line(line: u32) {
     write32(GICD_ISPENDR + 4 * (line as usize / 32), 1 << (line % 32));
 }
 
+/// Writes a byte-accessible distributor register (priority, target).
 fn write_byte(offset: usize, value: u8) {
     let Some(base) = distributor() else { return };
-    // SAFETY: a byte-accessible distributor register (priority, target),
-    // mapped as device memory.
-    unsafe { core::ptr::write_volatile((base + offset) as *mut u8, value) };
+    distributor_registers(base).write8(offset, value);
 }

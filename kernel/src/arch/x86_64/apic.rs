@@ -15,6 +15,7 @@
 //! that rings a deep-sleeping core's doorbell; [`TIMER_VECTOR`], this
 //! core's deadline; and [`SPURIOUS_VECTOR`], which needs no EOI.
 
+use crate::mmio::Registers;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use x86_64::registers::model_specific::Msr;
 
@@ -100,8 +101,12 @@ pub(super) fn base() -> usize {
     BASE.load(Relaxed)
 }
 
-fn register(offset: usize) -> *mut u32 {
-    (base() + offset) as *mut u32
+/// The calling core's xAPIC registers.
+fn registers() -> Registers {
+    // SAFETY: the local APIC's registers (from the MADT), identity-mapped
+    // uncached; each offset used is a 32-bit register of the calling
+    // core's APIC.
+    unsafe { Registers::at(base()) }
 }
 
 fn x2apic_msr(offset: usize) -> Msr {
@@ -115,9 +120,7 @@ fn write(offset: usize, value: u32) {
         unsafe { x2apic_msr(offset).write(u64::from(value)) };
         return;
     }
-    // SAFETY: the local APIC's registers (from the MADT), identity-mapped
-    // uncached; each offset is a 32-bit register of the calling core's APIC.
-    unsafe { register(offset).write_volatile(value) }
+    registers().write32(offset, value)
 }
 
 fn read(offset: usize) -> u32 {
@@ -125,8 +128,7 @@ fn read(offset: usize) -> u32 {
         // SAFETY: as in `write`; every register read here is readable.
         return unsafe { x2apic_msr(offset).read() } as u32;
     }
-    // SAFETY: as in `write`.
-    unsafe { register(offset).read_volatile() }
+    registers().read32(offset)
 }
 
 /// Enables the calling core's APIC with the timer masked.

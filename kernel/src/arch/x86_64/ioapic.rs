@@ -20,6 +20,7 @@
 use super::apic;
 use crate::boot_info::boot_info;
 use crate::masking;
+use crate::mmio::Registers;
 use core::ops::Range;
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use spin::Mutex;
@@ -54,21 +55,23 @@ static LINES: AtomicU32 = AtomicU32::new(0);
 /// Each I/O APIC's number of inputs, by its place in the boot facts.
 static INPUTS: [AtomicU32; 4] = [const { AtomicU32::new(0) }; 4];
 
-fn read(base: usize, register: u32) -> u32 {
+/// The index and data registers of the I/O APIC at `base`.
+fn window(base: usize) -> Registers {
     // SAFETY: an I/O APIC's index and data registers (from the MADT,
-    // mapped uncached with the APICs); the caller holds `REGISTERS`.
-    unsafe {
-        ((base + IOREGSEL) as *mut u32).write_volatile(register);
-        ((base + IOWIN) as *const u32).read_volatile()
-    }
+    // mapped uncached with the APICs).
+    unsafe { Registers::at(base) }
 }
 
+/// Reads `register` through the window; the caller holds `REGISTERS`.
+fn read(base: usize, register: u32) -> u32 {
+    window(base).write32(IOREGSEL, register);
+    window(base).read32(IOWIN)
+}
+
+/// Writes `register` through the window; the caller holds `REGISTERS`.
 fn write(base: usize, register: u32, value: u32) {
-    // SAFETY: as in `read`.
-    unsafe {
-        ((base + IOREGSEL) as *mut u32).write_volatile(register);
-        ((base + IOWIN) as *mut u32).write_volatile(value);
-    }
+    window(base).write32(IOREGSEL, register);
+    window(base).write32(IOWIN, value);
 }
 
 /// The I/O APIC carrying `line`, and the line's input on it.
