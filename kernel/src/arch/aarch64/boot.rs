@@ -5,7 +5,7 @@
 //! guaranteed to work then on real hardware, so code on this path touches
 //! no atomic and takes no lock.
 
-use super::{cpu, dtb, exception, mmu, timer};
+use super::{cpu, dtb, exception, mmu, semihosting, timer};
 use crate::board::board;
 use crate::boot_info::{self, MAX_CORES};
 use crate::{cores, exit_code};
@@ -68,7 +68,11 @@ unsafe extern "C" fn boot_primary(dtb_hint: usize, entered_el: u64) -> ! {
     // SAFETY: no other core runs yet, and nothing has read the boot facts.
     let info = unsafe { boot_info::boot_info_mut() };
     info.arch.entered_el = entered_el as u8;
-    dtb::discover(info, dtb_hint, board());
+    if !dtb::discover(info, dtb_hint, board()) {
+        // No tree, so no `bootargs` from one: a semihosting host, if there
+        // is one, may have the command line.
+        let _ = semihosting::command_line(&mut info.bootargs);
+    }
     info.apply_core_limit();
     // SAFETY: single core, MMU off; the tables are built from the regions
     // the board and the device tree describe.

@@ -170,16 +170,16 @@ const VIRTUAL_TIMER_PPI: u32 = 27;
 const GICV2_COMPATIBLE: [&str; 4] =
     ["arm,gic-400", "arm,cortex-a15-gic", "arm,cortex-a9-gic", "arm,cortex-a7-gic"];
 
-/// Fills `info` from the device tree, or from the board (and the command
-/// line from a semihosting host) if there is none.
-pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
+/// Fills `info` from the device tree, or from the board if there is none.
+/// Returns whether a tree was found: without one, the caller looks for a
+/// command line elsewhere.
+pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) -> bool {
     let tree = find(loader_hint, board);
     match tree {
         Some((address, fdt)) => read_tree(info, address, fdt, board),
         None => {
             info.add_ram(board.fallback_ram);
             board_cores(info, board);
-            let _ = super::semihosting::command_line(&mut info.bootargs);
         }
     }
     info.arch.gic = match board.interrupts {
@@ -199,6 +199,7 @@ pub(super) fn discover(info: &mut BootInfo, loader_hint: usize, board: &Board) {
             }
         }
     }
+    tree.is_some()
 }
 
 /// Where the tree puts each of a board controller's blocks, in `parts`

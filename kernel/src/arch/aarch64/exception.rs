@@ -13,32 +13,10 @@
 //! handler at the "SP_ELx" entries. A strand that overflows into its guard
 //! page thus faults onto a working stack.
 
+use super::frame::{FRAME_SIZE, Frame, Vector};
 use super::{fault, irq, semihosting};
 use aarch64_cpu::registers::{ESR_EL1, Readable, VBAR_EL1, Writeable};
 use core::arch::global_asm;
-
-/// What the vectors save before calling [`handle_exception`]. The layout is
-/// fixed by `vectors.s`.
-#[repr(C)]
-pub(super) struct Frame {
-    /// x0..=x17.
-    pub x: [u64; 18],
-    pub x18: u64,
-    /// Frame pointer.
-    pub x29: u64,
-    /// Link register.
-    pub x30: u64,
-    pub elr: u64,
-    pub spsr: u64,
-    pub fpcr: u64,
-    pub fpsr: u64,
-    _pad: u64,
-    /// q0..=q31.
-    pub q: [u128; 32],
-}
-
-const FRAME_SIZE: usize = core::mem::size_of::<Frame>();
-const _: () = assert!(FRAME_SIZE == 720 && FRAME_SIZE.is_multiple_of(16));
 
 global_asm!(
     include_str!("vectors.s"),
@@ -55,36 +33,6 @@ pub(super) fn install() {
     let table = &raw const _roving_vectors as u64;
     VBAR_EL1.set(table);
     aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
-}
-
-/// Which vector was taken: entry number `kind` of the table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Vector {
-    Synchronous,
-    Irq,
-    Fiq,
-    SError,
-}
-
-impl Vector {
-    fn of(kind: u64) -> Self {
-        match kind % 4 {
-            0 => Self::Synchronous,
-            1 => Self::Irq,
-            2 => Self::Fiq,
-            _ => Self::SError,
-        }
-    }
-}
-
-/// Where the exception came from, from the entry number.
-pub(super) fn origin(kind: u64) -> &'static str {
-    match kind / 4 {
-        0 => "EL1",
-        1 => "EL1, inside an exception handler",
-        2 => "EL0 (AArch64)",
-        _ => "EL0 (AArch32)",
-    }
 }
 
 /// Called by the vectors with the entry number and the saved state.

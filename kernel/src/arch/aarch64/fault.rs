@@ -1,7 +1,7 @@
 //! The fault report: which core, what went wrong in words, and the
 //! registers that say where.
 
-use super::exception::{Frame, Vector, origin};
+use super::frame::{Frame, Vector, origin};
 use crate::fault::{Core, Overflow};
 use crate::{cores, exit_code, logger};
 use aarch64_cpu::registers::{ESR_EL1, FAR_EL1, Readable};

@@ -250,33 +250,69 @@ const _: () = assert!(sgi1r(1, 0x01_0003_0523) == 1 << 48 | 2 << 44 | 3 << 32 | 
 /// ICC_CTLR_EL1.RSS: the CPU interface can target Aff0 16 to 255.
 const ICC_CTLR_RSS: u64 = 1 << 18;
 
-/// Acknowledges and handles every pending interrupt of the calling core.
-/// Called from the IRQ vector.
-pub(super) fn handle_irq() {
-    let Some(gic) = GIC.get() else { return };
-    match gic {
+/// An interrupt the calling core's CPU interface has acknowledged: handle
+/// [`Acknowledged::line`], then hand it back to [`end`].
+pub(super) struct Acknowledged {
+    /// As the CPU interface returned it, for the end of interrupt, which
+    /// takes it whole.
+    id: IntId,
+    /// The interrupt's number (on GICv2 an SGI's sender, in bits 12:10 of
+    /// `id`, is masked off).
+    number: u32,
+}
+
+/// What an acknowledged interrupt is for.
+pub(super) enum Line {
+    /// One of the kernel's own (the wake-up, the timer), or another that
+    /// no device handler can take (an unexpected SGI or PPI).
+    Kernel(Pending),
+    /// Device line `number`, a shared peripheral interrupt.
+    Device(u32),
+}
+
+impl Acknowledged {
+    /// The interrupt's number and what it is for.
+    pub(super) fn line(&self) -> Line {
+        let number = self.number;
+        let timer = number == boot_info().arch.timer_intid;
+        let wake = number == WAKE_SGI.raw_value();
+        if !(wake || timer) && (FIRST_SPI..SPECIAL).contains(&number) {
+            Line::Device(number)
+        } else {
+            Line::Kernel(Pending { wake, timer, other: !(wake || timer) })
+        }
+    }
+}
+
+/// Acknowledges the calling core's highest-priority pending interrupt, if
+/// any. Called from the IRQ vector, until it returns `None`.
+///
+/// On GICv2 the driver's lock is held only for the acknowledgement and
+/// again for [`end`], never while the interrupt is handled: a handler may
+/// wake a core, which takes the lock to send the SGI.
+pub(super) fn acknowledge() -> Option<Acknowledged> {
+    match GIC.get()? {
         Gic::V2 { driver, .. } => {
-            // The lock is not held while a bound handler runs: it may wake
-            // a core, which takes the lock to send the SGI.
-            loop {
-                // Its own statement: a guard in a `while let` condition
-                // would live through the body.
-                let acknowledged = crate::masking::locked(driver, |driver| {
-                    driver.get_and_acknowledge_interrupt(InterruptGroup::Group0)
-                });
-                let Some(id) = acknowledged else { break };
-                // The acknowledged value carries an SGI's sender in bits
-                // 12:10; the number is bits 9:0. The EOI takes it whole.
-                handle(id.raw_value() & 0x3ff);
-                crate::masking::locked(driver, |driver| driver.end_interrupt(id, InterruptGroup::Group0));
-            }
+            let id = crate::masking::locked(driver, |driver| {
+                driver.get_and_acknowledge_interrupt(InterruptGroup::Group0)
+            })?;
+            Some(Acknowledged { id, number: id.raw_value() & 0x3ff })
         }
         Gic::V3 { .. } => {
-            while let Some(id) = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1) {
-                handle(id.raw_value());
-                GicCpuInterface::end_interrupt(id, InterruptGroup::Group1);
-            }
+            let id = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1)?;
+            Some(Acknowledged { id, number: id.raw_value() })
         }
+    }
+}
+
+/// Ends an interrupt [`acknowledge`] returned, once it has been handled.
+pub(super) fn end(acknowledged: Acknowledged) {
+    match GIC.get() {
+        Some(Gic::V2 { driver, .. }) => crate::masking::locked(driver, |driver| {
+            driver.end_interrupt(acknowledged.id, InterruptGroup::Group0)
+        }),
+        Some(Gic::V3 { .. }) => GicCpuInterface::end_interrupt(acknowledged.id, InterruptGroup::Group1),
+        None => unreachable!("an interrupt was acknowledged, so the GIC is set up"),
     }
 }
 
@@ -285,18 +321,6 @@ pub(super) fn name(out: &mut impl core::fmt::Write) -> core::fmt::Result {
     match boot_info().arch.gic {
         Some(gic) => write!(out, "GICv{}", gic.version.number()),
         None => out.write_str("no GIC"),
-    }
-}
-
-/// Handles acknowledged interrupt `number`: the kernel's own, or a
-/// device line's bound handler (`crate::interrupts`).
-fn handle(number: u32) {
-    let timer = number == boot_info().arch.timer_intid;
-    let wake = number == WAKE_SGI.raw_value();
-    if !(wake || timer) && (FIRST_SPI..SPECIAL).contains(&number) {
-        super::irq::handle_device_line(number);
-    } else {
-        super::irq::handle(Pending { wake, timer, other: !(wake || timer) });
     }
 }
 

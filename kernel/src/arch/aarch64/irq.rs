@@ -71,7 +71,17 @@ pub(super) fn handle_irq() {
                 }
             }
         }
-        None => gic::handle_irq(),
+        None => {
+            while let Some(acknowledged) = gic::acknowledge() {
+                match acknowledged.line() {
+                    gic::Line::Kernel(pending) => handle(pending),
+                    gic::Line::Device(line) => {
+                        handle_device_line(line);
+                    }
+                }
+                gic::end(acknowledged);
+            }
+        }
     }
     // A WFE that this interrupt raced with must not sleep through it.
     aarch64_cpu::asm::sevl();
@@ -79,7 +89,7 @@ pub(super) fn handle_irq() {
 
 /// Handles one acknowledged interrupt (or, from a board's chip, all that
 /// were pending at once).
-pub(super) fn handle(pending: Pending) {
+fn handle(pending: Pending) {
     if pending.timer {
         timer::on_interrupt();
         if let Some(me) = crate::cores::current() {
@@ -94,7 +104,7 @@ pub(super) fn handle(pending: Pending) {
 }
 
 /// Runs device `line`'s handler; returns whether one was bound.
-pub(super) fn handle_device_line(line: u32) -> bool {
+fn handle_device_line(line: u32) -> bool {
     let ran = interrupts::dispatch(line);
     if let Some(me) = cores::current() {
         me.count_interrupt(ran);

@@ -10,6 +10,7 @@ pub(crate) mod cpu;
 mod dtb;
 mod exception;
 mod fault;
+mod frame;
 mod gic;
 pub(crate) mod idle;
 mod irq;

@@ -3,7 +3,7 @@
 //! preempt the code it interrupted. The tick is the core's one timer,
 //! which `request_tick` arms (`crate::platform`).
 
-use super::exception::Frame;
+use super::frame::Frame;
 use aarch64_cpu::registers::{Readable, SP_EL0, Writeable};
 use roving::platform::hooks::{self, Tick};
 

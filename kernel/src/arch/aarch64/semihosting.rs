@@ -12,7 +12,7 @@
 //! The probe runs on the boot core, MMU off, before any other core starts,
 //! so its flag is a plain load and store (no exclusive access needed).
 
-use super::exception::Frame;
+use super::frame::Frame;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 

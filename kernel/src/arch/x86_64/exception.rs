@@ -11,6 +11,7 @@
 //! then faults onto a stack that still works, and is reported, instead of
 //! escalating to a double and then a triple fault.
 
+use super::frame::Frame;
 use super::{apic, fault, ioapic};
 use crate::boot_info::MAX_CORES;
 use core::arch::global_asm;
@@ -21,35 +22,6 @@ use x86_64::instructions::tables::{lidt, load_tss};
 use x86_64::structures::DescriptorTablePointer;
 use x86_64::structures::gdt::{Descriptor, GlobalDescriptorTable, SegmentSelector};
 use x86_64::structures::tss::TaskStateSegment;
-
-/// What the vector stubs save before calling [`handle_vector`]; the layout
-/// is fixed by `vectors.s` and the CPU.
-#[repr(C)]
-#[derive(Debug)]
-pub(super) struct Frame {
-    pub r15: u64,
-    pub r14: u64,
-    pub r13: u64,
-    pub r12: u64,
-    pub r11: u64,
-    pub r10: u64,
-    pub r9: u64,
-    pub r8: u64,
-    pub rbp: u64,
-    pub rdi: u64,
-    pub rsi: u64,
-    pub rdx: u64,
-    pub rcx: u64,
-    pub rbx: u64,
-    pub rax: u64,
-    pub vector: u64,
-    pub error_code: u64,
-    pub rip: u64,
-    pub cs: u64,
-    pub rflags: u64,
-    pub rsp: u64,
-    pub ss: u64,
-}
 
 global_asm!(include_str!("vectors.s"), handler = sym handle_vector);
 

@@ -1,7 +1,7 @@
 //! The fault report: which core, what went wrong in words, and the
 //! registers that say where.
 
-use super::exception::Frame;
+use super::frame::Frame;
 use crate::fault::{Core, Overflow};
 use crate::{cores, exit_code, logger};
 use x86_64::registers::control::Cr2;

@@ -13,6 +13,7 @@ pub use boot::Loader;
 pub(crate) mod cpu;
 mod exception;
 mod fault;
+mod frame;
 pub(crate) mod idle;
 mod ioapic;
 mod multiboot;

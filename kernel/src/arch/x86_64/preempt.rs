@@ -3,7 +3,7 @@
 //! preempt the code it interrupted. The tick is the local APIC's one-shot
 //! timer, which `request_tick` arms (`crate::platform`).
 
-use super::exception::Frame;
+use super::frame::Frame;
 use roving::platform::hooks::{self, Tick};
 
 /// RFLAGS.IF: interrupts enabled.
