@@ -109,6 +109,10 @@ check-app:
 
 lint:
 	cargo fmt --all --check
+	# The core's layers only point down (docs/layout.md), and the check
+	# itself refuses an upward import (tests/tools/layers_test.py).
+	tools/layers
+	python3 tests/tools/layers_test.py
 	cargo clippy --quiet -p roving --features std $(HOST) --all-targets -- -D warnings
 	cargo clippy --quiet -p roving --features std,trace $(HOST) --all-targets -- -D warnings
 	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
