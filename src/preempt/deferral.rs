@@ -94,11 +94,24 @@ fn hooks() -> Option<&'static Hooks> {
 pub(crate) struct Deferral(Option<NonNull<AtomicU8>>);
 
 /// Defers preemption of the running strand until the result is dropped.
+///
+/// Inlined into every caller, down to the fast paths user code inlines
+/// (a join, a post, a lock): there it is one load and a branch, and the
+/// rest, which only a program with a time-sliced pool reaches, is out of
+/// line ([`defer_preempting`]).
 #[inline]
 pub(crate) fn defer() -> Deferral {
     if !any_pool_preempts() {
         return Deferral(None);
     }
+    defer_preempting()
+}
+
+/// [`defer`] while some pool preempts: finds the running strand's count
+/// through the strand layer's hooks.
+#[cold]
+#[inline(never)]
+fn defer_preempting() -> Deferral {
     raise((hooks().expect("strands exist, so their layer has installed its hooks").running_count)())
 }
 

@@ -27,6 +27,14 @@ pub(crate) fn defer() -> Deferral {
     if !any_pool_preempts() {
         return deferral::raise(None);
     }
+    defer_preempting()
+}
+
+/// [`defer`] while some pool preempts, out of line: cooperative programs
+/// carry only the load and the branch (`crate::preempt::deferral::defer`).
+#[cold]
+#[inline(never)]
+fn defer_preempting() -> Deferral {
     deferral::raise(running_count())
 }
 
