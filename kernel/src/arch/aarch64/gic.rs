@@ -251,7 +251,7 @@ const _: () = assert!(sgi1r(1, 0x01_0003_0523) == 1 << 48 | 2 << 44 | 3 << 32 | 
 const ICC_CTLR_RSS: u64 = 1 << 18;
 
 /// An interrupt the calling core's CPU interface has acknowledged: handle
-/// [`Acknowledged::line`], then hand it back to [`end`].
+/// [`Acknowledged::line`], then hand it back to [`CpuInterface::end`].
 pub(super) struct Acknowledged {
     /// As the CPU interface returned it, for the end of interrupt, which
     /// takes it whole.
@@ -272,6 +272,7 @@ pub(super) enum Line {
 
 impl Acknowledged {
     /// The interrupt's number and what it is for.
+    #[inline(always)]
     pub(super) fn line(&self) -> Line {
         let number = self.number;
         let timer = number == boot_info().arch.timer_intid;
@@ -284,35 +285,68 @@ impl Acknowledged {
     }
 }
 
-/// Acknowledges the calling core's highest-priority pending interrupt, if
-/// any. Called from the IRQ vector, until it returns `None`.
-///
-/// On GICv2 the driver's lock is held only for the acknowledgement and
-/// again for [`end`], never while the interrupt is handled: a handler may
-/// wake a core, which takes the lock to send the SGI.
-pub(super) fn acknowledge() -> Option<Acknowledged> {
-    match GIC.get()? {
-        Gic::V2 { driver, .. } => {
-            let id = crate::masking::locked(driver, |driver| {
-                driver.get_and_acknowledge_interrupt(InterruptGroup::Group0)
-            })?;
-            Some(Acknowledged { id, number: id.raw_value() & 0x3ff })
-        }
-        Gic::V3 { .. } => {
-            let id = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1)?;
-            Some(Acknowledged { id, number: id.raw_value() })
-        }
+/// A core's GIC CPU interface: where the IRQ vector acknowledges and ends
+/// interrupts. One type per version, so that its loop is compiled for the
+/// version in use and asks which only once per interrupt exception.
+pub(super) trait CpuInterface {
+    /// Acknowledges the calling core's highest-priority pending interrupt,
+    /// if any. Called from the IRQ vector, until it returns `None`.
+    fn acknowledge(&self) -> Option<Acknowledged>;
+    /// Ends an interrupt [`acknowledge`](Self::acknowledge) returned, once
+    /// it has been handled.
+    fn end(&self, acknowledged: Acknowledged);
+}
+
+/// GICv2's CPU interface, through the driver's lock. The lock is held only
+/// for the acknowledgement and again for the end, never while the
+/// interrupt is handled: a handler may wake a core, which takes the lock
+/// to send the SGI.
+pub(super) struct V2Interface(&'static Mutex<GicV2<'static>>);
+
+/// GICv3's CPU interface: system registers, the calling core's own.
+pub(super) struct V3Interface;
+
+/// The running GIC's CPU interface.
+pub(super) enum Interface {
+    V2(V2Interface),
+    V3(V3Interface),
+}
+
+/// The CPU interface of the running GIC, once the boot core has set it up.
+pub(super) fn interface() -> Option<Interface> {
+    Some(match GIC.get()? {
+        Gic::V2 { driver, .. } => Interface::V2(V2Interface(driver)),
+        Gic::V3 { .. } => Interface::V3(V3Interface),
+    })
+}
+
+impl CpuInterface for V2Interface {
+    #[inline(always)]
+    fn acknowledge(&self) -> Option<Acknowledged> {
+        let id = crate::masking::locked(self.0, |driver| {
+            driver.get_and_acknowledge_interrupt(InterruptGroup::Group0)
+        })?;
+        Some(Acknowledged { id, number: id.raw_value() & 0x3ff })
+    }
+
+    #[inline(always)]
+    fn end(&self, acknowledged: Acknowledged) {
+        crate::masking::locked(self.0, |driver| {
+            driver.end_interrupt(acknowledged.id, InterruptGroup::Group0)
+        });
     }
 }
 
-/// Ends an interrupt [`acknowledge`] returned, once it has been handled.
-pub(super) fn end(acknowledged: Acknowledged) {
-    match GIC.get() {
-        Some(Gic::V2 { driver, .. }) => crate::masking::locked(driver, |driver| {
-            driver.end_interrupt(acknowledged.id, InterruptGroup::Group0)
-        }),
-        Some(Gic::V3 { .. }) => GicCpuInterface::end_interrupt(acknowledged.id, InterruptGroup::Group1),
-        None => unreachable!("an interrupt was acknowledged, so the GIC is set up"),
+impl CpuInterface for V3Interface {
+    #[inline(always)]
+    fn acknowledge(&self) -> Option<Acknowledged> {
+        let id = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1)?;
+        Some(Acknowledged { id, number: id.raw_value() })
+    }
+
+    #[inline(always)]
+    fn end(&self, acknowledged: Acknowledged) {
+        GicCpuInterface::end_interrupt(acknowledged.id, InterruptGroup::Group1);
     }
 }
 

@@ -71,20 +71,28 @@ pub(super) fn handle_irq() {
                 }
             }
         }
-        None => {
-            while let Some(acknowledged) = gic::acknowledge() {
-                match acknowledged.line() {
-                    gic::Line::Kernel(pending) => handle(pending),
-                    gic::Line::Device(line) => {
-                        handle_device_line(line);
-                    }
-                }
-                gic::end(acknowledged);
-            }
-        }
+        None => match gic::interface() {
+            Some(gic::Interface::V2(interface)) => handle_acknowledged(&interface),
+            Some(gic::Interface::V3(interface)) => handle_acknowledged(&interface),
+            None => {}
+        },
     }
     // A WFE that this interrupt raced with must not sleep through it.
     aarch64_cpu::asm::sevl();
+}
+
+/// Handles every interrupt the GIC's CPU interface acknowledges, until
+/// none is pending: the GIC says what each is for, and this dispatches it.
+fn handle_acknowledged(interface: &impl gic::CpuInterface) {
+    while let Some(acknowledged) = interface.acknowledge() {
+        match acknowledged.line() {
+            gic::Line::Kernel(pending) => handle(pending),
+            gic::Line::Device(line) => {
+                handle_device_line(line);
+            }
+        }
+        interface.end(acknowledged);
+    }
 }
 
 /// Handles one acknowledged interrupt (or, from a board's chip, all that
