@@ -125,7 +125,7 @@ impl Pool {
             return Err(PoolError::TooManyCores { requested: cores, available });
         }
         let domain = DomainId::current();
-        Ok(Self { shared: Shared::new(available, |core| core < cores, config, domain) })
+        Ok(Self::wired(Shared::new(available, |core| core < cores, config, domain)))
     }
 
     /// A pool of the given cores of the machine, which must be free when it
@@ -161,7 +161,16 @@ impl Pool {
             return Err(PoolError::CoreCountMismatch { config: count, listed: cores.len() });
         }
         config.check()?;
-        Ok(Self { shared: Shared::new(available, |core| cores.contains(&core), config, domain) })
+        Ok(Self::wired(Shared::new(available, |core| cores.contains(&core), config, domain)))
+    }
+
+    /// The handle of a pool just built, wired to the layers above the
+    /// pool's own (`crate::strand::pool_ops::wire`) before anything can
+    /// spawn into it.
+    fn wired(shared: Arc<Shared>) -> Self {
+        let pool = Self { shared };
+        strand::pool_ops::wire(pool.pool_ref());
+        pool
     }
 
     /// How many cores the pool has now (it starts with cores

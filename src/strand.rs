@@ -76,7 +76,7 @@ mod hand_off;
 pub(crate) mod id;
 pub(crate) mod lock;
 pub(crate) mod park;
-mod pool_ops;
+pub(crate) mod pool_ops;
 mod priority;
 mod save;
 pub(crate) mod scheduler;
@@ -164,12 +164,6 @@ where
     crate::platform::refuse_in_handler("spawning a strand", crate::platform::HANDLERS_DO_NOT_ALLOCATE);
     #[cfg(feature = "std")]
     failure::install_hook();
-    // Before the first strand exists, the layers below learn how to find a
-    // strand's deferral count (`crate::preempt::deferral`).
-    crate::preempt::deferral::install(&deferral::DEFERRAL_HOOKS);
-    // And before the first strand in this pool, the pool learns what to do
-    // with strands (`crate::pool::strands`).
-    shared.strands().attach(&pool_ops::STRAND_OPS);
     if shared.refuses_work() || shared.closing() {
         return Err(SpawnError::Stopped(f));
     }

@@ -1,11 +1,12 @@
 //! One core's part of a pool, grouped by who writes it.
 //!
-//! A pool keeps three arrays indexed by core, not one per purpose:
+//! A pool keeps four arrays indexed by core, not one per purpose:
 //!
 //! - [`PerCore`]: what the core writes. Each field that another core reads
 //!   or takes from sits alone on its cache line, as before, so a thief
 //!   scanning steal lists never pulls in a line the owner is writing for
-//!   itself.
+//!   itself. Its size is a power of two (1 KiB), so finding a core's part
+//!   is a shift, not a multiply: it is found on every post, wake and join.
 //! - [`Membership`]: whether the core is in the pool, written only when
 //!   the pool is resized and read by every sender. Packed, not padded:
 //!   every core reads these bytes on every post, and nobody writes them in
@@ -13,6 +14,9 @@
 //! - The block caches' return lists (`Shared::returns`), pushed by every
 //!   core and taken by the home core. Apart because a block cache indexes
 //!   them by home core (`crate::task::storage`).
+//! - [`LoopJoins`]: the join stack of each core's own loop, touched only by
+//!   its core. Apart because it is large (over 500 bytes) and used only by
+//!   joins outside strands: inside [`PerCore`] it would take it past 1 KiB.
 //!
 //! Some per-core state belongs to a part of the pool with its own file and
 //! stays there: the sleep protocol's word per core (`crate::sleep`), the
@@ -32,6 +36,7 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::AtomicBool;
 
 /// What one core of a pool writes. Each field's doc says who else reads it.
+#[repr(align(1024))]
 pub(crate) struct PerCore {
     /// Tasks the core offers idle cores (the older half of its queue).
     /// Pushed by the core; taken whole by any core that steals.
@@ -51,15 +56,30 @@ pub(crate) struct PerCore {
     /// and by wakers on any core.
     pub(crate) turn: CachePadded<CoreTurn>,
     /// What only the core touches, ever.
-    own: CachePadded<Own>,
+    local: CachePadded<UnsafeCell<Local>>,
 }
 
-/// The fields of [`PerCore`] that only their core touches.
-struct Own {
-    local: UnsafeCell<Local>,
-    /// The join stack of the core's own loop (strands keep theirs with
-    /// their fibre).
-    joins: UnsafeCell<JoinStack>,
+// Finding a core's part is a shift (module docs). What it holds is 896
+// bytes; the alignment rounds it to the next power of two.
+const _: () = assert!(core::mem::size_of::<PerCore>().is_power_of_two());
+
+/// The join stack of one core's own loop (module docs).
+pub(crate) struct LoopJoins(UnsafeCell<JoinStack>);
+
+// SAFETY: only its core touches the stack, through the pointer `get`
+// gives (`crate::join`'s contract).
+unsafe impl Sync for LoopJoins {}
+
+impl LoopJoins {
+    pub(crate) fn new() -> Self {
+        Self(UnsafeCell::new(JoinStack::new()))
+    }
+
+    /// The stack, for `crate::join`, which touches it only on its core.
+    #[inline]
+    pub(crate) fn get(&self) -> *mut JoinStack {
+        self.0.get()
+    }
 }
 
 /// What only one core touches: its queues and its block cache.
@@ -80,8 +100,8 @@ pub(crate) struct Local {
     pub(crate) rng: u32,
 }
 
-// SAFETY: `own` is touched only by its core (the contracts of
-// `Shared::local` and `PerCore::joins`); every other field is atomics.
+// SAFETY: `local` is touched only by its core (the contract of
+// `Shared::local`); every other field is atomics.
 unsafe impl Sync for PerCore {}
 // SAFETY: as above; the raw task pointers inside are owned, `Send` tasks.
 unsafe impl Send for PerCore {}
@@ -109,7 +129,7 @@ impl PerCore {
             join_slot: CachePadded(Slot::new()),
             stats: CachePadded(Counters::default()),
             turn: CachePadded(CoreTurn::new()),
-            own: CachePadded(Own { local: UnsafeCell::new(local), joins: UnsafeCell::new(JoinStack::new()) }),
+            local: CachePadded(UnsafeCell::new(local)),
         }
     }
 
@@ -124,14 +144,7 @@ impl PerCore {
     #[inline]
     pub(crate) unsafe fn local(&self) -> &mut Local {
         // SAFETY: exclusive by the contract above.
-        unsafe { &mut *self.own.local.get() }
-    }
-
-    /// The join stack of the core's own loop, for `crate::join`, which
-    /// touches it only on this core, through the pointer.
-    #[inline]
-    pub(crate) fn joins(&self) -> *mut JoinStack {
-        self.own.joins.get()
+        unsafe { &mut *self.local.0.get() }
     }
 }
 

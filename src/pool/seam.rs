@@ -263,7 +263,7 @@ impl<'a> PoolRef<'a> {
     /// The join stack of core `core`'s own loop.
     #[inline]
     pub(crate) fn join_stack(self, core: usize) -> *mut JoinStack {
-        self.0.cores[core].joins()
+        self.0.loop_joins[core].get()
     }
 
     /// Takes a published job from some core's slot, after `me`'s.

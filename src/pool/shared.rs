@@ -47,7 +47,7 @@ use super::deadlock::Deadlock;
 use super::domain_id::DomainId;
 use super::end_waiters::EndWaiters;
 use super::failure::Failure;
-use super::per_core::{Local, Membership, PerCore};
+use super::per_core::{Local, LoopJoins, Membership, PerCore};
 use super::preempted::Preempted;
 use super::stop::READY;
 use super::strands::Strands;
@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     /// Storage blocks freed away from their home core, one list per home
     /// core (`crate::task::storage`): pushed by any core, taken by the home.
     returns: Box<[CachePadded<AtomicList>]>,
+    /// The join stack of each core's own loop.
+    pub(super) loop_joins: Box<[CachePadded<LoopJoins>]>,
 
     // Work and its lists (`post.rs`, `fibres.rs`, `worker.rs`).
     /// Tasks any core may run, from outside the pool.
@@ -228,6 +230,7 @@ impl Shared {
             membership: (0..slots).map(|core| Membership::new(members(core))).collect(),
             member_count: AtomicUsize::new((0..slots).filter(|&core| members(core)).count()),
             returns: (0..slots).map(|_| CachePadded(AtomicList::new())).collect(),
+            loop_joins: (0..slots).map(|_| CachePadded(LoopJoins::new())).collect(),
             injector: CachePadded(AtomicList::new()),
             inbound: Inbound::new(slots, &members, mesh_links(config, slots)),
             preempted: Preempted::new(),

@@ -1,7 +1,7 @@
 //! What a pool keeps for the strands it runs, without knowing what a
 //! strand is: how many live, which entered it from outside, and the
 //! operations the strand layer supplies for them ([`StrandOps`], attached
-//! when it first spawns a strand into the pool).
+//! when the pool is built, before anything can spawn into it).
 //!
 //! # Entries
 //!
@@ -48,7 +48,7 @@ pub(crate) struct StrandOps {
 
 /// A pool's strands (module docs).
 pub(crate) struct Strands {
-    /// The strand layer's operations, set before its first strand here.
+    /// The strand layer's operations, set when the pool is built.
     ops: AtomicPtr<StrandOps>,
     /// Strands spawned and not yet finished: the pool is not quiescent
     /// while any is alive, blocked or not.
@@ -72,8 +72,8 @@ impl Strands {
         }
     }
 
-    /// Attaches the strand layer's operations, before its first strand
-    /// here; every call passes the same ones.
+    /// Attaches the strand layer's operations, when the pool is built;
+    /// every call passes the same ones.
     #[inline]
     pub(crate) fn attach(&self, ops: &'static StrandOps) {
         if self.ops.load(Acquire).is_null() {
@@ -111,7 +111,7 @@ impl Strands {
     /// forgotten when the list is full, so the sweeps cost O(1) per entry
     /// over time.
     pub(crate) fn add_entry(&self, strand: NonNull<Task>) {
-        let ops = self.ops().expect("the strand layer attached before spawning");
+        let ops = self.ops().expect("the strand layer wires every pool as it is built");
         (ops.acquire)(strand);
         let mut entries = self.entries.lock();
         if entries.len() < entries.capacity() {

@@ -13,7 +13,7 @@
 //!
 //! The count lives in the strand's control block, which only the strand
 //! layer knows. So that the pool and the platform seam can defer too, the
-//! strand layer tells this module, before its first strand exists, how to
+//! strand layer tells this module, as the first pool is built, how to
 //! find the running strand's count and what to do after a wait ([`install`]).
 //! While no pool has a time slice nothing can be preempted, and a deferral
 //! costs one load and asks nothing.
@@ -75,8 +75,8 @@ pub(crate) struct Hooks {
 static HOOKS: AtomicPtr<Hooks> = AtomicPtr::new(ptr::null_mut());
 
 /// Tells this module how to find the running strand's count. The strand
-/// layer calls it before it makes its first strand; every call passes the
-/// same hooks.
+/// layer calls it as each pool is built (the first before any strand
+/// exists); every call passes the same hooks.
 pub(crate) fn install(hooks: &'static Hooks) {
     if HOOKS.load(Relaxed).is_null() {
         HOOKS.store(ptr::from_ref(hooks).cast_mut(), Release);
@@ -94,24 +94,11 @@ fn hooks() -> Option<&'static Hooks> {
 pub(crate) struct Deferral(Option<NonNull<AtomicU8>>);
 
 /// Defers preemption of the running strand until the result is dropped.
-///
-/// Inlined into every caller, down to the fast paths user code inlines
-/// (a join, a post, a lock): there it is one load and a branch, and the
-/// rest, which only a program with a time-sliced pool reaches, is out of
-/// line ([`defer_preempting`]).
 #[inline]
 pub(crate) fn defer() -> Deferral {
     if !any_pool_preempts() {
         return Deferral(None);
     }
-    defer_preempting()
-}
-
-/// [`defer`] while some pool preempts: finds the running strand's count
-/// through the strand layer's hooks.
-#[cold]
-#[inline(never)]
-fn defer_preempting() -> Deferral {
     raise((hooks().expect("strands exist, so their layer has installed its hooks").running_count)())
 }
 

@@ -9,8 +9,8 @@ use crate::preempt::deferral::{self, Deferral, any_pool_preempts};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
-/// What the strand layer installs before its first strand exists
-/// (`deferral::install`).
+/// What the strand layer installs as each pool is built, the first before
+/// any strand exists (`deferral::install`).
 pub(crate) static DEFERRAL_HOOKS: deferral::Hooks =
     deferral::Hooks { running_count, after_wait: ask_for_tick_again };
 
@@ -27,14 +27,6 @@ pub(crate) fn defer() -> Deferral {
     if !any_pool_preempts() {
         return deferral::raise(None);
     }
-    defer_preempting()
-}
-
-/// [`defer`] while some pool preempts, out of line: cooperative programs
-/// carry only the load and the branch (`crate::preempt::deferral::defer`).
-#[cold]
-#[inline(never)]
-fn defer_preempting() -> Deferral {
     deferral::raise(running_count())
 }
 

@@ -1,6 +1,7 @@
 //! The strand layer's side of what a pool keeps for its strands
-//! (`crate::pool::strands`): the operations it attaches to every pool it
-//! spawns into, on strands named by their control block's task header.
+//! (`crate::pool::strands`): the operations it attaches to every pool when
+//! the pool is built ([`wire`]), on strands named by their control block's
+//! task header.
 
 use super::control::{FINISHED, Header, state};
 use super::fibre;
@@ -8,12 +9,23 @@ use super::id::BlockReason;
 use super::lock::Core as MutexCore;
 use super::tree;
 use crate::pool::deadlock::Waiter;
+use crate::pool::seam::PoolRef;
 use crate::pool::strands::StrandOps;
 use crate::task::Task;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Acquire, SeqCst};
 
-/// What every pool is given (`Strands::attach`).
+/// Wires a pool being built to the strand layer, before any strand can be
+/// spawned into it: the pool learns what to do with strands
+/// ([`STRAND_OPS`]), and the layers below how to find a strand's deferral
+/// count (`crate::preempt::deferral`). Done here, once per pool, so that a
+/// spawn checks for neither.
+pub(crate) fn wire(pool: PoolRef<'_>) {
+    crate::preempt::deferral::install(&super::deferral::DEFERRAL_HOOKS);
+    pool.strands().attach(&STRAND_OPS);
+}
+
+/// What every pool is given (`Strands::attach`, through [`wire`]).
 pub(crate) static STRAND_OPS: StrandOps = StrandOps {
     runs_strands: |task| fibre::holds(task.as_ptr().cast()),
     finished: |strand| header(strand).joiner.load(Acquire) == FINISHED,
