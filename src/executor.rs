@@ -222,6 +222,13 @@ where
     }
 }
 
+/// Wires a pool being built to the executor: the pool learns what to do
+/// with the async tasks it lists (`crate::pool::async_tasks`), so that a
+/// spawn need not tell it.
+pub(crate) fn wire(pool: crate::pool::seam::PoolRef<'_>) {
+    pool.async_tasks().attach(&cell::ASYNC_OPS);
+}
+
 impl<F: Send + 'static> IntoTask for NewAsyncTask<F> {
     /// Lists the task as live in its pool: this runs only once the pool
     /// has accepted the post (inside its window for outside posts), so a
@@ -230,7 +237,7 @@ impl<F: Send + 'static> IntoTask for NewAsyncTask<F> {
         // SAFETY: the task is new, listed nowhere; its shard is the list's.
         unsafe {
             let header = self.header.as_ref();
-            header.pool().async_tasks().insert(AsyncHeader::live(self.header), &cell::ASYNC_OPS);
+            header.pool().async_tasks().insert(AsyncHeader::live(self.header));
         }
         Ok(AsyncHeader::as_task(self.header))
     }

@@ -165,11 +165,13 @@ impl Pool {
     }
 
     /// The handle of a pool just built, wired to the layers above the
-    /// pool's own (`crate::strand::pool_ops::wire`) before anything can
-    /// spawn into it.
+    /// pool's own before anything can spawn into it: what to do with
+    /// strands and with async tasks (`crate::strand::pool_ops::wire`,
+    /// `crate::executor::wire`).
     fn wired(shared: Arc<Shared>) -> Self {
         let pool = Self { shared };
         strand::pool_ops::wire(pool.pool_ref());
+        crate::executor::wire(pool.pool_ref());
         pool
     }
 

@@ -3,7 +3,7 @@
 //!
 //! The list links each task through the [`LiveLink`] in its header and
 //! knows nothing else of it: the executor supplies what to do with a task
-//! ([`AsyncOps`], given with the first task listed).
+//! ([`AsyncOps`], attached when the pool is built).
 //!
 //! The pool needs it for what no wake will bring: when it stops, the tasks
 //! still waiting are dropped and counted; when it deadlocks, they are
@@ -62,7 +62,7 @@ unsafe impl Send for Shard {}
 pub(crate) struct LiveTasks {
     shards: Box<[CachePadded<SpinLock<Shard>>]>,
     count: AtomicUsize,
-    /// The executor's operations, given with the first task.
+    /// The executor's operations, attached when the pool is built.
     ops: AtomicPtr<AsyncOps>,
 }
 
@@ -83,17 +83,21 @@ impl LiveTasks {
         self.count.load(SeqCst)
     }
 
-    /// Adds a task, which gives the list one of its references; `ops` is
-    /// what to do with it (every task passes the same).
+    /// Attaches the executor's operations, when the pool is built; every
+    /// call passes the same ones.
+    pub(crate) fn attach(&self, ops: &'static AsyncOps) {
+        if self.ops.load(Acquire).is_null() {
+            self.ops.store(ptr::from_ref(ops).cast_mut(), Release);
+        }
+    }
+
+    /// Adds a task, which gives the list one of its references.
     ///
     /// # Safety
     ///
     /// `link` is the link of a live task, in no list, made for one of this
     /// list's shards; it stays put until the task is removed.
-    pub(crate) unsafe fn insert(&self, link: NonNull<LiveLink>, ops: &'static AsyncOps) {
-        if self.ops.load(Acquire).is_null() {
-            self.ops.store(ptr::from_ref(ops).cast_mut(), Release);
-        }
+    pub(crate) unsafe fn insert(&self, link: NonNull<LiveLink>) {
         self.count.fetch_add(1, SeqCst);
         // SAFETY: live (contract).
         let link_ref = unsafe { link.as_ref() };

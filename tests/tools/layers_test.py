@@ -123,6 +123,11 @@ expect(
     True,
 )
 expect(
+    "a use tree's head alone is no import",
+    {"base.rs": "pub struct Word(&'static str);\nuse crate::core::leaf::{self as _, Leaf};\n"},
+    True,
+)
+expect(
     "`super::` climbs to the parent's siblings",
     {"core/leaf.rs": "pub struct Leaf;\nuse super::super::app::Thing;\n"},
     False,
