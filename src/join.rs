@@ -103,7 +103,9 @@ where
     // path out of this function (including unwinding from `a`).
     if !unsafe { here.push(frame) } {
         let ra = a();
-        return (ra, job.run_here());
+        let rb = job.run_here();
+        job.forget_finished();
+        return (ra, rb);
     }
     here.offer();
     let settle = Settle { here: &here, frame };
@@ -120,7 +122,9 @@ where
     #[cfg(not(feature = "std"))]
     let ra = a();
     let ended = ManuallyDrop::new(settle).settle();
-    (ra, job.finish(ended))
+    let rb = job.finish(ended);
+    job.forget_finished();
+    (ra, rb)
 }
 
 /// Where a join runs: its pool, core and join stack.
@@ -290,6 +294,20 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
         // SAFETY: settled and unrun: only the owner touches `b` now.
         let b = unsafe { (*self.b.get()).take() }.expect("b runs once");
         b()
+    }
+
+    /// Lets go of a job whose result was taken: `b` has run (here or on a
+    /// thief) and its outcome was moved out, so nothing in it needs
+    /// dropping. Forgetting it spares every join the drop glue's checks
+    /// (or a call to it, when the compiler does not inline it). A join
+    /// that unwinds drops its job as usual.
+    #[inline(always)]
+    fn forget_finished(self) {
+        // SAFETY: the job is its owner's alone again: settled, and its
+        // result taken.
+        let (unrun, outcome) = unsafe { (&*self.b.get(), &*self.outcome.get()) };
+        debug_assert!(unrun.is_none() && matches!(outcome, Outcome::Pending), "a finished job holds nothing");
+        core::mem::forget(self);
     }
 
     /// `b`'s result, whichever way the job was settled.
