@@ -38,7 +38,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal clean
+.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal bench-icount clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -251,6 +251,11 @@ bench-trace: setup
 ## roving's own), interrupts, wake plus poll, and time slices
 bench-metal: setup
 	benches/bare-metal
+
+## bench-icount: instructions per operation on the host, one core, under
+## valgrind (benches/host-icount; deterministic, unlike wall time)
+bench-icount: setup
+	benches/host-icount
 
 idle-check:
 	tests/qemu/idle-cpu

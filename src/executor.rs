@@ -164,6 +164,7 @@ impl Pool {
 ///
 /// [`PostError::NotInPool`] outside a pool's cores; otherwise as for
 /// [`Pool::spawn_async`].
+#[inline]
 pub fn spawn_async<F>(future: F) -> Result<TaskHandle<F::Output>, PostError<F>>
 where
     F: Future + Send + 'static,

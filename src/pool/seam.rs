@@ -25,7 +25,7 @@ use crate::task::storage::BlockCache;
 use crate::task::{IntoTask, Task};
 use crate::timers::Timers;
 use alloc::boxed::Box;
-use alloc::sync::Weak;
+use alloc::sync::{Arc, Weak};
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicUsize;
 
@@ -58,8 +58,19 @@ impl<'a> PoolRef<'a> {
     }
 
     /// A counted handle to the pool.
+    #[inline]
     pub(crate) fn to_pool(self) -> Pool {
-        Pool { shared: self.0.this.upgrade().expect("a pool in use is alive") }
+        let shared: *const Shared = self.0;
+        // SAFETY: every `Shared` lives in the `Arc` it was built in
+        // (`Shared::new`), and a view is made only from what keeps that
+        // `Arc` alive (a `Pool`, a fibre's or a worker's hold on it), so
+        // its strong count is above zero; one more is taken before the new
+        // `Arc` is made. (An upgrade of `this` would do the same with a
+        // compare-exchange loop, on every `Pool::current`.)
+        unsafe {
+            Arc::increment_strong_count(shared);
+            Pool { shared: Arc::from_raw(shared) }
+        }
     }
 
     /// A reference that does not keep the pool alive (a failure's origin).
