@@ -60,13 +60,17 @@ impl<'a> PoolRef<'a> {
     /// A counted handle to the pool.
     #[inline]
     pub(crate) fn to_pool(self) -> Pool {
-        let shared: *const Shared = self.0;
-        // SAFETY: every `Shared` lives in the `Arc` it was built in
-        // (`Shared::new`), and a view is made only from what keeps that
-        // `Arc` alive (a `Pool`, a fibre's or a worker's hold on it), so
-        // its strong count is above zero; one more is taken before the new
-        // `Arc` is made. (An upgrade of `this` would do the same with a
-        // compare-exchange loop, on every `Pool::current`.)
+        // The pointer comes from the pool's own `Weak`, not from `self.0`:
+        // a reference to `Shared` may reach only `Shared`, while the counts
+        // sit beside it in the `Arc`'s allocation.
+        let shared = self.0.this.as_ptr();
+        // SAFETY: `shared` is the pointer `Arc::into_raw` would give for
+        // the `Arc` this `Shared` was built in (`Shared::new`), and a view
+        // is made only from what keeps that `Arc` alive (a `Pool`, a
+        // fibre's or a worker's hold on it), so its strong count is above
+        // zero; one more is taken before the new `Arc` is made. (An upgrade
+        // of `this` would do the same with a compare-exchange loop, on
+        // every `Pool::current`.)
         unsafe {
             Arc::increment_strong_count(shared);
             Pool { shared: Arc::from_raw(shared) }
