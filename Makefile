@@ -38,7 +38,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal bench-icount clean
+.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -89,7 +89,7 @@ image: check-board setup
 ## test, no_std builds, the custom-platform check, the from-scratch
 ## embedding kernel, the crates' publish dry run, the QEMU suite at 1/2/4/8
 ## cores, a traced demo on virt and the PC, and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress no-std custom-platform embed publish-check qemu-test trace-check idle-check
+test: setup lint setup-check host-test loom miri stress no-std custom-platform embed publish-check qemu-test scaling-smoke trace-check idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -233,12 +233,13 @@ qemu-test:
 	tests/qemu/suite
 
 ## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon,
-## tokio and corosensei, then bench-metal (not part of `make test`; results
+## tokio and corosensei, then bench-metal and bench-scaling (not part of `make test`; results
 ## in BENCHMARKS.md)
 bench: setup
 	cargo bench --quiet -p roving-bench $(HOST)
 	cargo bench --quiet -p roving-bench $(HOST) --features trace --bench trace
 	benches/bare-metal
+	benches/scaling
 
 ## bench-trace: what tracing costs, the trace bench without and with
 ## feature trace
@@ -251,6 +252,16 @@ bench-trace: setup
 ## roving's own), interrupts, wake plus poll, and time slices
 bench-metal: setup
 	benches/bare-metal
+
+## bench-scaling: instructions per operation at 1 to 256 cores under
+## -icount, virt and the PC (benches/scaling; a few minutes)
+bench-scaling: setup
+	benches/scaling
+
+## scaling-smoke: the scaling table at 1, 2 and 4 cores on virt, so that
+## its kernel and script keep working (part of make test)
+scaling-smoke: setup
+	benches/scaling --smoke
 
 ## bench-icount: instructions per operation on the host, one core, under
 ## valgrind (benches/host-icount; deterministic, unlike wall time)

@@ -61,6 +61,7 @@ pub(crate) struct Stats {
     pub rings_answered: AtomicU64,
     pub light_sleeps: AtomicU64,
     pub deep_sleeps: AtomicU64,
+    pub last_deep_sleep: AtomicU64,
     pub last_deep_wake: AtomicU64,
     pub interrupts: AtomicU64,
     pub unexpected_interrupts: AtomicU64,
@@ -85,6 +86,10 @@ pub struct CoreReport {
     pub light_sleeps: u64,
     /// Waits that slept in the deep tier (WFI).
     pub deep_sleeps: u64,
+    /// The core's own counter ([`crate::cycles`]) when it last went into
+    /// the deep tier, once committed to sleep: where the way to sleep of a
+    /// core whose work ran out ends.
+    pub last_deep_sleep: u64,
     /// The core's own counter ([`crate::cycles`]) when it last woke from
     /// the deep tier, before it looked at why: where a wake-up's cost on
     /// the woken core starts.
@@ -127,6 +132,7 @@ impl CoreLocal {
                 rings_answered: AtomicU64::new(0),
                 light_sleeps: AtomicU64::new(0),
                 deep_sleeps: AtomicU64::new(0),
+                last_deep_sleep: AtomicU64::new(0),
                 last_deep_wake: AtomicU64::new(0),
                 interrupts: AtomicU64::new(0),
                 unexpected_interrupts: AtomicU64::new(0),
@@ -175,6 +181,7 @@ impl CoreLocal {
             rings_answered: s.rings_answered.load(Relaxed),
             light_sleeps: s.light_sleeps.load(Relaxed),
             deep_sleeps: s.deep_sleeps.load(Relaxed),
+            last_deep_sleep: s.last_deep_sleep.load(Relaxed),
             last_deep_wake: s.last_deep_wake.load(Relaxed),
             interrupts: s.interrupts.load(Relaxed),
             unexpected_interrupts: s.unexpected_interrupts.load(Relaxed),

@@ -44,6 +44,7 @@ fn wait_masked(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
         Depth::Deep => {
             me.stats.deep_sleeps.fetch_add(1, Relaxed);
             let answered = if me.doorbell.enter_deep() {
+                me.stats.last_deep_sleep.store(arch::timer::cycles(), Relaxed);
                 arch::idle::sleep_deep();
                 me.stats.last_deep_wake.store(arch::timer::cycles(), Relaxed);
                 masking::woke();

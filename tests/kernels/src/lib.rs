@@ -25,12 +25,19 @@ pub fn expected_cores() -> usize {
     value.parse().expect("roving.cores is a number")
 }
 
-/// A pool of every core, with the mailboxes `roving.mailboxes` asks for:
-/// `direct`, `mesh`, or `ring` (a mesh of one link per core, so most
-/// messages are forwarded); the default picks by core count. Says which
-/// it was asked for, so the suite can check the setting took.
+/// A pool of every core, with the mailboxes `roving.mailboxes` asks for
+/// ([`mailboxes_asked`]).
 pub fn every_core_pool() -> roving::Pool {
-    use roving::{Config, Mailboxes};
+    roving::Pool::with_config(roving::Config::new().mailboxes(mailboxes_asked()))
+        .expect("a pool of every core")
+}
+
+/// The mailboxes `roving.mailboxes` asks for: `direct`, `mesh`, or `ring`
+/// (a mesh of one link per core, so most messages are forwarded); the
+/// default picks by core count. Says which it was asked for, so the suite
+/// can check the setting took.
+pub fn mailboxes_asked() -> roving::Mailboxes {
+    use roving::Mailboxes;
     let asked = boot_info().bootarg("roving.mailboxes");
     let mailboxes = match asked {
         None => Mailboxes::Auto,
@@ -42,7 +49,7 @@ pub fn every_core_pool() -> roving::Pool {
     if let Some(asked) = asked {
         println!("mailboxes: {asked}");
     }
-    roving::Pool::with_config(Config::new().mailboxes(mailboxes)).expect("a pool of every core")
+    mailboxes
 }
 
 /// A number from the command line, or `default`.

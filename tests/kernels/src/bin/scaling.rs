@@ -1,0 +1,188 @@
+//! How roving's costs grow with cores, counted in instructions for the
+//! scaling table in `BENCHMARKS.md`: `benches/scaling` runs this kernel
+//! under QEMU with `-icount shift=0,align=off,sleep=off` at 1 to 256 cores,
+//! where the cycle counter advances by one per instruction, so every
+//! figure is the same on every run. (The QEMU suite runs it at a few core
+//! counts without `-icount`, to keep it working.)
+//!
+//! One pool of every core, whose idle cores sleep in the deep tier at
+//! once; the strand that measures runs on core 0, and its messages go to
+//! the last core, the farthest on a mesh. Under `-icount` QEMU runs the
+//! cores in turn on one instruction clock and lets a core run until it
+//! sleeps, so while one core works the others wait, and each figure,
+//! taken on one core's own counter, counts that core's instructions alone.
+//!
+//! Rows across cores (2 or more):
+//!
+//! - a post to a sleeping core: the sender's part (with its wake-up), the
+//!   receiver's part (from its wake to the closure);
+//! - a core's way to sleep: from its closure's last statement to its deep
+//!   sleep, every idle search round and the sleep protocol between;
+//! - a strand blocked on core 0 and signalled from the last core: the
+//!   signal's own cost, and core 0's part, from its wake-up to the strand
+//!   running again.
+//!
+//! Rows at every core count: spawning a strand and a task, the caller's
+//! part, with every other core asleep (a spawn may offer its work to them).
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use core::time::Duration;
+use roving::platform::Depth;
+use roving::sync::Signal;
+use roving::time::Instant;
+use roving::{Config, Pool, platform, strand};
+use roving_kernel::{cores, cycles, println};
+use roving_test_kernels::{bootarg_u64, mailboxes_asked, pass};
+
+/// Where a closure on the far core began.
+static ARRIVED: AtomicU64 = AtomicU64::new(0);
+/// Where that closure's last statement ran.
+static ENDED: AtomicU64 = AtomicU64::new(0);
+/// A signal's own cost, taken where it was given.
+static SIGNALLED: AtomicU64 = AtomicU64::new(0);
+static DONE: Signal = Signal::new();
+
+/// How long the measuring core sleeps between looks at another core's
+/// sleeps: longer than any way to sleep measured, so that its looks do not
+/// fall inside one.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+fn report_of(core: usize) -> cores::CoreReport {
+    cores::report(core).expect("a core of this machine")
+}
+
+/// Waits until `core` has gone into the deep tier more than `slept` times;
+/// returns its count. The calling core sleeps between looks rather than
+/// spin: QEMU may run it in the middle of the other core's way to sleep,
+/// and on the shared instruction clock a spin would count there.
+fn asleep_after(core: usize, slept: u64) -> u64 {
+    loop {
+        let now = report_of(core).deep_sleeps;
+        if now > slept {
+            return now;
+        }
+        platform::wait_for_event(Depth::Deep, Some(Instant::now() + LOOK_EVERY));
+    }
+}
+
+/// The rows across cores: core 0 to the last core, `rounds` times each.
+fn across_cores(pool: &Pool, far: usize, rounds: usize) {
+    let (mut send, mut receive, mut to_sleep) = (Vec::new(), Vec::new(), Vec::new());
+    let mut slept = 0;
+    for round in 0..=rounds {
+        slept = asleep_after(far, slept);
+        if round > 0 {
+            // The last round's closure ended before the core slept again.
+            to_sleep.push(report_of(far).last_deep_sleep - ENDED.load(SeqCst));
+        }
+        if round == rounds {
+            break;
+        }
+        let before = cycles();
+        pool.post(far, || {
+            ARRIVED.store(cycles(), SeqCst);
+            DONE.signal();
+            ENDED.store(cycles(), SeqCst);
+        })
+        .unwrap_or_else(|_| panic!("the last core takes closures"));
+        send.push(cycles() - before);
+        DONE.wait().expect("the closure ran");
+        receive.push(ARRIVED.load(SeqCst) - report_of(far).last_deep_wake);
+    }
+    report("post to a sleeping core: the sender's part (with its wake-up)", send);
+    report("post to a sleeping core: the receiver's part (its wake-up to the closure)", receive);
+    report("a core's way to sleep (its closure's end to its deep sleep)", to_sleep);
+
+    // Counted only in rounds where core 0 slept before the signal came:
+    // where QEMU ran the far core first, the signal found the strand
+    // still running and woke nothing.
+    let (mut signal, mut resumed, mut awake) = (Vec::new(), Vec::new(), 0);
+    // The far core is asleep: the first loop waited for it last.
+    for _ in 0..rounds {
+        let (sleeps, posted) = (report_of(0).deep_sleeps, cycles());
+        pool.post(far, || {
+            let at = cycles();
+            DONE.signal();
+            SIGNALLED.store(cycles() - at, SeqCst);
+        })
+        .unwrap_or_else(|_| panic!("the last core takes closures"));
+        DONE.wait().expect("the closure ran");
+        let back = cycles();
+        assert_eq!(platform::current_core(), Some(0), "the pool's root strand is pinned to core 0");
+        let core_0 = report_of(0);
+        if core_0.deep_sleeps > sleeps && core_0.last_deep_wake > posted {
+            signal.push(SIGNALLED.load(SeqCst));
+            resumed.push(back - core_0.last_deep_wake);
+        } else {
+            awake += 1;
+        }
+        slept = asleep_after(far, slept);
+    }
+    println!("scaling: {awake} of {rounds} rounds left out: core 0 had not slept when the signal came");
+    if !signal.is_empty() {
+        report("a strand's wake from another core: the signal (with its wake-up)", signal);
+        report(
+            "a strand's wake from another core: the woken core's part (its wake-up to the strand running)",
+            resumed,
+        );
+    }
+}
+
+/// Spawning, the caller's part, with every other core asleep.
+fn spawns(rounds: usize) {
+    let (mut strands, mut tasks) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let before = cycles();
+        let child = strand::spawn(|| ()).expect("a strand");
+        strands.push(cycles() - before);
+        child.join().expect("the child ends");
+    }
+    for _ in 0..rounds {
+        let before = cycles();
+        roving::spawn_task(|| DONE.signal()).unwrap_or_else(|_| panic!("a task"));
+        tasks.push(cycles() - before);
+        DONE.wait().expect("the task ran");
+    }
+    report("spawn a strand (the caller's part)", strands);
+    report("spawn a task (the caller's part)", tasks);
+}
+
+fn report(what: &str, mut samples: Vec<u64>) {
+    samples.sort_unstable();
+    let n = samples.len();
+    assert!(n > 0 && samples[0] > 0, "{what}: no samples, or one of 0 cycles");
+    let cores = platform::core_count();
+    println!(
+        "scaling: {cores} cores: {what}: min {}, median {}, max {}",
+        samples[0],
+        samples[n / 2],
+        samples[n - 1]
+    );
+}
+
+fn main() {
+    let rounds = usize::try_from(bootarg_u64("roving.rounds", 200)).expect("a round count");
+    let cores = platform::core_count();
+    let on = if cfg!(target_arch = "x86_64") { "x86_64 PC" } else { "AArch64" };
+    println!(
+        "scaling: {cores} cores, {rounds} rounds each, the cycle counter ({on}; under -icount shift=0: instructions)"
+    );
+    let config = Config::new().mailboxes(mailboxes_asked()).deep_idle_after(Duration::ZERO);
+    let pool = Pool::with_config(config).expect("a pool of every core");
+    pool.run(|| {
+        let pool = Pool::current().expect("in the pool");
+        if cores >= 2 {
+            across_cores(&pool, cores - 1, rounds);
+        }
+        spawns(rounds);
+    })
+    .expect("the pool runs");
+    pass("scaling");
+}
+
+roving_kernel::entry!(main);
