@@ -197,6 +197,7 @@ pub use pool::{
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api {
+    pub use crate::mailbox::fibres_waiting::FibresWaiting;
     pub use crate::mailbox::inbox::Inbox;
     pub use crate::mailbox::list::{AtomicList, Pushed};
     pub use crate::mailbox::mesh::routes::{Reading, Routes};

@@ -16,6 +16,7 @@
 //!
 //! [`Mailboxes`]: crate::pool::Mailboxes
 
+use super::fibres_waiting::FibresWaiting;
 use super::list::{AtomicList, Chain, Pushed};
 use super::mesh::routes::Routes;
 use crate::atomics::CachePadded;
@@ -64,8 +65,9 @@ pub(crate) struct Took {
 pub(crate) enum Inbound {
     /// `2 * slots * (slots + 1)` lists: by lane, then receiver, then
     /// sender; the last sender slot of each receiver is for code outside
-    /// the pool.
-    Direct { slots: usize, lists: Box<[CachePadded<AtomicList>]> },
+    /// the pool. And per receiver, a hint that fibres may wait for it
+    /// ([`FibresWaiting`]).
+    Direct { slots: usize, lists: Box<[CachePadded<AtomicList>]>, fibres_waiting: FibresWaiting },
     /// The mesh for closures, and `2 * slots` direct lists (by lane, then
     /// receiver).
     Mesh { slots: usize, routes: Routes, outside: Box<[CachePadded<AtomicList>]> },
@@ -86,7 +88,11 @@ impl Inbound {
     /// direct (`mesh_links` `None`) or a mesh with at most that many links.
     pub(crate) fn new(slots: usize, members: impl Fn(usize) -> bool, mesh_links: Option<usize>) -> Self {
         match mesh_links {
-            None => Self::Direct { slots, lists: lists(2 * slots * (slots + 1)) },
+            None => Self::Direct {
+                slots,
+                lists: lists(2 * slots * (slots + 1)),
+                fibres_waiting: FibresWaiting::new(slots),
+            },
             Some(links) => {
                 Self::Mesh { slots, routes: Routes::new(slots, members, links), outside: lists(2 * slots) }
             }
@@ -96,7 +102,7 @@ impl Inbound {
     /// The direct list of `lane` from outside the pool to `to`.
     fn outside(&self, lane: usize, to: usize) -> &AtomicList {
         match self {
-            Self::Direct { slots, lists } => &lists[pair(*slots, lane, to, *slots)],
+            Self::Direct { slots, lists, .. } => &lists[pair(*slots, lane, to, *slots)],
             Self::Mesh { slots, outside, .. } => &outside[lane * slots + to],
         }
     }
@@ -124,9 +130,14 @@ impl Inbound {
     /// up unless it comes back.
     pub(crate) unsafe fn send(&self, lane: usize, from: usize, to: usize, task: NonNull<Task>) -> Delivery {
         match self {
-            Self::Direct { slots, lists } => {
+            Self::Direct { slots, lists, fibres_waiting } => {
                 // SAFETY: the task is ours to give.
-                Delivery::of(unsafe { lists[pair(*slots, lane, to, from)].push(task) }, to, task)
+                let delivery =
+                    Delivery::of(unsafe { lists[pair(*slots, lane, to, from)].push(task) }, to, task);
+                if lane == FIBRES {
+                    fibres_waiting.raise(to);
+                }
+                delivery
             }
             // SAFETY: the task is ours to give.
             Self::Mesh { .. } if lane == FIBRES => unsafe { self.send_from_outside(lane, to, task) },
@@ -156,7 +167,13 @@ impl Inbound {
     /// The caller owns `task` and gives it up unless it comes back.
     pub(crate) unsafe fn send_from_outside(&self, lane: usize, to: usize, task: NonNull<Task>) -> Delivery {
         // SAFETY: per the contract.
-        Delivery::of(unsafe { self.outside(lane, to).push(task) }, to, task)
+        let delivery = Delivery::of(unsafe { self.outside(lane, to).push(task) }, to, task);
+        if let Self::Direct { fibres_waiting, .. } = self
+            && lane == FIBRES
+        {
+            fibres_waiting.raise(to);
+        }
+        delivery
     }
 
     /// Takes everything for core `me`: closures into `pinned`, fibres into
@@ -179,7 +196,10 @@ impl Inbound {
         let mut took = Took::default();
         let reading = match self {
             Self::Mesh { routes, .. } => Some(routes.read(me)),
-            Self::Direct { .. } => None,
+            Self::Direct { fibres_waiting, .. } => {
+                fibres_waiting.lower(me);
+                None
+            }
         };
         for [closures, fibres] in self.direct_into(me) {
             // SAFETY: taken chains are ours.
@@ -225,6 +245,11 @@ impl Inbound {
     /// mesh's own lists are never stolen from: a thief would reorder what
     /// passes through.
     pub(crate) fn steal_fibres(&self, victim: usize) -> Chain {
+        if let Self::Direct { fibres_waiting, .. } = self
+            && !fibres_waiting.may_wait(victim)
+        {
+            return None;
+        }
         self.direct_into(victim).find_map(|[_, fibres]| fibres.steal_all())
     }
 
