@@ -130,15 +130,10 @@ impl Inbound {
     /// up unless it comes back.
     pub(crate) unsafe fn send(&self, lane: usize, from: usize, to: usize, task: NonNull<Task>) -> Delivery {
         match self {
-            Self::Direct { slots, lists, fibres_waiting } => {
-                // SAFETY: the task is ours to give.
-                let delivery =
-                    Delivery::of(unsafe { lists[pair(*slots, lane, to, from)].push(task) }, to, task);
-                if lane == FIBRES {
-                    fibres_waiting.raise(to);
-                }
-                delivery
-            }
+            // SAFETY: the task is ours to give.
+            Self::Direct { slots, lists, .. } => unsafe {
+                self.push_direct(&lists[pair(*slots, lane, to, from)], lane, to, task)
+            },
             // SAFETY: the task is ours to give.
             Self::Mesh { .. } if lane == FIBRES => unsafe { self.send_from_outside(lane, to, task) },
             Self::Mesh { routes, .. } => {
@@ -167,7 +162,20 @@ impl Inbound {
     /// The caller owns `task` and gives it up unless it comes back.
     pub(crate) unsafe fn send_from_outside(&self, lane: usize, to: usize, task: NonNull<Task>) -> Delivery {
         // SAFETY: per the contract.
-        let delivery = Delivery::of(unsafe { self.outside(lane, to).push(task) }, to, task);
+        unsafe { self.push_direct(self.outside(lane, to), lane, to, task) }
+    }
+
+    /// Pushes `task` onto `list`, a direct list of `lane` into `to`; with
+    /// direct mailboxes, a woken fibre then raises `to`'s hint (every push
+    /// of a fibre must, after it: `super::fibres_waiting`).
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `task` and gives it up unless it comes back.
+    #[inline]
+    unsafe fn push_direct(&self, list: &AtomicList, lane: usize, to: usize, task: NonNull<Task>) -> Delivery {
+        // SAFETY: per the contract.
+        let delivery = Delivery::of(unsafe { list.push(task) }, to, task);
         if let Self::Direct { fibres_waiting, .. } = self
             && lane == FIBRES
         {
