@@ -38,7 +38,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
+.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -87,9 +87,9 @@ image: check-board setup
 
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
 ## test, no_std builds, the custom-platform check, the from-scratch
-## embedding kernel, the crates' publish dry run, the QEMU suite at 1/2/4/8
+## embedding kernel, the crates' publish dry run, the spreading rounds, the QEMU suite at 1/2/4/8
 ## cores, a traced demo on virt and the PC, and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress no-std custom-platform embed publish-check qemu-test scaling-smoke trace-check idle-check
+test: setup lint setup-check host-test loom miri stress spreading no-std custom-platform embed publish-check qemu-test scaling-smoke trace-check idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -158,6 +158,12 @@ miri:
 ## at the protocols' steps (feature chaos), for $(STRESS_SECS) s
 stress:
 	ROVING_STRESS_SECS=$(STRESS_SECS) cargo test --quiet --release -p roving --features std,chaos $(HOST) --test stress
+
+## spreading: a hundred bursts each of closures, async tasks and strands
+## made on one core reach the idle cores under every kind of mailboxes,
+## with the host oversubscribed (tests/spreading.rs)
+spreading:
+	cargo test --quiet -p roving --features std $(HOST) --test spreading -- --ignored
 
 ## sim: the mesh simulator (not in make test): the real mesh code at 2 to
 ## 1024 simulated cores (hops, batching, memory, nothing lost) and 64 OS

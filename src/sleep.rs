@@ -24,7 +24,8 @@
 //! # Falling asleep ([`SleepState::no_work_found`])
 //!
 //! 0. Search up to [`QUIET_ROUNDS`] times without telling anyone: the core
-//!    still counts as active. Then count it idle, in its group's word.
+//!    still counts as active. Count it idle, in its group's word, as the
+//!    last of those rounds ends, before the pause after it.
 //! 1. Search until `rounds_until_sleepy` rounds have passed, the quiet
 //!    ones included (the caller's search between calls).
 //! 2. Get sleepy: make the JEC even and remember it. Search once more.
@@ -432,6 +433,13 @@ impl SleepState {
         }
         if idle.rounds < self.rounds_until_sleepy {
             idle.rounds += 1;
+            // Counted before the pause that follows its last quiet round,
+            // not after: on a host with more threads than CPUs that pause
+            // may hand the thread's CPU away for a time slice, and a busy
+            // core offers its surplus only to cores counted idle.
+            if !idle.counted && idle.rounds >= self.quiet_rounds {
+                self.count_idle(idle);
+            }
             me.between_rounds(idle.rounds);
             Outcome::Searching
         } else if idle.rounds == self.rounds_until_sleepy {
@@ -649,12 +657,15 @@ mod tests {
         assert_eq!(woken, 0);
         assert!(!sleep.anyone_idle(0));
         let mut idle = sleep.start_looking(20);
-        search(&sleep, &mut idle, 20, QUIET_ROUNDS);
+        search(&sleep, &mut idle, 20, QUIET_ROUNDS - 1);
         assert!(!sleep.anyone_idle(21), "still quiet");
         search(&sleep, &mut idle, 20, 1);
-        assert!(sleep.anyone_idle(21) && sleep.anyone_idle(16), "counted idle in its group");
+        assert!(
+            sleep.anyone_idle(21) && sleep.anyone_idle(16),
+            "counted idle in its group as its last quiet round ends"
+        );
         assert!(!sleep.anyone_idle(0) && !sleep.anyone_idle(31), "not yet seen by other groups");
-        search(&sleep, &mut idle, 20, 10 - QUIET_ROUNDS);
+        search(&sleep, &mut idle, 20, 11 - QUIET_ROUNDS);
         assert!(sleep.anyone_idle(0) && sleep.anyone_idle(31), "sleepy, so seen by every group");
         sleep.work_found(idle);
         // Getting sleepy is one compare-exchange, retried if it fails

@@ -20,7 +20,12 @@ use support::{on_pool, run_pool, with_outside};
 
 #[test]
 fn ten_thousand_tasks_spread_over_the_cores_and_all_finish() {
-    let (sum, cores) = on_pool(4, || async_cases::many_tasks(10_000, 3));
+    // Each poll does 5 µs of work until a second core polls one: 200 ms
+    // on one core, longer than an OS leaves a runnable thread off the CPU
+    // even on an oversubscribed host (without it the burst may end before
+    // the other threads first run; tests/spreading.rs).
+    let steps = support::steps_taking(std::time::Duration::from_micros(5), async_cases::busy);
+    let (sum, cores) = on_pool(4, move || async_cases::many_tasks(10_000, 3, steps));
     assert_eq!(sum, (0..10_000).sum::<u64>());
     assert!(cores > 1, "tasks ran on {cores} core(s) of 4: nothing was stolen");
 }

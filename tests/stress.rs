@@ -52,7 +52,7 @@ use roving::sync::{Semaphore, channel};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -61,47 +61,9 @@ fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|value| value.parse().ok())
 }
 
-/// Busy threads that keep every CPU of the host oversubscribed until dropped.
-struct Hogs {
-    stop: Arc<AtomicBool>,
-    threads: Vec<thread::JoinHandle<()>>,
-}
-
-impl Hogs {
-    fn start() -> Self {
-        let cpus = thread::available_parallelism().map_or(2, |n| n.get()) as u64;
-        let count = env_number("ROVING_STRESS_HOGS").unwrap_or(2 * cpus);
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads = (0..count)
-            .map(|_| {
-                let stop = stop.clone();
-                thread::spawn(move || {
-                    let mut x = 1u64;
-                    while !stop.load(SeqCst) {
-                        for _ in 0..10_000 {
-                            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                        }
-                        std::hint::black_box(x);
-                    }
-                })
-            })
-            .collect();
-        Self { stop, threads }
-    }
-}
-
-impl Drop for Hogs {
-    fn drop(&mut self) {
-        self.stop.store(true, SeqCst);
-        for hog in self.threads.drain(..) {
-            let _ = hog.join();
-        }
-    }
-}
-
 /// The async tasks workload's first half (module docs).
 fn async_tasks() -> u64 {
-    async_cases::many_tasks(2_000, 20).0
+    async_cases::many_tasks(2_000, 20, 0).0
 }
 
 /// Strands and tasks on shared objects; returns a checksum of the counts.
@@ -322,7 +284,7 @@ fn interrupt_wakes(handler: &dyn Fn(support::Outside) -> support::OutsideHandle)
 #[test]
 fn strands_survive_an_oversubscribed_host() {
     let budget = Duration::from_secs(env_number("ROVING_STRESS_SECS").unwrap_or(20));
-    let _hogs = Hogs::start();
+    let _hogs = support::Hogs::start();
     let start = Instant::now();
     let rounds = AtomicU64::new(0);
     while start.elapsed() < budget {

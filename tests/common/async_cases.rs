@@ -18,27 +18,70 @@ fn here() -> usize {
     platform::current_core().expect("a core of the pool")
 }
 
+/// About `spin` short steps of work the optimiser cannot remove.
+pub fn busy(spin: u32) {
+    let mut sum = 0u64;
+    for step in 0..spin {
+        sum = core::hint::black_box(sum.wrapping_add(u64::from(step)));
+    }
+    core::hint::black_box(sum);
+}
+
+/// The cores that ran a part of a burst (one flag per core, 64 at most),
+/// and the work each part does until the burst has reached a second core.
+pub struct Seen {
+    cores: [AtomicBool; 64],
+    count: AtomicUsize,
+    spin: u32,
+}
+
+impl Seen {
+    /// A burst whose parts each do `spin` steps of [`busy`] work until it
+    /// has run on two cores, and none after: `spin` bounds how long the
+    /// burst lasts on one core (how long it gives the others to take a
+    /// part) without making it that long when they do.
+    pub fn new(spin: u32) -> Arc<Self> {
+        Arc::new(Self { cores: [const { AtomicBool::new(false) }; 64], count: AtomicUsize::new(0), spin })
+    }
+
+    /// Marks the calling core, then does the part's work.
+    pub fn part(&self) {
+        if !self.cores[here() % 64].swap(true, SeqCst) {
+            self.count.fetch_add(1, SeqCst);
+        }
+        if self.count.load(SeqCst) < 2 {
+            busy(self.spin);
+        }
+    }
+
+    /// How many cores ran a part.
+    pub fn count(&self) -> usize {
+        self.count.load(SeqCst)
+    }
+}
+
 /// `tasks` tasks, each yielding `yields` times, spawned from this strand
-/// and joined from it. Returns the sum of what they return (`i` each) and
-/// how many distinct cores polled them.
-pub fn many_tasks(tasks: u64, yields: usize) -> (u64, usize) {
-    let seen = Arc::new([const { AtomicBool::new(false) }; 64]);
+/// and joined from it, each poll a part of a burst of [`Seen`] with `spin`.
+/// Returns the sum of what they return (`i` each) and how many distinct
+/// cores polled them.
+pub fn many_tasks(tasks: u64, yields: usize, spin: u32) -> (u64, usize) {
+    let seen = Seen::new(spin);
     let handles: Vec<_> = (0..tasks)
         .map(|i| {
             let seen = seen.clone();
             executor::spawn_async(async move {
                 for _ in 0..yields {
-                    seen[here() % 64].store(true, SeqCst);
+                    seen.part();
                     executor::yield_now().await;
                 }
-                seen[here() % 64].store(true, SeqCst);
+                seen.part();
                 i
             })
             .expect("a running pool takes tasks")
         })
         .collect();
     let sum = handles.into_iter().map(|h| h.join().expect("the task returns")).sum();
-    (sum, seen.iter().filter(|core| core.load(SeqCst)).count())
+    (sum, seen.count())
 }
 
 /// A future that, on its first poll, wakes itself `wakes` times and

@@ -48,12 +48,22 @@ pub fn run_pool<R: Send>(
     cores: usize,
     main: impl FnOnce(&roving::Pool) -> R + Send,
 ) -> Result<R, roving::RunError> {
+    run_pool_with(cores, roving::Config::new(), main)
+}
+
+/// [`run_pool`] for a pool made with `config`.
+#[cfg(feature = "std")]
+pub fn run_pool_with<R: Send>(
+    cores: usize,
+    config: roving::Config,
+    main: impl FnOnce(&roving::Pool) -> R + Send,
+) -> Result<R, roving::RunError> {
     let _turn = FIBRES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     with_watchdog(Duration::from_secs(120), "a pool test", || {
         roving::platform::host::Machine::new(cores)
             .unwrap()
             .run(|| {
-                let pool = roving::Pool::new().unwrap();
+                let pool = roving::Pool::with_config(config).unwrap();
                 pool.run(|| main(&pool))
             })
             .unwrap()
@@ -137,4 +147,60 @@ pub fn with_outside<R: Send>(
                 .unwrap()
         })
     })
+}
+
+/// Busy threads that keep every CPU of the host oversubscribed until dropped.
+pub struct Hogs {
+    stop: Arc<AtomicBool>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Hogs {
+    /// Starts `ROVING_STRESS_HOGS` hogs, twice the host's CPUs by default.
+    pub fn start() -> Self {
+        let cpus = thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+        let count = std::env::var("ROVING_STRESS_HOGS").ok().and_then(|n| n.parse().ok()).unwrap_or(2 * cpus);
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|_| {
+                let stop = stop.clone();
+                thread::spawn(move || {
+                    let mut x = 1u64;
+                    while !stop.load(SeqCst) {
+                        for _ in 0..10_000 {
+                            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        }
+                        std::hint::black_box(x);
+                    }
+                })
+            })
+            .collect();
+        Self { stop, threads }
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        self.stop.store(true, SeqCst);
+        for hog in self.threads.drain(..) {
+            let _ = hog.join();
+        }
+    }
+}
+
+/// How many steps of `work` (one call doing `steps` steps) take about
+/// `time` on this host: the fastest of a few timings, so a slice lost to
+/// the OS does not inflate it.
+pub fn steps_taking(time: Duration, work: fn(u32)) -> u32 {
+    const PROBE: u32 = 100_000;
+    let fastest = (0..5)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            work(PROBE);
+            start.elapsed()
+        })
+        .min()
+        .expect("five timings");
+    let per_step = fastest.as_nanos().max(1) as f64 / f64::from(PROBE);
+    ((time.as_nanos() as f64 / per_step) as u32).max(1)
 }

@@ -31,7 +31,7 @@ fn main() {
     let pool = Pool::new().expect("a pool of every core");
     pool.run(|| {
         let started = Instant::now();
-        let (sum, polled_on) = async_cases::many_tasks(10_000, 3);
+        let (sum, polled_on) = async_cases::many_tasks(10_000, 3, 0);
         let took = started.elapsed();
         assert_eq!(sum, (0..10_000u64).sum::<u64>(), "tasks checksum");
         assert!(cores == 1 || polled_on > 1, "10,000 tasks were all polled on one core of {cores}");
