@@ -26,6 +26,10 @@ APPS := $(basename $(notdir $(wildcard examples/src/bin/*.rs)))
 # How cargo builds for a board comes from boards/boards.list.
 board_flags = --target $(shell tools/boards get $(BOARD) target) $(shell tools/boards get $(BOARD) flags)
 HOST := --target host-tuple
+# Past a default build's 64 cores, make run builds the program for 512, in
+# a target directory of its own (as tests/qemu/many-cores does), so the
+# default build is not rebuilt each time.
+many_cores_env = $(if $(shell test "$(CORES)" -gt 64 2>/dev/null && echo y),CARGO_TARGET_DIR=target/many-cores ROVING_MAX_CORES=512)
 LOOM_PREEMPTIONS ?= 3
 # Miri needs nightly; pinned so a fresh machine checks with what CI used.
 MIRI_TOOLCHAIN := nightly-2026-10-30
@@ -38,13 +42,13 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
+.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
 run: check-board check-cores check-app check-log setup
 	@[[ $(LOG) != defmt ]] || tools/setup --defmt
-	DEFMT_LOG=trace ROVING_LOG=$(LOG) ROVING_CORES=$(CORES) cargo run --quiet $(board_flags) $(log_flags_$(LOG)) --bin $(APP)
+	DEFMT_LOG=trace ROVING_LOG=$(LOG) ROVING_CORES=$(CORES) $(many_cores_env) cargo run --quiet $(board_flags) $(log_flags_$(LOG)) --bin $(APP)
 
 ## trace: boot $(APP) (the demo by default) like make run, with every pool
 ## traced (TRACE_EVENTS per core, the newest kept); its console log,
@@ -86,10 +90,11 @@ image: check-board setup
 	tools/image $(BOARD)
 
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
-## test, no_std builds, the custom-platform check, the from-scratch
-## embedding kernel, the crates' publish dry run, the spreading rounds, the QEMU suite at 1/2/4/8
-## cores, a traced demo on virt and the PC, and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress spreading no-std custom-platform embed publish-check qemu-test scaling-smoke trace-check idle-check
+## test and spreading rounds, no_std builds, the custom-platform check,
+## the from-scratch embedding kernel, the crates' publish dry run, the QEMU
+## suite at 1/2/4/8 cores, the scaling smoke, the demo at 64 cores, a
+## traced demo on virt and the PC, and the idle-CPU check
+test: setup lint setup-check host-test loom miri stress spreading no-std custom-platform embed publish-check qemu-test scaling-smoke demo-check trace-check idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -186,6 +191,12 @@ soak: setup
 ## on QEMU virt and the PC (not in make test: about N minutes)
 many-cores: setup
 	tests/qemu/many-cores
+	tests/qemu/demo-check 256 512
+
+## demo-check: make run at 64 cores on virt and the PC finishes in time
+## and says what it does (tests/qemu/demo-check)
+demo-check: setup
+	tests/qemu/demo-check 64
 
 ## tsan: every host test under ThreadSanitizer (nightly, std rebuilt with
 ## it), the stress test for $(STRESS_SECS) s. With --cfg roving_tsan every

@@ -1,8 +1,13 @@
 //! The demo `make run` boots: every core comes online and reports in, the
 //! boot core wakes each of the others from deep sleep a number of times and
 //! times the round trip; then a pool of every core passes tasks around a
-//! ring of cores through their mailboxes until it is quiescent. The run
-//! ends with one summary line per core for each part.
+//! ring of cores through their mailboxes until it is quiescent. Each part
+//! says what it does as it starts and ends with a summary line per core.
+//!
+//! The work is scaled to the cores there are, so that the demo takes about
+//! as long at 256 cores as at 4 (under QEMU, where every guest core shares
+//! the host's few CPUs): fewer round trips per core, and shorter journeys
+//! for the tokens, as cores are added.
 #![no_std]
 #![no_main]
 
@@ -14,8 +19,15 @@ use roving::time::Instant;
 use roving_examples as _;
 use roving_kernel::{MAX_CORES, boot_info, cores, println};
 
-/// Round trips per core: core 0 rings, the core answers, core 0 wakes.
-const PINGS: u64 = 50;
+/// Round trips in all, shared among the cores: core 0 rings, the core
+/// answers, core 0 wakes.
+const PINGS: u64 = 200;
+
+/// Round trips per core on a machine of `count` cores: 50 at 4 cores, at
+/// least 3.
+fn pings_per_core(count: usize) -> u64 {
+    (PINGS / count as u64).clamp(3, 50)
+}
 
 /// Per core: the last ping core 0 sent, and the last one it answered.
 static PING: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
@@ -24,20 +36,22 @@ static ROUND_TRIP_TICKS: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; 
 
 fn main() {
     let count = platform::core_count();
+    let pings = pings_per_core(count);
     println!("demo: core 0 is up; starting cores 1..{count}");
     for core in 1..count {
         platform::start_core(core, report_in_and_answer, core).expect("start a core");
     }
+    println!("demo: part 1: core 0 wakes each core from deep sleep {pings} times and times the round trip");
     // Core 0 waits for each core to report in, then pings it.
     for core in 1..count {
         wait_until(|| PONG[core].load(SeqCst) >= 1, format_args!("core {core} to report in"));
         let start = Instant::now();
-        for ping in 2..=PINGS + 1 {
+        for ping in 2..=pings + 1 {
             PING[core].store(ping, SeqCst);
             platform::wake(core).expect("core index in range");
             wait_until(|| PONG[core].load(SeqCst) == ping, format_args!("core {core} to answer ping {ping}"));
         }
-        ROUND_TRIP_TICKS[core].store((Instant::now().ticks() - start.ticks()) / PINGS, SeqCst);
+        ROUND_TRIP_TICKS[core].store((Instant::now().ticks() - start.ticks()) / pings, SeqCst);
     }
     // Let the others finish their entries and park.
     for (core, ping) in PING.iter().enumerate().take(count).skip(1) {
@@ -48,15 +62,21 @@ fn main() {
         || (1..count).all(|core| PONG[core].load(SeqCst) == u64::MAX),
         format_args!("cores to finish"),
     );
-    summary(count);
+    summary(count, pings);
     pool_ring(count);
 }
 
-/// Laps of the token ring each core starts.
-const LAPS: u64 = 1000;
+/// Hops of all the tokens together, each hop a task.
+const HOPS: u64 = 16_000;
 
-/// A pool of every core: each core starts a token that travels `LAPS`
-/// times around the ring of cores, one task per hop.
+/// Hops of each token on a machine of `count` cores: 4,000 (1,000 laps) at
+/// 4 cores, at least 16.
+fn hops_per_token(count: usize) -> u64 {
+    (HOPS / count as u64).max(16)
+}
+
+/// A pool of every core: each core starts a token that travels around the
+/// ring of cores, one task per hop.
 fn pool_ring(count: usize) {
     fn pass_on(core: usize, hops_left: u64) {
         if hops_left > 0 {
@@ -64,11 +84,16 @@ fn pool_ring(count: usize) {
             roving::post(next, move || pass_on(next, hops_left - 1)).expect("the pool is running");
         }
     }
+    let hops = hops_per_token(count);
+    println!(
+        "demo: part 2: a pool of {count} cores; each core starts a token that travels {hops} hops around the ring \
+         of cores, each hop a task posted to the next core's mailbox"
+    );
     let pool = Pool::new().expect("a pool of every core");
     let started = Instant::now();
     pool.run(|| {
         for core in 0..count {
-            roving::post(core, move || pass_on(core, LAPS * count as u64)).expect("the pool is running");
+            roving::post(core, move || pass_on(core, hops)).expect("the pool is running");
         }
     })
     .expect("the pool runs");
@@ -118,10 +143,10 @@ fn wait_until(done: impl Fn() -> bool, what: core::fmt::Arguments<'_>) {
     }
 }
 
-fn summary(count: usize) {
+fn summary(count: usize, pings: u64) {
     let hz = platform::tick_hz();
     let boot = cores::report(0).and_then(|r| r.online_at).unwrap_or(0);
-    println!("demo: summary ({count} cores, {PINGS} deep-sleep round trips each)");
+    println!("demo: summary ({count} cores, {pings} deep-sleep round trips each)");
     for (core, round_trip) in ROUND_TRIP_TICKS.iter().enumerate().take(count) {
         let report = cores::report(core).expect("core index in range");
         let online_us = report.online_at.map_or(0, |t| (t - boot) * 1_000_000 / hz);
