@@ -197,13 +197,13 @@ pub use pool::{
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api {
-    pub use crate::mailbox::fibres_waiting::FibresWaiting;
     pub use crate::mailbox::inbox::Inbox;
     pub use crate::mailbox::list::{AtomicList, Pushed};
     pub use crate::mailbox::mesh::routes::{Reading, Routes};
     pub use crate::mailbox::mesh::{Mesh, Sent, Topology};
     pub use crate::protocol::actor_schedule::{ActorPushed, Closing, Finished, Link, Schedule, reverse};
     pub use crate::protocol::async_state::{AfterPending, AsyncState, Start as TaskStart, Wake as TaskWake};
+    pub use crate::protocol::core_hints::CoreHints;
     pub use crate::protocol::join_frame::{DONE as JOB_DONE, WakeOwner};
     pub use crate::protocol::lifo_slot::LifoSlot;
     pub use crate::protocol::loop_handoff::{Deferred, Drained, Handoff};

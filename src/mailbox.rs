@@ -45,11 +45,10 @@
 //!
 //! Every lock-free protocol here states its spec and proof sketch beside
 //! its code and has a loom model: `tests/loom_mailbox.rs`, `loom_inbox`,
-//! `loom_mesh`, `loom_routes`, `loom_doorbell` and `loom_fibres_waiting`
+//! `loom_mesh`, `loom_routes`, `loom_doorbell` and `loom_core_hints`
 //! (the hint that lets a thief pass over a core with no woken fibres).
 
 pub mod doorbell;
-pub(crate) mod fibres_waiting;
 #[cfg(not(loom))]
 pub(crate) mod inbound;
 pub mod inbox;

@@ -16,10 +16,10 @@
 //!
 //! [`Mailboxes`]: crate::pool::Mailboxes
 
-use super::fibres_waiting::FibresWaiting;
 use super::list::{AtomicList, Chain, Pushed};
 use super::mesh::routes::Routes;
 use crate::atomics::CachePadded;
+use crate::protocol::core_hints::{CoreHints, Raised};
 use crate::task::Task;
 use crate::task::queue::TaskQueue;
 use alloc::boxed::Box;
@@ -62,12 +62,20 @@ pub(crate) struct Took {
     pub(crate) busy: bool,
 }
 
-pub(crate) enum Inbound {
+/// A pool's mailboxes, and per receiver a hint that woken fibres may wait
+/// in its direct lists (`crate::protocol::core_hints`): a sender raises it
+/// after pushing a fibre, the receiver lowers it before taking its lists,
+/// and a thief passes over a receiver whose hint is low.
+pub(crate) struct Inbound {
+    kind: Kind,
+    fibres_waiting: CoreHints,
+}
+
+enum Kind {
     /// `2 * slots * (slots + 1)` lists: by lane, then receiver, then
     /// sender; the last sender slot of each receiver is for code outside
-    /// the pool. And per receiver, a hint that fibres may wait for it
-    /// ([`FibresWaiting`]).
-    Direct { slots: usize, lists: Box<[CachePadded<AtomicList>]>, fibres_waiting: FibresWaiting },
+    /// the pool.
+    Direct { slots: usize, lists: Box<[CachePadded<AtomicList>]> },
     /// The mesh for closures, and `2 * slots` direct lists (by lane, then
     /// receiver).
     Mesh { slots: usize, routes: Routes, outside: Box<[CachePadded<AtomicList>]> },
@@ -87,37 +95,34 @@ impl Inbound {
     /// Mailboxes for `slots` cores of which `members` are the pool's:
     /// direct (`mesh_links` `None`) or a mesh with at most that many links.
     pub(crate) fn new(slots: usize, members: impl Fn(usize) -> bool, mesh_links: Option<usize>) -> Self {
-        match mesh_links {
-            None => Self::Direct {
-                slots,
-                lists: lists(2 * slots * (slots + 1)),
-                fibres_waiting: FibresWaiting::new(slots),
-            },
+        let kind = match mesh_links {
+            None => Kind::Direct { slots, lists: lists(2 * slots * (slots + 1)) },
             Some(links) => {
-                Self::Mesh { slots, routes: Routes::new(slots, members, links), outside: lists(2 * slots) }
+                Kind::Mesh { slots, routes: Routes::new(slots, members, links), outside: lists(2 * slots) }
             }
-        }
+        };
+        Self { kind, fibres_waiting: CoreHints::new(slots) }
     }
 
     /// The direct list of `lane` from outside the pool to `to`.
     fn outside(&self, lane: usize, to: usize) -> &AtomicList {
-        match self {
-            Self::Direct { slots, lists, .. } => &lists[pair(*slots, lane, to, *slots)],
-            Self::Mesh { slots, outside, .. } => &outside[lane * slots + to],
+        match &self.kind {
+            Kind::Direct { slots, lists, .. } => &lists[pair(*slots, lane, to, *slots)],
+            Kind::Mesh { slots, outside, .. } => &outside[lane * slots + to],
         }
     }
 
     /// Every direct list into `to`, both lanes, the outside ones first.
     fn direct_into(&self, to: usize) -> impl Iterator<Item = [&AtomicList; 2]> {
-        let (slots, senders) = match self {
-            Self::Direct { slots, .. } => (*slots, *slots),
-            Self::Mesh { slots, .. } => (*slots, 0),
+        let (slots, senders) = match &self.kind {
+            Kind::Direct { slots, .. } => (*slots, *slots),
+            Kind::Mesh { slots, .. } => (*slots, 0),
         };
-        let from = move |from: usize| match self {
-            Self::Direct { lists, .. } => {
+        let from = move |from: usize| match &self.kind {
+            Kind::Direct { lists, .. } => {
                 [CLOSURES, FIBRES].map(|lane| &lists[pair(slots, lane, to, from)].0)
             }
-            Self::Mesh { .. } => unreachable!("the mesh has no sender lists"),
+            Kind::Mesh { .. } => unreachable!("the mesh has no sender lists"),
         };
         core::iter::once([self.outside(CLOSURES, to), self.outside(FIBRES, to)]).chain((0..senders).map(from))
     }
@@ -129,14 +134,14 @@ impl Inbound {
     /// The caller runs as core `from` of the pool, owns `task` and gives it
     /// up unless it comes back.
     pub(crate) unsafe fn send(&self, lane: usize, from: usize, to: usize, task: NonNull<Task>) -> Delivery {
-        match self {
+        match &self.kind {
             // SAFETY: the task is ours to give.
-            Self::Direct { slots, lists, .. } => unsafe {
+            Kind::Direct { slots, lists, .. } => unsafe {
                 self.push_direct(&lists[pair(*slots, lane, to, from)], lane, to, task)
             },
             // SAFETY: the task is ours to give.
-            Self::Mesh { .. } if lane == FIBRES => unsafe { self.send_from_outside(lane, to, task) },
-            Self::Mesh { routes, .. } => {
+            Kind::Mesh { .. } if lane == FIBRES => unsafe { self.send_from_outside(lane, to, task) },
+            Kind::Mesh { routes, .. } => {
                 let reading = routes.read(from);
                 if reading.is_ranked(from) && reading.is_ranked(to) {
                     // SAFETY: we are core `from` (contract).
@@ -167,7 +172,7 @@ impl Inbound {
 
     /// Pushes `task` onto `list`, a direct list of `lane` into `to`; with
     /// direct mailboxes, a woken fibre then raises `to`'s hint (every push
-    /// of a fibre must, after it: `super::fibres_waiting`).
+    /// of a fibre must, after it: `crate::protocol::core_hints`).
     ///
     /// # Safety
     ///
@@ -176,10 +181,8 @@ impl Inbound {
     unsafe fn push_direct(&self, list: &AtomicList, lane: usize, to: usize, task: NonNull<Task>) -> Delivery {
         // SAFETY: per the contract.
         let delivery = Delivery::of(unsafe { list.push(task) }, to, task);
-        if let Self::Direct { fibres_waiting, .. } = self
-            && lane == FIBRES
-        {
-            fibres_waiting.raise(to);
+        if lane == FIBRES {
+            self.fibres_waiting.raise(to);
         }
         delivery
     }
@@ -202,12 +205,10 @@ impl Inbound {
     ) -> Took {
         let take = |list: &AtomicList| if arm { list.take_all_and_arm() } else { list.take_all() };
         let mut took = Took::default();
-        let reading = match self {
-            Self::Mesh { routes, .. } => Some(routes.read(me)),
-            Self::Direct { fibres_waiting, .. } => {
-                fibres_waiting.lower(me);
-                None
-            }
+        self.fibres_waiting.lower(me);
+        let reading = match &self.kind {
+            Kind::Mesh { routes, .. } => Some(routes.read(me)),
+            Kind::Direct { .. } => None,
         };
         for [closures, fibres] in self.direct_into(me) {
             // SAFETY: taken chains are ours.
@@ -227,18 +228,18 @@ impl Inbound {
     /// Whether anything waits for core `me`.
     pub(crate) fn has_work(&self, me: usize) -> bool {
         let direct = || self.direct_into(me).any(|lists| lists.iter().any(|list| list.has_tasks()));
-        match self {
-            Self::Direct { .. } => direct(),
-            Self::Mesh { routes, .. } => direct() || routes.read(me).has_work(me),
+        match &self.kind {
+            Kind::Direct { .. } => direct(),
+            Kind::Mesh { routes, .. } => direct() || routes.read(me).has_work(me),
         }
     }
 
     /// Whether every list is empty; `me` is the caller's core, or any
     /// core index if it has none.
     pub(crate) fn is_empty(&self, me: usize) -> bool {
-        match self {
-            Self::Direct { lists, .. } => lists.iter().all(|list| !list.has_tasks()),
-            Self::Mesh { routes, outside, .. } => {
+        match &self.kind {
+            Kind::Direct { lists, .. } => lists.iter().all(|list| !list.has_tasks()),
+            Kind::Mesh { routes, outside, .. } => {
                 // One read section: a rebuild moves tasks from the mesh to
                 // the direct lists, and must not hide them between the two
                 // looks.
@@ -248,14 +249,18 @@ impl Inbound {
         }
     }
 
+    /// The cores for which woken fibres may wait, from `start` on: the
+    /// victims worth a thief's look.
+    pub(crate) fn fibres_may_wait_from(&self, start: usize) -> Raised<'_> {
+        self.fibres_waiting.raised_from(start)
+    }
+
     /// Takes a chain of woken fibres waiting for core `victim`, unless it
     /// is asleep (its lists armed) or gone: what a thief may take. The
     /// mesh's own lists are never stolen from: a thief would reorder what
     /// passes through.
     pub(crate) fn steal_fibres(&self, victim: usize) -> Chain {
-        if let Self::Direct { fibres_waiting, .. } = self
-            && !fibres_waiting.may_wait(victim)
-        {
+        if !self.fibres_waiting.is_raised(victim) {
             return None;
         }
         self.direct_into(victim).find_map(|[_, fibres]| fibres.steal_all())
@@ -284,7 +289,7 @@ impl Inbound {
     /// The caller is in no read section, no other rebuild runs, and the
     /// caller cannot be preempted meanwhile.
     pub(crate) unsafe fn rebuild(&self, ranked: impl Fn(usize) -> bool, mut wake: impl FnMut(usize)) {
-        let Self::Mesh { routes, .. } = self else { return };
+        let Kind::Mesh { routes, .. } = &self.kind else { return };
         let relay = |to: usize, tasks: &mut TaskQueue| {
             while let Some(task) = tasks.pop_front() {
                 // SAFETY: the relay hands us the task.
@@ -307,15 +312,15 @@ impl Inbound {
     ///
     /// Nothing sends or drains meanwhile (no core runs the pool).
     pub(crate) unsafe fn take_everything(&self, into: &mut TaskQueue) {
-        let direct = match self {
-            Self::Direct { lists, .. } => lists,
-            Self::Mesh { outside, .. } => outside,
+        let direct = match &self.kind {
+            Kind::Direct { lists, .. } => lists,
+            Kind::Mesh { outside, .. } => outside,
         };
         for list in direct.iter() {
             // SAFETY: a taken chain is ours.
             unsafe { into.append_reversed(list.take_all()) };
         }
-        if let Self::Mesh { routes, .. } = self {
+        if let Kind::Mesh { routes, .. } = &self.kind {
             // SAFETY: per the contract; what is handed over is ours.
             unsafe { routes.read(0).empty_into(|_, tasks| into.append(tasks)) };
         }

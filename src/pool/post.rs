@@ -197,6 +197,7 @@ impl Shared {
         if self.config.offer_spawns && self.sleep.anyone_idle(me) {
             // SAFETY: the task is ours to give; steal lists have no sentinel.
             let _ = unsafe { self.cores[me].steal.push(task) };
+            self.stealable.raise(me);
             stats::add(&self.cores[me].stats.offered, 1);
             self.announce_for(me, 1);
             return;

@@ -55,6 +55,7 @@ use crate::atomics::{AtomicU32, AtomicUsize, CachePadded};
 use crate::mailbox::inbound::Inbound;
 use crate::mailbox::list::AtomicList;
 use crate::platform;
+use crate::protocol::core_hints::CoreHints;
 use crate::sleep::SleepState;
 use crate::spin_lock::SpinLock;
 use crate::timers::Timers;
@@ -94,6 +95,11 @@ pub(crate) struct Shared {
     // Work and its lists (`post.rs`, `fibres.rs`, `worker.rs`).
     /// Tasks any core may run, from outside the pool.
     pub(super) injector: CachePadded<AtomicList>,
+    /// Per core, a hint that its steal list may hold tasks
+    /// (`crate::protocol::core_hints`): raised after each offer, lowered
+    /// before each take, so a thief reads a word per 64 cores, not every
+    /// core's list.
+    pub(super) stealable: CoreHints,
     /// The cores' mailboxes: direct pairs or the forwarding mesh
     /// (`crate::mailbox::inbound`).
     pub(super) inbound: Inbound,
@@ -232,6 +238,7 @@ impl Shared {
             returns: (0..slots).map(|_| CachePadded(AtomicList::new())).collect(),
             loop_joins: (0..slots).map(|_| CachePadded(LoopJoins::new())).collect(),
             injector: CachePadded(AtomicList::new()),
+            stealable: CoreHints::new(slots),
             inbound: Inbound::new(slots, &members, mesh_links(config, slots)),
             preempted: Preempted::new(),
             join_helpers: CachePadded(AtomicUsize::new(0)),

@@ -138,6 +138,7 @@ fn leave(shared: &Shared, me: usize) {
     }
     // SAFETY: as above.
     let local = unsafe { shared.local(me) };
+    shared.stealable.lower(me);
     // SAFETY: a taken chain is ours.
     unsafe { local.queue.append_reversed(shared.cores[me].steal.take_all()) };
     let rest =
@@ -197,6 +198,9 @@ pub(super) fn offer_surplus(shared: &Shared, me: usize) {
     let Some((newest, oldest, count)) = local.queue.split_front_half() else { return };
     // SAFETY: the chain is ours; steal lists have no sentinel.
     let _ = unsafe { shared.cores[me].steal.push_chain(newest, oldest) };
+    // Raised before the announcement: a core that falls asleep after
+    // missing the hint is woken by it (`crate::sleep`).
+    shared.stealable.raise(me);
     let stats = &shared.cores[me].stats;
     stats::add(&stats.offered, count as u64);
     shared.announce_for(me, count);
@@ -231,6 +235,7 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     {
         return Some(task);
     }
+    shared.stealable.lower(me);
     // SAFETY: a taken chain is ours.
     if unsafe { local.queue.append_reversed(shared.cores[me].steal.take_all()) } > 0 {
         return local.queue.pop_front();
@@ -276,12 +281,12 @@ fn drain_inbound(shared: &Shared, me: usize, local: &mut super::per_core::Local,
 }
 
 fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
-    let cores = shared.slots;
-    for offset in 0..cores {
-        let victim = (start + offset) % cores;
-        if victim == me || !shared.cores[victim].steal.has_tasks() {
+    let start = start % shared.slots;
+    for victim in shared.stealable.raised_from(start) {
+        if victim == me {
             continue;
         }
+        shared.stealable.lower(victim);
         // SAFETY: we are core `me`, between tasks.
         let local = unsafe { shared.local(me) };
         // SAFETY: a taken chain is ours.
@@ -321,8 +326,7 @@ fn count_stolen(shared: &Shared, me: usize, from: Option<usize>, tasks: usize) {
 /// a long task while this one idles (a strand whose sleep ended would wait
 /// for it). Never takes from an armed (sleeping) or closed mailbox.
 fn steal_woken_fibres(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
-    let cores = shared.slots;
-    for victim in (0..cores).map(|offset| (start + offset) % cores).filter(|&victim| victim != me) {
+    for victim in shared.inbound.fibres_may_wait_from(start % shared.slots).filter(|&victim| victim != me) {
         let Some(chain) = shared.inbound.steal_fibres(victim) else { continue };
         // SAFETY: we are core `me`, between tasks.
         let local = unsafe { shared.local(me) };

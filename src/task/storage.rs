@@ -7,6 +7,11 @@
 //! compare-exchange per [`RETURN_BATCH`] blocks onto the home core's
 //! *returned* list (an [`AtomicList`] used without its sentinel); the home
 //! core takes that whole list with one swap when its free list runs dry.
+//! A core keeps [`OUTGOING`] batches, each for the home cores of one
+//! residue modulo [`OUTGOING`]: a block for another home of the same
+//! residue first sends the batch there back, partial. So a cache's size,
+//! and the pass over its batches before it sleeps, do not grow with the
+//! pool's cores, and up to [`OUTGOING`] cores never send a partial batch.
 //! Only when both are empty does a core carve a new chunk from the global
 //! allocator, which may take a lock; that is the cold path, and a steady
 //! stream between two cores reaches a fixed working set and stops
@@ -23,7 +28,6 @@ use super::Task;
 use crate::atomics::CachePadded;
 use crate::mailbox::list::AtomicList;
 use alloc::alloc::{Layout, alloc, dealloc};
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
@@ -44,11 +48,21 @@ pub const KEPT_CHUNKS: usize = 4;
 /// Blocks a core gathers for another home core before returning them.
 pub const RETURN_BATCH: usize = 32;
 
+/// Batches a cache keeps for other home cores (module docs).
+pub const OUTGOING: usize = 16;
+
 /// A private chain of blocks bound for one home core.
+#[derive(Clone, Copy)]
 struct Batch {
     newest: *mut Task,
     oldest: *mut Task,
     len: usize,
+    /// The core they go back to, while `len > 0`.
+    home: usize,
+}
+
+impl Batch {
+    const EMPTY: Self = Self { newest: ptr::null_mut(), oldest: ptr::null_mut(), len: 0, home: 0 };
 }
 
 /// Where other cores return each core's blocks; shared by the pool.
@@ -59,7 +73,7 @@ pub struct BlockCache {
     core: usize,
     free: *mut Task,
     returns: NonNull<ReturnLists>,
-    outgoing: Box<[Batch]>,
+    outgoing: [Batch; OUTGOING],
     chunks: Vec<NonNull<Block>>,
 }
 
@@ -75,10 +89,13 @@ impl BlockCache {
     ///
     /// `returns` outlives the cache and has one list per core of the pool.
     pub unsafe fn new(core: usize, returns: &ReturnLists) -> Self {
-        let outgoing = (0..returns.len())
-            .map(|_| Batch { newest: ptr::null_mut(), oldest: ptr::null_mut(), len: 0 })
-            .collect();
-        Self { core, free: ptr::null_mut(), returns: NonNull::from(returns), outgoing, chunks: Vec::new() }
+        Self {
+            core,
+            free: ptr::null_mut(),
+            returns: NonNull::from(returns),
+            outgoing: [Batch::EMPTY; OUTGOING],
+            chunks: Vec::new(),
+        }
     }
 
     /// The core this cache belongs to: the home of the blocks it allocates.
@@ -142,7 +159,12 @@ impl BlockCache {
             self.free = block.as_ptr();
             return;
         }
-        let batch = &mut self.outgoing[home];
+        let slot = home % OUTGOING;
+        if self.outgoing[slot].len > 0 && self.outgoing[slot].home != home {
+            self.send_back(slot);
+        }
+        let batch = &mut self.outgoing[slot];
+        batch.home = home;
         // SAFETY: the block is free and now owned by this cache.
         unsafe { Task::set_next(block, batch.newest) };
         if batch.newest.is_null() {
@@ -151,15 +173,15 @@ impl BlockCache {
         batch.newest = block.as_ptr();
         batch.len += 1;
         if batch.len >= RETURN_BATCH {
-            self.send_back(home);
+            self.send_back(slot);
         }
     }
 
     /// Returns every partial batch to its home core (before sleeping).
     pub fn flush(&mut self) {
-        for home in 0..self.outgoing.len() {
-            if self.outgoing[home].len > 0 {
-                self.send_back(home);
+        for slot in 0..OUTGOING {
+            if self.outgoing[slot].len > 0 {
+                self.send_back(slot);
             }
         }
     }
@@ -244,10 +266,11 @@ impl BlockCache {
         });
     }
 
-    fn send_back(&mut self, home: usize) {
-        let batch = &mut self.outgoing[home];
-        let (newest, oldest) = (batch.newest, batch.oldest);
-        *batch = Batch { newest: ptr::null_mut(), oldest: ptr::null_mut(), len: 0 };
+    /// Sends the batch in `slot` back to its home core.
+    fn send_back(&mut self, slot: usize) {
+        let batch = &mut self.outgoing[slot];
+        let (newest, oldest, home) = (batch.newest, batch.oldest, batch.home);
+        *batch = Batch::EMPTY;
         if let (Some(newest), Some(oldest)) = (NonNull::new(newest), NonNull::new(oldest)) {
             // SAFETY: the chain is linked newest to oldest and owned here.
             // Return lists carry no sentinel, so the result is always Queued.
@@ -264,5 +287,43 @@ impl Drop for BlockCache {
             // its caches only when no task is left, so no block is in use.
             unsafe { dealloc(chunk.as_ptr().cast(), layout) };
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::task::queue::TaskQueue;
+
+    /// How many blocks wait on `list`; takes them (the test frees none).
+    fn returned(list: &AtomicList) -> usize {
+        let mut queue = TaskQueue::new();
+        // SAFETY: a taken chain is ours.
+        unsafe { queue.append_reversed(list.take_all()) }
+    }
+
+    #[test]
+    fn a_block_for_another_home_of_the_same_slot_sends_the_batch_back_first() {
+        const CORES: usize = 2 * OUTGOING + 2;
+        let returns: Box<ReturnLists> = (0..CORES).map(|_| CachePadded(AtomicList::new())).collect();
+        // SAFETY: `returns` outlives every cache of this test.
+        let mut caches: Vec<BlockCache> =
+            (0..CORES).map(|core| unsafe { BlockCache::new(core, &returns) }).collect();
+        let (near, far) = (1, 1 + OUTGOING);
+        let block_of = |caches: &mut Vec<BlockCache>, home: usize| caches[home].alloc().expect("memory");
+        let blocks: Vec<_> =
+            [near, near, far].iter().map(|&home| (block_of(&mut caches, home), home)).collect();
+        let releaser = &mut caches[0];
+        for &(block, home) in &blocks[..2] {
+            // SAFETY: allocated by `home`'s cache and not used again.
+            unsafe { releaser.release(block, home) };
+        }
+        assert_eq!(returned(&returns[near]), 0, "a partial batch waits");
+        // SAFETY: as above.
+        unsafe { releaser.release(blocks[2].0, far) };
+        assert_eq!(returned(&returns[near]), 2, "sent back when another home took its slot");
+        releaser.flush();
+        assert_eq!(returned(&returns[far]), 1, "the flush sends the rest");
+        assert!(caches.iter().all(|cache| cache.outgoing.iter().all(|batch| batch.len == 0)));
     }
 }
