@@ -145,7 +145,16 @@ impl Shared {
             self.abandon_stuck_strands();
             return;
         }
-        if !self.stops_when_quiescent.load(Relaxed) || !self.looks_idle() || !self.may_settle() {
+        // Every core that falls asleep comes here, and reading every list
+        // costs a load per pair of cores with direct mailboxes: only the
+        // core that finds every member asleep reads them. (A filter, not
+        // the check: if a core falls asleep after this read, it comes here
+        // itself, and the check below decides.)
+        if !self.stops_when_quiescent.load(Relaxed)
+            || self.sleep.counters().sleeping() != self.member_count()
+            || !self.looks_idle()
+            || !self.may_settle()
+        {
             return;
         }
         let deadlocked = self.with_posters_held(RUNNING, || {

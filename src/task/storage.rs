@@ -28,6 +28,7 @@ use super::Task;
 use crate::atomics::CachePadded;
 use crate::mailbox::list::AtomicList;
 use alloc::alloc::{Layout, alloc, dealloc};
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
@@ -73,7 +74,9 @@ pub struct BlockCache {
     core: usize,
     free: *mut Task,
     returns: NonNull<ReturnLists>,
-    outgoing: [Batch; OUTGOING],
+    /// Boxed: inline, it would double the per-core state the pool keeps
+    /// in one 1 KiB slot per core (`crate::pool`'s `PerCore`).
+    outgoing: Box<[Batch; OUTGOING]>,
     chunks: Vec<NonNull<Block>>,
 }
 
@@ -93,7 +96,7 @@ impl BlockCache {
             core,
             free: ptr::null_mut(),
             returns: NonNull::from(returns),
-            outgoing: [Batch::EMPTY; OUTGOING],
+            outgoing: Box::new([Batch::EMPTY; OUTGOING]),
             chunks: Vec::new(),
         }
     }
