@@ -4,8 +4,11 @@
 //! A core looks at no more than [`WINDOW`] slots at a time, and at each
 //! window twice before it moves on: once to note what is there, once to
 //! take what has not moved. Its memory and the cost of one look stay
-//! bounded however many cores the pool has (64 words, not one per core),
+//! bounded however many cores the pool has (16 words, not one per core),
 //! and a pool of up to `WINDOW + 1` cores is watched whole at every look.
+//! (An idle core looks once per search round, 32 rounds before it
+//! sleeps: with a window of 64 the looks were a fifth of a core's way to
+//! sleep at 64 cores, BENCHMARKS.md.)
 //! On a larger pool a slot is looked at by a given core once every few
 //! windows; the other idle cores look at it meanwhile, each from its own
 //! place, so a task left in a busy core's slot is still found.
@@ -14,7 +17,7 @@ use alloc::boxed::Box;
 use core::ptr::NonNull;
 
 /// The most slots one look covers.
-pub(crate) const WINDOW: usize = 64;
+pub(crate) const WINDOW: usize = 16;
 
 /// One core's view of the others' LIFO slots (module docs).
 pub(crate) struct LifoWatch {
@@ -95,7 +98,7 @@ mod tests {
 
     #[test]
     fn a_small_pool_is_watched_whole_and_a_task_is_taken_on_the_second_look() {
-        for cores in [2, 3, 17, WINDOW, WINDOW + 1] {
+        for cores in [2, 3, 9, WINDOW, WINDOW + 1] {
             for victim in 1..cores {
                 assert_eq!(looks_until_stolen(cores, 0, victim), 2, "{cores} cores, victim {victim}");
             }
