@@ -15,8 +15,13 @@
 //!   some core is idle, a joining context publishes its oldest private job
 //!   there and announces it to the sleep protocol (`SleepState::new_jobs`, the
 //!   same path the steal lists use, so no sleeper misses it).
-//! - Idle cores look in every slot as the last step of their search for
-//!   work, and run what they take as an ordinary task.
+//! - Idle cores look in a window of the slots as the last step of each
+//!   round of their search for work, the window moving on every round
+//!   (16 slots, so a pool of up to 16 cores is read whole each round, and
+//!   a pool of up to 512 within the rounds before a core gets sleepy: a
+//!   core woken for a job in a larger pool may fall asleep again before
+//!   its window reaches the job, whose owner then runs it itself). They
+//!   run what they take as an ordinary task.
 //!
 //! # Waiting
 //!

@@ -122,11 +122,41 @@ impl JoinStack {
     }
 }
 
+/// The join slots an idle core reads in one search round: a window that
+/// moves on by its width every round, so a pool of up to this many cores
+/// is read whole each round, and a larger one within `cores / JOIN_WINDOW`
+/// rounds (every slot of a 512-core pool within the 32 rounds before a
+/// core gets sleepy). Reading every slot each round made a core's way to
+/// sleep grow by 14 instructions a round for each core of the pool.
+pub(super) const JOIN_WINDOW: usize = super::lifo_watch::WINDOW;
+
 impl Shared {
     /// Takes a published job from some core's slot, starting after `me`'s.
     pub(crate) fn take_published_job(&self, me: usize) -> Option<NonNull<Job>> {
         let cores = self.slots;
         (1..=cores).find_map(|offset| self.cores[(me + offset) % cores].join_slot.take())
+    }
+
+    /// Takes a published job from one of [`JOIN_WINDOW`] slots from
+    /// `first` on, other than `me`'s: an idle core's look.
+    pub(super) fn take_published_job_in_window(&self, me: usize, first: usize) -> Option<NonNull<Job>> {
+        let cores = self.slots;
+        debug_assert!(first < cores);
+        // A plain loop, wrapped by a reset, not `%`: it runs every idle
+        // round.
+        let mut core = first;
+        for _ in 0..JOIN_WINDOW.min(cores) {
+            if core != me
+                && let Some(job) = self.cores[core].join_slot.take()
+            {
+                return Some(job);
+            }
+            core += 1;
+            if core == cores {
+                core = 0;
+            }
+        }
+        None
     }
 
     /// Whether any core's slot holds a job.

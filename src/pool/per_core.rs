@@ -98,6 +98,9 @@ pub(crate) struct Local {
     pub(crate) since_inbound: u32,
     /// State of the victim chooser.
     pub(crate) rng: u32,
+    /// Where this core's next look at the join slots starts
+    /// (`super::fork_join::JOIN_WINDOW`).
+    pub(crate) join_window: u32,
 }
 
 // SAFETY: `local` is touched only by its core (the contract of
@@ -122,6 +125,7 @@ impl PerCore {
             cache: unsafe { BlockCache::new(core, returns) },
             since_inbound: 0,
             rng: (core as u32).wrapping_mul(0x9e37_79b9) | 1,
+            join_window: ((core + 1) % cores) as u32,
         };
         Self {
             steal: CachePadded(AtomicList::new()),

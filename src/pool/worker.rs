@@ -8,8 +8,11 @@
 //!    strand's turn (`crate::preempt`);
 //! 4. the pool's poller, if any (one core at a time);
 //! 5. steal: take a busy core's whole steal list, or else the woken
-//!    fibres waiting in a busy core's fibre mailboxes, or else a job some
-//!    core's `join` published in its slot;
+//!    fibres waiting in a busy core's fibre mailboxes (both found by
+//!    their hints, `crate::protocol::core_hints`), or else a task that
+//!    sat in one of a window of LIFO slots, or else a job some core's
+//!    `join` published in one of a window of join slots (each window
+//!    moves on every round: `JOIN_WINDOW`);
 //! 6. nothing: the sleep protocol (`crate::sleep`), one round per call.
 //!
 //! Step 1 yields to step 2 every [`FAIRNESS`] tasks, so a core that keeps
@@ -303,7 +306,15 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
         count_stolen(shared, me, Some(victim), 1);
         return Some(task);
     }
-    let job = shared.take_published_job(me)?;
+    let first = {
+        // SAFETY: we are core `me`, between tasks; the reference ends here.
+        let local = unsafe { shared.local(me) };
+        let first = local.join_window as usize;
+        let next = first + super::fork_join::JOIN_WINDOW.min(shared.slots);
+        local.join_window = if next >= shared.slots { next - shared.slots } else { next } as u32;
+        first
+    };
+    let job = shared.take_published_job_in_window(me, first)?;
     count_stolen(shared, me, None, 1);
     Some(super::fork_join::as_task(job))
 }
