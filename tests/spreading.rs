@@ -22,8 +22,6 @@ mod support;
 use roving::{Config, CoreStats, Mailboxes};
 use std::time::Duration;
 
-const CORES: usize = 4;
-
 /// Every kind of mailboxes, by the name `ROVING_MAILBOXES` gives it.
 const MAILBOXES: [(&str, Mailboxes); 3] = [
     ("direct", Mailboxes::Direct),
@@ -44,11 +42,11 @@ const BURSTS: [Burst; 3] = [Burst::Closures, Burst::AsyncTasks, Burst::Strands];
 /// Work of one part of a burst, until it has reached a second core.
 const PART: Duration = Duration::from_micros(20);
 
-/// Runs one burst of `burst` on a pool of [`CORES`] with `mailboxes`;
+/// Runs one burst of `burst` on a pool of `cores` with `mailboxes`;
 /// returns how many cores ran a part of it, and the pool's figures.
-fn cores_reached(mailboxes: Mailboxes, burst: Burst, steps: u32) -> (usize, Vec<CoreStats>) {
+fn cores_reached(cores: usize, mailboxes: Mailboxes, burst: Burst, steps: u32) -> (usize, Vec<CoreStats>) {
     // 10,000 parts each: 200 ms on one core.
-    support::run_pool_with(CORES, Config::new().mailboxes(mailboxes), move |pool| {
+    support::run_pool_with(cores, Config::new().mailboxes(mailboxes), move |pool| {
         let cores = match burst {
             Burst::Closures => spreading_cases::closures(10_000, steps),
             Burst::AsyncTasks => {
@@ -63,17 +61,17 @@ fn cores_reached(mailboxes: Mailboxes, burst: Burst, steps: u32) -> (usize, Vec<
     .expect("the pool runs the burst")
 }
 
-/// Runs `rounds` bursts of every kind under every kind of mailboxes; fails
-/// with the first that stayed on one core.
-fn every_burst_spreads(rounds: usize) {
+/// Runs `rounds` bursts of every kind under every kind of mailboxes on a
+/// pool of `cores`; fails with the first that stayed on one core.
+fn every_burst_spreads(cores: usize, rounds: usize) {
     let steps = support::steps_taking(PART, async_cases::busy);
     for (name, mailboxes) in MAILBOXES {
         for burst in BURSTS {
             for round in 0..rounds {
-                let (cores, stats) = cores_reached(mailboxes, burst, steps);
+                let (reached, stats) = cores_reached(cores, mailboxes, burst, steps);
                 assert!(
-                    cores > 1,
-                    "{burst:?} with {name} mailboxes, round {round}: ran on {cores} core(s) of {CORES}, \
+                    reached > 1,
+                    "{burst:?} with {name} mailboxes, round {round}: ran on {reached} core(s) of {cores}, \
                      none reached an idle core: {stats:#?}"
                 );
             }
@@ -83,7 +81,9 @@ fn every_burst_spreads(rounds: usize) {
 
 #[test]
 fn a_burst_from_one_core_reaches_idle_cores_under_every_mailbox_kind() {
-    every_burst_spreads(1);
+    for cores in [2, 4, 16] {
+        every_burst_spreads(cores, 1);
+    }
 }
 
 /// The same, a hundred times in a row, on an oversubscribed host (`make
@@ -92,5 +92,5 @@ fn a_burst_from_one_core_reaches_idle_cores_under_every_mailbox_kind() {
 #[ignore = "a hundred rounds with the host oversubscribed: make spreading"]
 fn a_hundred_bursts_reach_idle_cores_on_an_oversubscribed_host() {
     let _hogs = support::Hogs::start();
-    every_burst_spreads(100);
+    every_burst_spreads(4, 100);
 }
