@@ -20,7 +20,9 @@
 //!   sleep, every idle search round and the sleep protocol between;
 //! - a strand blocked on core 0 and signalled from the last core: the
 //!   signal's own cost, and core 0's part, from its wake-up to the strand
-//!   running again.
+//!   running again;
+//! - a steal: core 1 woken for a fan-out core 0 offered, from its wake-up
+//!   to the stolen task running.
 //!
 //! Rows at every core count: spawning a strand and a task, the caller's
 //! part, with every other core asleep (a spawn may offer its work to them).
@@ -30,7 +32,7 @@
 extern crate alloc;
 
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use core::time::Duration;
 use roving::platform::Depth;
 use roving::sync::Signal;
@@ -133,6 +135,58 @@ fn across_cores(pool: &Pool, far: usize, rounds: usize) {
     }
 }
 
+/// The core that ran the first stolen task of a round, and when.
+static STOLEN_BY: AtomicUsize = AtomicUsize::new(NOBODY);
+static STOLEN_AT: AtomicU64 = AtomicU64::new(0);
+/// Tasks of a round not yet run.
+static LEFT: AtomicUsize = AtomicUsize::new(0);
+const NOBODY: usize = usize::MAX;
+
+/// A fan-out's task: notes the first core other than 0 to run one.
+fn fanned_out() {
+    let core = platform::current_core().expect("a core of the pool");
+    if core != 0 && STOLEN_BY.compare_exchange(NOBODY, core, SeqCst, SeqCst).is_ok() {
+        STOLEN_AT.store(cycles(), SeqCst);
+    }
+    if LEFT.fetch_sub(1, SeqCst) == 1 {
+        DONE.signal();
+    }
+}
+
+/// A steal: with core 1 asleep, core 0 spawns three tasks, the third of
+/// which offers the oldest on its steal list and wakes core 1, and spins
+/// (so as not to run that one itself) until core 1 has run it, for at
+/// most [`LOOK_EVERY`]. The thief's part, from its wake-up to the stolen
+/// task running; rounds where core 1 stole nothing are left out.
+fn steals(rounds: usize) {
+    const FAN_OUT: usize = 3;
+    let (mut thief, mut elsewhere, mut slept) = (Vec::new(), 0, 0);
+    for _ in 0..rounds {
+        slept = asleep_after(1, slept);
+        STOLEN_BY.store(NOBODY, SeqCst);
+        LEFT.store(FAN_OUT, SeqCst);
+        for _ in 0..FAN_OUT {
+            roving::spawn_task(fanned_out).unwrap_or_else(|_| panic!("a task"));
+        }
+        let deadline = Instant::now() + LOOK_EVERY;
+        while STOLEN_BY.load(SeqCst) == NOBODY && Instant::now() < deadline {
+            core::hint::spin_loop();
+        }
+        DONE.wait().expect("the tasks ran");
+        // Without -icount (the QEMU suite), core 1 may not run in time.
+        match STOLEN_BY.load(SeqCst) {
+            1 => thief.push(STOLEN_AT.load(SeqCst) - report_of(1).last_deep_wake),
+            _ => elsewhere += 1,
+        }
+    }
+    println!(
+        "scaling: {elsewhere} of {rounds} steals left out: core 1 did not steal in time, or another core did"
+    );
+    if !thief.is_empty() {
+        report("a steal: the thief's part (its wake-up to the stolen task running)", thief);
+    }
+}
+
 /// Spawning, the caller's part, with every other core asleep.
 fn spawns(rounds: usize) {
     let (mut strands, mut tasks) = (Vec::new(), Vec::new());
@@ -178,6 +232,7 @@ fn main() {
         let pool = Pool::current().expect("in the pool");
         if cores >= 2 {
             across_cores(&pool, cores - 1, rounds);
+            steals(rounds);
         }
         spawns(rounds);
     })
