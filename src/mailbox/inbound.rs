@@ -256,13 +256,11 @@ impl Inbound {
     }
 
     /// Takes a chain of woken fibres waiting for core `victim`, unless it
-    /// is asleep (its lists armed) or gone: what a thief may take. The
+    /// is asleep (its lists armed) or gone: what a thief may take. A thief
+    /// asks only of victims [`Inbound::fibres_may_wait_from`] gives. The
     /// mesh's own lists are never stolen from: a thief would reorder what
     /// passes through.
     pub(crate) fn steal_fibres(&self, victim: usize) -> Chain {
-        if !self.fibres_waiting.is_raised(victim) {
-            return None;
-        }
         self.direct_into(victim).find_map(|[_, fibres]| fibres.steal_all())
     }
 

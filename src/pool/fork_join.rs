@@ -138,14 +138,17 @@ impl Shared {
     }
 
     /// Takes a published job from one of [`JOIN_WINDOW`] slots from
-    /// `first` on, other than `me`'s: an idle core's look.
-    pub(super) fn take_published_job_in_window(&self, me: usize, first: usize) -> Option<NonNull<Job>> {
+    /// `*window` on, other than `me`'s, and moves `*window` on past them:
+    /// an idle core's look, with the window it keeps between looks.
+    pub(super) fn take_published_job_in_window(&self, me: usize, window: &mut u32) -> Option<NonNull<Job>> {
         let cores = self.slots;
+        let first = *window as usize;
         debug_assert!(first < cores);
-        // A plain loop, wrapped by a reset, not `%`: it runs every idle
-        // round.
+        let width = JOIN_WINDOW.min(cores);
+        let next = first + width;
+        *window = if next >= cores { next - cores } else { next } as u32;
         let mut core = first;
-        for _ in 0..JOIN_WINDOW.min(cores) {
+        for _ in 0..width {
             if core != me
                 && let Some(job) = self.cores[core].join_slot.take()
             {

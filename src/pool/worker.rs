@@ -306,15 +306,10 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
         count_stolen(shared, me, Some(victim), 1);
         return Some(task);
     }
-    let first = {
-        // SAFETY: we are core `me`, between tasks; the reference ends here.
-        let local = unsafe { shared.local(me) };
-        let first = local.join_window as usize;
-        let next = first + super::fork_join::JOIN_WINDOW.min(shared.slots);
-        local.join_window = if next >= shared.slots { next - shared.slots } else { next } as u32;
-        first
-    };
-    let job = shared.take_published_job_in_window(me, first)?;
+    // SAFETY: we are core `me`, between tasks; the reference ends with the
+    // look, which runs no task.
+    let window = &mut unsafe { shared.local(me) }.join_window;
+    let job = shared.take_published_job_in_window(me, window)?;
     count_stolen(shared, me, None, 1);
     Some(super::fork_join::as_task(job))
 }

@@ -89,8 +89,9 @@ impl CoreHints {
         }
     }
 
-    /// Whether `core`'s hint is raised: worth a look.
-    #[inline]
+    /// Whether `core`'s hint is raised: what the models and tests check
+    /// (thieves walk [`CoreHints::raised_from`]).
+    #[cfg(any(test, loom))]
     pub fn is_raised(&self, core: usize) -> bool {
         let (word, bit) = self.word_and_bit(core);
         word.load(Relaxed) & bit != 0
