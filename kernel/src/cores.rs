@@ -180,7 +180,8 @@ impl CoreLocal {
             starts: s.starts.load(Relaxed),
             rings_answered: s.rings_answered.load(Relaxed),
             light_sleeps: s.light_sleeps.load(Relaxed),
-            deep_sleeps: s.deep_sleeps.load(Relaxed),
+            // Before the time of the last one; see `idle::wait_masked`.
+            deep_sleeps: s.deep_sleeps.load(Acquire),
             last_deep_sleep: s.last_deep_sleep.load(Relaxed),
             last_deep_wake: s.last_deep_wake.load(Relaxed),
             interrupts: s.interrupts.load(Relaxed),

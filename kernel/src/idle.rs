@@ -12,7 +12,7 @@
 
 use crate::cores::CoreLocal;
 use crate::{arch, masking};
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::Ordering::{Relaxed, Release};
 use roving::platform::Depth;
 
 /// Waits on the calling core's doorbell (see `Platform::wait_for_event`).
@@ -42,9 +42,11 @@ fn wait_masked(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
             masking::woke();
         }
         Depth::Deep => {
-            me.stats.deep_sleeps.fetch_add(1, Relaxed);
             let answered = if me.doorbell.enter_deep() {
                 me.stats.last_deep_sleep.store(arch::timer::cycles(), Relaxed);
+                // Counted once committed, and after the time it began: a
+                // reader that sees the count (Acquire) sees that time.
+                me.stats.deep_sleeps.fetch_add(1, Release);
                 arch::idle::sleep_deep();
                 me.stats.last_deep_wake.store(arch::timer::cycles(), Relaxed);
                 masking::woke();

@@ -79,8 +79,14 @@ fn across_cores(pool: &Pool, far: usize, rounds: usize) {
     for round in 0..=rounds {
         slept = asleep_after(far, slept);
         if round > 0 {
-            // The last round's closure ended before the core slept again.
-            to_sleep.push(report_of(far).last_deep_sleep - ENDED.load(SeqCst));
+            // The far core may have slept and woken for something else
+            // before the closure came: wait for its sleep after the
+            // closure's end (both taken on its own counter).
+            let ended = ENDED.load(SeqCst);
+            while report_of(far).last_deep_sleep < ended {
+                slept = asleep_after(far, slept);
+            }
+            to_sleep.push(report_of(far).last_deep_sleep - ended);
         }
         if round == rounds {
             break;
