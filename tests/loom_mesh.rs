@@ -6,14 +6,16 @@
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p roving --release --target host-tuple --test loom_mesh`
 //!
 //! Checked: a forward racing the hop falling asleep never strands a
-//! message (the hop is woken by the push that needs it; a lost wake-up
-//! leaves a core blocked on its doorbell, which loom reports as a
-//! deadlock), every message arrives once at its receiver, and each
-//! sender's messages arrive in the order it sent them.
+//! message (a lost wake-up leaves a core blocked on its doorbell, which
+//! loom reports as a deadlock), every message arrives once at its
+//! receiver, and each sender's messages arrive in the order it sent
+//! them, whether they stop at the hop or pass it while it sleeps. A hop
+//! asleep is never woken by a parcel only passing through.
 //!
 //! Cores leaving the mesh are modelled in `tests/loom_routes.rs`.
 #![cfg(loom)]
 
+use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 use roving::loom_api::{Action, BlockCache, Mesh, Sent, Task, Topology};
@@ -47,9 +49,21 @@ struct Doorbell {
 struct Ring {
     mesh: Mesh,
     doorbells: [Doorbell; 3],
+    /// The receiver has everything: the hop may stop.
+    finished: AtomicBool,
 }
 
 impl Ring {
+    fn rings(&self, core: usize) -> usize {
+        *self.doorbells[core].rings.lock().unwrap()
+    }
+
+    /// The receiver has everything: wakes the hop so it sees that.
+    fn finish(&self) {
+        self.finished.store(true, SeqCst);
+        self.ring(1);
+    }
+
     fn ring(&self, core: usize) {
         *self.doorbells[core].rings.lock().unwrap() += 1;
         self.doorbells[core].rung.notify_one();
@@ -109,11 +123,13 @@ fn ring_of_three() -> Arc<Ring> {
     Arc::new(Ring {
         mesh: Mesh::new(Topology::with_links(3, 1)),
         doorbells: [doorbell(), doorbell(), doorbell()],
+        finished: AtomicBool::new(false),
     })
 }
 
 /// Core 0 sends `messages` to core 2 through core 1; the hop and the
-/// receiver each drain, arm and sleep until they are done.
+/// receiver each drain, arm and sleep until they are done. Whether a
+/// message stops at the hop or passes it depends on the race.
 fn through_the_hop(messages: usize) {
     loom::model(move || {
         let ring = ring_of_three();
@@ -123,9 +139,10 @@ fn through_the_hop(messages: usize) {
         };
         let hop = {
             let ring = ring.clone();
-            thread::spawn(move || ring.run(1, |_, forwarded| forwarded == messages))
+            thread::spawn(move || ring.run(1, |_, _| ring.finished.load(SeqCst)))
         };
         let got = ring.run(2, |got, _| got.len() == messages);
+        ring.finish();
         sender.join().unwrap();
         assert!(hop.join().unwrap().is_empty(), "nothing was for the hop");
         assert_eq!(got, (0..messages).map(|seq| (0, seq)).collect::<Vec<_>>(), "once each, in order");
@@ -141,6 +158,27 @@ fn a_forward_racing_the_hop_falling_asleep_strands_nothing() {
 #[test]
 fn forwarded_messages_keep_their_order() {
     through_the_hop(2);
+}
+
+/// The hop sleeps (its lists armed) before core 0 sends: both messages
+/// pass it, racing the receiver's own drains and sleeps, and nobody
+/// rings the hop.
+#[test]
+fn a_sleeping_hop_is_passed_not_woken() {
+    loom::model(|| {
+        let ring = ring_of_three();
+        assert!(ring.mesh.arm(1));
+        let sender = {
+            let ring = ring.clone();
+            thread::spawn(move || (0..2).for_each(|seq| ring.send(0, 2, seq)))
+        };
+        let got = ring.run(2, |got, _| got.len() == 2);
+        sender.join().unwrap();
+        assert_eq!(got, [(0, 0), (0, 1)], "once each, in order");
+        assert_eq!(ring.rings(1), 0, "the sleeping hop was woken");
+        assert!(ring.mesh.arm(1), "the hop's lists are still armed and empty");
+        assert!(ring.mesh.is_empty());
+    });
 }
 
 /// The model must be able to fail: a hop that ignores the duty to wake the

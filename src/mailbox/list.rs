@@ -15,6 +15,9 @@
 //!   task, clearing the tag. Retry on failure. The old head's tag is the
 //!   push's result: [`Pushed::WasArmed`] obliges the sender to wake the
 //!   receiver.
+//! - **Push unless armed** (the mesh's forwards, see `super::mesh`): as a
+//!   push, except that a head carrying the armed tag is left as it is and
+//!   nothing is pushed; the sender keeps its task and takes it elsewhere.
 //! - **Take all** (the receiver; or, for the injector and steal lists, any
 //!   core): swap the head with null and own the whole chain. The chain is
 //!   newest first; reversing it gives each sender's tasks in the order they
@@ -54,6 +57,9 @@
 //!   push in the head's order, that push reads the tag and wakes the
 //!   receiver. If the push comes first, the arm returns its task and the
 //!   receiver does not sleep.
+//! - A push unless armed that reads the armed tag writes nothing, so to
+//!   every other operation it is as if it never ran; one that does not read
+//!   it is a push that returns [`Pushed::Queued`] or [`Pushed::Closed`].
 //! - Nothing is lost at a close: a push ordered before the close is in the
 //!   chain the close returns; one ordered after it reads the closed tag
 //!   (only a reopen removes it) and keeps its task.
@@ -155,6 +161,39 @@ impl AtomicList {
         }
     }
 
+    /// Pushes a chain, as [`AtomicList::push_chain`], unless the list is
+    /// armed: then nothing is pushed, the list stays armed, and the result
+    /// is `None`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`AtomicList::push_chain`]; the caller keeps the chain when
+    /// the result is `None` or [`Pushed::Closed`], with `oldest`'s link
+    /// left pointing anywhere (a try that lost a race wrote it).
+    pub unsafe fn push_chain_unless_armed(
+        &self,
+        newest: NonNull<Task>,
+        oldest: NonNull<Task>,
+    ) -> Option<Pushed> {
+        debug_assert_eq!(newest.as_ptr() as usize & TAGS, 0, "tasks are at least 4-byte aligned");
+        let mut head = self.head.load(Relaxed);
+        loop {
+            if head & CLOSED != 0 {
+                return Some(Pushed::Closed);
+            }
+            if head & ARMED != 0 {
+                return None;
+            }
+            // SAFETY: the caller owns `oldest` until the exchange publishes it.
+            unsafe { Task::set_next(oldest, head as *mut Task) };
+            crate::chaos::point();
+            match self.head.compare_exchange_weak(head, newest.as_ptr() as usize, SeqCst, Relaxed) {
+                Ok(_) => return Some(Pushed::Queued),
+                Err(now) => head = now,
+            }
+        }
+    }
+
     /// Takes every task, newest first, and clears the sentinel.
     #[inline]
     pub fn take_all(&self) -> Chain {
@@ -200,7 +239,6 @@ impl AtomicList {
     }
 
     /// Whether the list is armed and empty.
-    #[cfg_attr(not(test), allow(dead_code))] // by the mesh only, which pools do not use yet
     pub fn is_armed(&self) -> bool {
         self.head.load(SeqCst) == ARMED
     }

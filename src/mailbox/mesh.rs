@@ -34,12 +34,33 @@
 //! per link and drain, and consecutive parcels for the same receiver
 //! become one (their tasks in order), so a busy path carries batches.
 //!
+//! # Past sleeping hops
+//!
+//! A core asleep has armed its lists, and a push onto an armed list wakes
+//! it. A parcel only passing through should not: a hop that wakes, forwards
+//! and sleeps again costs a wake-up and a way to sleep per message. So a
+//! parcel goes onto a hop's list only if that list is not armed
+//! ([`AtomicList::push_chain_unless_armed`]); if it is, the core holding
+//! the parcel (its sender, or the hop that forwards it) takes it on itself,
+//! to the list the sleeping hop would have pushed it on, and so on past
+//! every sleeping hop, at most K of them. Only the receiver's own list is
+//! pushed whatever its tag, and the receiver woken if it slept. A list then
+//! has more than one pusher: its link's sending core and those passing it.
+//!
+//! Why a hop may be passed without breaking anyone's order: a list is armed
+//! only by its core, only when empty, and only on its way to sleep, when
+//! every drain it made has pushed on all it took. Until the next push onto
+//! the list, it stays armed. So a sender that finds a hop's list armed has
+//! nothing of its own on it or in the hop's hands, and every earlier message
+//! it sent that way is further along the same route. Passing the hop puts
+//! the new message behind them.
+//!
 //! # Why each sender's order is kept, end to end
 //!
 //! The next hop depends only on where a message is and where it goes, so
-//! all of one sender's messages for one receiver take the same path, bare
-//! or parcelled the same way. Each list has one pusher (the link's sending
-//! core) and gives its tasks back in push order. A hop handles each list
+//! all of one sender's messages for one receiver take the same path, through
+//! the same lists, bare or parcelled the same way, whether a hop is passed
+//! or not. A list gives its tasks back in push order. A hop handles each list
 //! oldest first, appends parcels to its outgoing batches in that order,
 //! merges a later parcel's tasks after an earlier one's, and pushes one
 //! drain's batches before the next drain takes anything. So at every hop
@@ -53,9 +74,11 @@
 //! batch it took is pushed on. A core that means to sleep first calls
 //! [`Mesh::arm`], which arms all its lists or reports one that holds work;
 //! a push onto an armed list returns the duty to wake its core
-//! ([`Sent::Wake`], or a core handed to a drain's `wake`). So a hop that
-//! falls asleep with a parcel on its way to it is woken by that push, and
-//! forwards it; it never sleeps holding one.
+//! ([`Sent::Wake`], or a core handed to a drain's `wake`). A parcel that
+//! finds a hop's list armed is not pushed there but carried past, by a core
+//! that is running. So a core never sleeps with work on its lists, and a
+//! parcel is always on a list or in the hands of a running core until the
+//! receiver's list takes it, and that push wakes the receiver if it slept.
 
 use super::list::{AtomicList, Pushed};
 use crate::atomics::CachePadded;
@@ -272,18 +295,45 @@ impl Mesh {
     /// drains `from` meanwhile), owns `task` and gives it up.
     pub unsafe fn send(&self, from: usize, to: usize, task: NonNull<Task>) -> Result<Sent, NonNull<Task>> {
         let (next, link) = self.topology.next_hop(from, to);
-        let (item, list) = if next == to {
-            (task, self.list(next, link, false))
-        } else {
-            // SAFETY: the caller gives the task up.
-            let parcel = unsafe { Parcel::wrap(to, task) }.ok_or(task)?;
-            (parcel, self.list(next, link, true))
-        };
-        // SAFETY: ours to give; the mesh's lists are never closed.
-        match unsafe { list.push(item) } {
-            Pushed::Queued => Ok(Sent::Queued),
-            Pushed::WasArmed => Ok(Sent::Wake(next)),
+        if next == to {
+            // SAFETY: ours to give.
+            return Ok(Self::pushed(next, unsafe { self.list(next, link, false).push(task) }));
+        }
+        // SAFETY: the caller gives the task up.
+        let parcel = unsafe { Parcel::wrap(to, task) }.ok_or(task)?;
+        // SAFETY: a parcel just made, ours.
+        Ok(unsafe { self.pass_on(next, link, parcel, to) })
+    }
+
+    /// What a push onto one of `core`'s lists obliges its pusher to do.
+    fn pushed(core: usize, pushed: Pushed) -> Sent {
+        match pushed {
+            Pushed::Queued => Sent::Queued,
+            Pushed::WasArmed => Sent::Wake(core),
             Pushed::Closed => unreachable!("mesh lists are never closed"),
+        }
+    }
+
+    /// Puts `parcel`, for core `to`, on core `at`'s parcel list of link
+    /// `link`, or, while that list is armed and `at` is not `to`, on the
+    /// list past it (see "Past sleeping hops" in the module docs).
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `parcel`, made by [`Parcel::wrap`] for `to`, and
+    /// gives it up; it runs as a core that may send (see [`Mesh::send`]).
+    unsafe fn pass_on(&self, mut at: usize, mut link: usize, parcel: NonNull<Task>, to: usize) -> Sent {
+        loop {
+            let list = self.list(at, link, true);
+            if at == to {
+                // SAFETY: ours to give.
+                return Self::pushed(at, unsafe { list.push(parcel) });
+            }
+            // SAFETY: ours to give; kept if the list is armed.
+            match unsafe { list.push_chain_unless_armed(parcel, parcel) } {
+                Some(pushed) => return Self::pushed(at, pushed),
+                None => (at, link) = self.topology.next_hop(at, to),
+            }
         }
     }
 
@@ -340,10 +390,33 @@ impl Mesh {
                 // SAFETY: a chain of parcels this drain owns.
                 cursor = if parcel == oldest { None } else { NonNull::new(unsafe { Task::next(parcel) }) };
             }
-            // SAFETY: the chain runs from `newest` to `oldest` and is ours;
-            // the list is never closed.
-            if unsafe { self.list(next, link, true).push_chain(newest, oldest) } == Pushed::WasArmed {
-                wake(next);
+            let list = self.list(next, link, true);
+            // SAFETY: the chain runs from `newest` to `oldest` and is ours,
+            // and stays ours if the list is armed.
+            match unsafe { list.push_chain_unless_armed(newest, oldest) } {
+                Some(pushed) => {
+                    if let Sent::Wake(core) = Self::pushed(next, pushed) {
+                        wake(core);
+                    }
+                }
+                None => {
+                    // `next` sleeps: each parcel goes on, oldest first.
+                    // The failed push may have linked `oldest` to the
+                    // list's old head: end the chain there again.
+                    // SAFETY: the batch's chain is ours.
+                    unsafe { Task::set_next(oldest, core::ptr::null_mut()) };
+                    let mut parcels = TaskQueue::new();
+                    // SAFETY: the batch's chain, ours, ends at `oldest`.
+                    unsafe { parcels.append_reversed(Some(newest)) };
+                    while let Some(header) = parcels.pop_front() {
+                        // SAFETY: a parcel of this drain's batch, ours.
+                        let to = unsafe { Parcel::from_header(header) }.to;
+                        // SAFETY: ours, given up.
+                        if let Sent::Wake(core) = unsafe { self.pass_on(next, link, header, to) } {
+                            wake(core);
+                        }
+                    }
+                }
             }
         }
         done

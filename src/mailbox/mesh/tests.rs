@@ -110,15 +110,14 @@ fn what_is_taken_out_in_transit_keeps_each_senders_order() {
 #[test]
 fn a_core_with_work_on_its_lists_does_not_arm() {
     let mesh = Mesh::new(Topology::with_links(3, 1));
-    assert!(mesh.arm(1));
-    assert!(mesh.arm(1), "arming twice is harmless");
     // SAFETY: one thread plays every core; fresh tasks.
     unsafe {
-        assert_eq!(mesh.send(0, 2, stamped(0, 2, 0)), Ok(Sent::Wake(1)), "the hop was armed");
+        assert_eq!(mesh.send(0, 2, stamped(0, 2, 0)), Ok(Sent::Queued));
         assert_eq!(mesh.send(0, 2, stamped(0, 2, 1)), Ok(Sent::Queued));
     }
-    assert!(!mesh.arm(1), "a parcel waits at the hop");
+    assert!(!mesh.arm(1), "parcels wait at the hop");
     assert!(mesh.arm(2));
+    assert!(mesh.arm(2), "arming twice is harmless");
     let mut woken = Vec::new();
     // SAFETY: as above.
     let done = unsafe { mesh.drain(1, |_| unreachable!("nothing is for the hop"), |core| woken.push(core)) };
@@ -132,6 +131,108 @@ fn a_core_with_work_on_its_lists_does_not_arm() {
     unsafe { mesh.drain(2, |task| ledger.receive(2, task), |_| {}) };
     ledger.check(2, "through the hop");
     assert_eq!(ledger.count(0, 2), 2);
+}
+
+#[test]
+fn a_parcel_passes_sleeping_hops_without_waking_them() {
+    // A ring of four: 0 to 3 goes through 1 and 2.
+    let mesh = Mesh::new(Topology::with_links(4, 1));
+    assert!(mesh.arm(1) && mesh.arm(2));
+    // SAFETY: one thread plays every core; fresh tasks.
+    unsafe {
+        assert_eq!(mesh.send(0, 3, stamped(0, 3, 0)), Ok(Sent::Queued), "the receiver is awake");
+        assert!(!mesh.has_work(1) && !mesh.has_work(2), "nothing stopped at the sleeping hops");
+        assert!(mesh.arm(1) && mesh.arm(2), "and they still sleep");
+        assert!(!mesh.arm(3), "the parcel is at the receiver");
+    }
+    let mut ledger = Ledger::new(4);
+    // SAFETY: as above.
+    unsafe { mesh.drain(3, |task| ledger.receive(3, task), |_| {}) };
+    assert!(mesh.arm(3));
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(mesh.send(0, 3, stamped(0, 3, 1)), Ok(Sent::Wake(3)), "only the receiver is woken");
+        mesh.drain(3, |task| ledger.receive(3, task), |_| {});
+    }
+    ledger.check(2, "past two sleeping hops");
+}
+
+#[test]
+fn a_forwarded_batch_passes_a_sleeping_hop_behind_what_went_before() {
+    // A ring of four: 0 to 3 goes through 1 and 2.
+    let mesh = Mesh::new(Topology::with_links(4, 1));
+    let mut ledger = Ledger::new(4);
+    let mut woken = Vec::new();
+    // SAFETY: one thread plays every core; fresh tasks.
+    unsafe {
+        // The first goes to 2 the long way: 1 and 2 awake.
+        assert_eq!(mesh.send(0, 3, stamped(0, 3, 0)), Ok(Sent::Queued));
+        mesh.drain(1, |_| unreachable!(), |core| woken.push(core));
+        // 1 sleeps: the second passes it and waits at 2 behind the first.
+        assert!(mesh.arm(1));
+        assert_eq!(mesh.send(0, 3, stamped(0, 3, 1)), Ok(Sent::Queued));
+        assert_eq!(mesh.send(0, 2, stamped(0, 2, 0)), Ok(Sent::Queued));
+        assert!(!mesh.has_work(1), "nothing stopped at the sleeping hop");
+        // 3 sleeps: 2's batch for it wakes it, once.
+        assert!(mesh.arm(3));
+        let done = mesh.drain(2, |task| ledger.receive(2, task), |core| woken.push(core));
+        assert_eq!((done.delivered, done.forwarded, done.parcels_pushed), (1, 2, 1), "one merged parcel");
+        assert_eq!(woken, [3]);
+        mesh.drain(3, |task| ledger.receive(3, task), |core| woken.push(core));
+        woken.clear();
+        // A batch from 1's drain that meets the sleeping 2 goes past it.
+        let mesh = Mesh::new(Topology::with_links(4, 1));
+        assert_eq!(mesh.send(0, 3, stamped(0, 3, 2)), Ok(Sent::Queued));
+        assert_eq!(mesh.send(0, 2, stamped(0, 2, 1)), Ok(Sent::Queued));
+        assert_eq!(mesh.send(0, 3, stamped(0, 3, 3)), Ok(Sent::Queued));
+        assert!(mesh.arm(2));
+        let done = mesh.drain(1, |_| unreachable!(), |core| woken.push(core));
+        assert_eq!((done.forwarded, done.parcels_pushed), (3, 3), "three parcels, none merged");
+        assert_eq!(woken, [2], "only the parcel for 2 woke it");
+        mesh.drain(2, |task| ledger.receive(2, task), |core| woken.push(core));
+        mesh.drain(3, |task| ledger.receive(3, task), |core| woken.push(core));
+        assert_eq!(woken, [2]);
+        assert!(mesh.is_empty());
+    }
+    ledger.check(6, "past sleeping hops");
+}
+
+/// One thread plays every core; cores drain in a scrambled order and arm
+/// their lists whenever they find nothing, so parcels pass some hops and
+/// stop at others, on every route.
+#[test]
+fn parcels_passing_sleeping_hops_keep_each_senders_order() {
+    let (cores, each) = if cfg!(miri) { (5, 2) } else { (9, 12) };
+    for links in [1, 2] {
+        let mesh = Mesh::new(Topology::with_links(cores, links));
+        let mut ledger = Ledger::new(cores);
+        let mut sent = 0;
+        let mut turn = 0u64;
+        let mut scrambled = || {
+            turn = turn.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (turn >> 33) as usize
+        };
+        for seq in 0..each {
+            for from in 0..cores {
+                for to in (0..cores).filter(|&to| to != from) {
+                    // SAFETY: one thread plays every core in turn; the task is fresh.
+                    let _ = unsafe { mesh.send(from, to, stamped(from, to, seq)) }.expect("memory");
+                    sent += 1;
+                }
+                let core = scrambled() % cores;
+                // SAFETY: as above.
+                unsafe { mesh.drain(core, |task| ledger.receive(core, task), |_| {}) };
+                if scrambled() % 2 == 0 {
+                    let _ = mesh.arm(core);
+                }
+            }
+        }
+        while !mesh.is_empty() {
+            // SAFETY: as above.
+            unsafe { ledger.drain_each(&mesh) };
+        }
+        ledger.check(sent, &format!("{cores} cores, {links} links, hops passed"));
+    }
 }
 
 /// One thread per core: every core sends to every other while draining,

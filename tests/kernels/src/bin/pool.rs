@@ -146,6 +146,12 @@ fn main() {
     assert!(counted <= spells, "more spells counted than there were");
     // Each sleep is counted in and out of the pool-wide word.
     assert!(writes >= 2 * sleeps, "{writes} pool-wide writes for {sleeps} sleeps");
+    let wakeups: u64 = stats.iter().map(|s| s.wakeups).sum();
+    println!(
+        "pool: {sleeps} sleeps and {wakeups} wake-ups for {TASKS} tasks ({} and {} per 100)",
+        sleeps * 100 / TASKS,
+        wakeups * 100 / TASKS
+    );
     println!("pool: {TASKS} tasks in {} ms", elapsed.as_millis());
     pass("pool");
 }
