@@ -42,7 +42,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
+.PHONY: census run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -94,7 +94,7 @@ image: check-board setup
 ## the from-scratch embedding kernel, the crates' publish dry run, the QEMU
 ## suite at 1/2/4/8 cores, the scaling smoke, the demo at 64 cores, a
 ## traced demo on virt and the PC, and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress spreading no-std custom-platform embed publish-check qemu-test scaling-smoke demo-check trace-check idle-check
+test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test scaling-smoke demo-check trace-check idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -120,6 +120,7 @@ lint:
 	python3 tests/tools/layers_test.py
 	cargo clippy --quiet -p roving --features std $(HOST) --all-targets -- -D warnings
 	cargo clippy --quiet -p roving --features std,trace $(HOST) --all-targets -- -D warnings
+	cargo clippy --quiet -p roving --features std,census $(HOST) --lib --test census -- -D warnings
 	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
@@ -169,6 +170,12 @@ stress:
 ## with the host oversubscribed (tests/spreading.rs)
 spreading:
 	cargo test --quiet -p roving --features std $(HOST) --test spreading -- --ignored
+
+## census: cache lines moved between cores per operation, at 2, 4, 16
+## and 64 host cores (feature census, tests/census.rs); fails a row past
+## its bound
+census:
+	cargo test --quiet -p roving --features std,census $(HOST) --test census -- --nocapture
 
 ## sim: the mesh simulator (not in make test): the real mesh code at 2 to
 ## 1024 simulated cores (hops, batching, memory, nothing lost) and 64 OS

@@ -87,6 +87,7 @@ pub use callback::{Callback, Fired};
 
 pub use object::{Handle, LoopGroup, Object};
 
+use crate::atomics::unmodelled::{AtomicU64, Ordering::Relaxed};
 use crate::pool::Pool;
 use crate::pool::domain_id::DomainId;
 use crate::protocol::actor_schedule::Link;
@@ -96,7 +97,6 @@ use alloc::sync::{Arc, Weak};
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use object::Lifecycle;
 use op::Operation;
 

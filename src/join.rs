@@ -40,6 +40,7 @@
 //! jobs it published, and ends the jobs it was running for others with its
 //! failure, which their owners then raise.
 
+use crate::atomics::unmodelled::Ordering::{Relaxed, SeqCst};
 use crate::platform;
 use crate::pool::current;
 use crate::pool::seam::PoolRef;
@@ -52,7 +53,6 @@ use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::{Relaxed, SeqCst};
 
 use crate::pool::fork_join::{Job, JoinStack, Popped, Settled, settle_published};
 

@@ -134,6 +134,9 @@ mod error_messages;
 #[cfg(not(loom))]
 pub mod actor;
 mod atomics;
+/// The census of cache lines moved between cores (feature `census`).
+#[cfg(feature = "census")]
+pub mod census;
 mod chaos;
 #[cfg(all(feature = "defmt", not(loom)))]
 mod defmt_format;

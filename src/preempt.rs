@@ -64,6 +64,7 @@
 //!   finds itself through its stack (`scheduler::current`), which no move
 //!   changes.
 
+use crate::atomics::unmodelled::{Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
 use crate::platform;
 use crate::pool::core_turn::TurnEnd;
 use crate::pool::current;
@@ -72,7 +73,6 @@ use crate::strand::cancel::interruptible;
 use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
 use crate::strand::scheduler;
-use core::sync::atomic::{Ordering::Relaxed, Ordering::SeqCst, compiler_fence};
 
 /// What a timer tick should do about the strand it interrupted: the answer
 /// of [`on_tick`] to the platform's timer interrupt.

@@ -95,6 +95,7 @@ pub use park::{Unparker, park, park_timeout, unparker};
 pub use priority::{Priority, priority, set_priority};
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
+use crate::atomics::unmodelled::Ordering::*;
 use crate::platform::instant::Instant;
 use crate::pool::domain_id::DomainId;
 use crate::pool::seam::PoolRef;
@@ -104,7 +105,6 @@ use core::fmt;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::Ordering::*;
 use core::time::Duration;
 use wait::WaitEnd;
 

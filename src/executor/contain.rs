@@ -16,13 +16,13 @@
 //! hundred bytes), and whatever the future held (an async mutex guard, a
 //! permit) stays held.
 
+use crate::atomics::unmodelled::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 use crate::context::catch::{CatchSlot, catching, throw};
 use crate::platform;
 use crate::pool::current::SLOTS;
 use crate::strand::{Failure, FailureKind, Location};
 use alloc::boxed::Box;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 /// Each core's catch point while it polls a task.
 static CATCH: [CatchSlot; SLOTS] = [const { CatchSlot::new() }; SLOTS];

@@ -15,6 +15,7 @@
 //! that see `ready` (with acquire) see the result.
 
 use super::FutureError;
+use crate::atomics::unmodelled::{AtomicBool, Ordering::*};
 use crate::spin_lock::SpinLock;
 use crate::strand::BlockReason;
 use crate::strand::wait::{self, WaitQueue};
@@ -27,7 +28,6 @@ use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::mem::{self, ManuallyDrop};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, Ordering::*};
 use core::task::Waker;
 
 /// The work a future's task does once.

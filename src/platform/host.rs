@@ -39,11 +39,11 @@ mod light_spin;
 mod preempt;
 
 use super::{CoreEntry, Depth, Doorbell, InterruptState, Platform, StartCoreError, WakeSignal};
+use crate::atomics::unmodelled::{AtomicBool, AtomicUsize, Ordering};
 use std::any::Any;
 use std::cell::RefCell;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;

@@ -13,12 +13,14 @@
 //! locks. A task stays in the shard it was spawned from.
 
 use crate::atomics::CachePadded;
+use crate::atomics::unmodelled::{
+    AtomicPtr, AtomicUsize, Ordering::Acquire, Ordering::Release, Ordering::SeqCst,
+};
 use crate::spin_lock::SpinLock;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::Acquire, Ordering::Release, Ordering::SeqCst};
 
 const PREV: usize = 0;
 const NEXT: usize = 1;

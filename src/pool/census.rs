@@ -2,11 +2,11 @@
 //! [`Pool::strands`].
 
 use super::Pool;
+use crate::atomics::unmodelled::Ordering::SeqCst;
 use crate::strand::control::{Header, state};
 use crate::strand::id::{BlockReason, StrandId};
 use crate::strand::tree;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering::SeqCst;
 
 /// A strand of a pool, as [`Pool::strands`] found it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! at once with the same core indices.
 
 use super::shared::Shared;
-use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use crate::atomics::unmodelled::{AtomicUsize, Ordering::SeqCst};
 
 #[cfg(feature = "std")]
 fn with_word<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {

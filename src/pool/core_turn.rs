@@ -7,11 +7,11 @@
 //! Strands are named here by their control block's task header, which is
 //! where every control block starts.
 
+use crate::atomics::unmodelled::{AtomicU8, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use crate::context::Context;
 use crate::task::Task;
 use core::cell::UnsafeCell;
 use core::ptr;
-use core::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 
 /// How a strand left the core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -57,9 +57,9 @@ mod slot {
 #[cfg(not(feature = "std"))]
 mod slot {
     use super::Worker;
+    use crate::atomics::unmodelled::{AtomicPtr, Ordering::Relaxed};
     use crate::platform;
     use core::ptr;
-    use core::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
     /// Core indices a bare-metal pool may use.
     pub(crate) const SLOTS: usize = 1024;

@@ -46,12 +46,12 @@
 use super::failure::Failure;
 use super::shared::Shared;
 use super::stop::RUNNING;
+use crate::atomics::unmodelled::Ordering::SeqCst;
 use crate::strand::id::{BlockReason, StrandId};
 use crate::task::{self, IntoTask};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::Ordering::SeqCst;
 
 /// What a pool does when it finds its strands deadlocked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

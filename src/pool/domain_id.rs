@@ -3,9 +3,9 @@
 //! domain's id, and a call from another domain is refused, so the id lives
 //! with the pool.
 
+use crate::atomics::unmodelled::{AtomicU32, Ordering::SeqCst};
 use core::fmt;
 use core::num::NonZeroU32;
-use core::sync::atomic::{AtomicU32, Ordering::SeqCst};
 
 /// Which domain something belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -17,12 +17,12 @@
 use super::failure::Failure;
 use super::seam::PoolRef;
 use super::shared::Shared;
+use crate::atomics::unmodelled::{AtomicUsize, Ordering::Relaxed};
 use crate::platform::instant::Instant;
 use crate::platform::{self, Depth};
 use crate::protocol::join_frame::{DONE, RETURNED};
 use crate::task::{Action, Task};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use core::time::Duration;
 
 /// A fork-join job: the join protocol's frame, whose thief passes on a

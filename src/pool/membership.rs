@@ -9,8 +9,8 @@
 use super::error::PinError;
 use super::shared::{Shared, ring};
 use crate::atomics::Ordering::SeqCst;
+use crate::atomics::unmodelled::Ordering::Relaxed;
 use crate::mailbox::list::Chain;
-use core::sync::atomic::Ordering::Relaxed;
 
 impl Shared {
     /// Whether work can be pinned to `core` now.

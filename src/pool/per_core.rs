@@ -28,12 +28,12 @@ use super::fork_join::{JoinStack, Slot};
 use super::lifo_watch::LifoWatch;
 use super::stats::Counters;
 use crate::atomics::CachePadded;
+use crate::atomics::unmodelled::AtomicBool;
 use crate::mailbox::list::AtomicList;
 use crate::protocol::lifo_slot::LifoSlot;
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
 use core::cell::UnsafeCell;
-use core::sync::atomic::AtomicBool;
 
 /// What one core of a pool writes. Each field's doc says who else reads it.
 #[repr(align(1024))]

@@ -8,11 +8,11 @@
 //! within `7 (k + 1)` takes of the pool's cores, whatever the other levels
 //! hold. Within a level, turns go oldest first.
 
+use crate::atomics::unmodelled::{AtomicUsize, Ordering::SeqCst};
 use crate::spin_lock::SpinLock;
 use crate::task::Task;
 use crate::task::queue::TaskQueue;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 /// How many levels there are.
 pub(crate) const LEVELS: usize = 3;

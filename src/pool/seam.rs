@@ -21,13 +21,13 @@ use super::failure::Failure;
 use super::fork_join::{Job, JoinStack, Slot};
 use super::shared::Shared;
 use super::strands::Strands;
+use crate::atomics::unmodelled::AtomicUsize;
 use crate::task::storage::BlockCache;
 use crate::task::{IntoTask, Task};
 use crate::timers::Timers;
 use alloc::boxed::Box;
 use alloc::sync::{Arc, Weak};
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicUsize;
 
 /// A pool, as the layers above it reach it (module docs).
 #[derive(Clone, Copy)]
@@ -336,7 +336,7 @@ impl<'a> PoolRef<'a> {
     /// Whether the pool is being destroyed (no new strands).
     #[inline]
     pub(crate) fn closing(self) -> bool {
-        self.0.closing.load(core::sync::atomic::Ordering::SeqCst)
+        self.0.closing.load(crate::atomics::unmodelled::Ordering::SeqCst)
     }
 
     /// A strand of the pool ended.

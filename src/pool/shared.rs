@@ -51,6 +51,7 @@ use super::per_core::{Local, LoopJoins, Membership, PerCore};
 use super::preempted::Preempted;
 use super::stop::READY;
 use super::strands::Strands;
+use crate::atomics::unmodelled::AtomicBool;
 use crate::atomics::{AtomicU32, AtomicUsize, CachePadded};
 use crate::mailbox::inbound::Inbound;
 use crate::mailbox::list::AtomicList;
@@ -61,7 +62,6 @@ use crate::spin_lock::SpinLock;
 use crate::timers::Timers;
 use alloc::boxed::Box;
 use alloc::sync::{Arc, Weak};
-use core::sync::atomic::AtomicBool;
 
 /// Everything the cores of one pool share.
 pub(crate) struct Shared {

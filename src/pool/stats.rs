@@ -1,6 +1,6 @@
 //! Per-core counters: written only by their core, readable by anyone.
 
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use crate::atomics::unmodelled::{AtomicU64, Ordering::Relaxed};
 
 /// What one core of a pool has done, from [`Pool::stats`](super::Pool::stats).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -12,8 +12,10 @@ pub struct CoreStats {
     pub sent: u64,
     /// Tasks this core took from its inbound mailboxes.
     pub received: u64,
-    /// Tasks this core passed on to other cores, on their way through the
-    /// forwarding mesh ([`Mailboxes::Mesh`](super::Mailboxes::Mesh)).
+    /// Tasks this core took from its lists of the forwarding mesh
+    /// ([`Mailboxes::Mesh`](super::Mailboxes::Mesh)) and passed on to
+    /// other cores. A task carried past this core while it slept, by the
+    /// core that held it, is counted nowhere.
     pub forwarded: u64,
     /// Tasks this core spawned for any core of the pool.
     pub spawned: u64,

@@ -63,12 +63,12 @@
 //! queued on the waker.
 
 use super::shared::{Shared, ring};
+use crate::atomics::unmodelled::Ordering::Relaxed;
 use crate::atomics::{Ordering::SeqCst, spin_hint};
 use crate::platform;
 use crate::task::queue::TaskQueue;
 use crate::task::{self, Action};
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::Relaxed;
 
 pub(crate) const READY: u32 = 0;
 pub(crate) const RUNNING: u32 = 1;

@@ -18,11 +18,13 @@
 //! the ops.
 
 use super::deadlock::Waiter;
+use crate::atomics::unmodelled::{
+    AtomicPtr, AtomicUsize, Ordering::Acquire, Ordering::Release, Ordering::SeqCst,
+};
 use crate::spin_lock::SpinLock;
 use crate::task::Task;
 use alloc::vec::Vec;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::Acquire, Ordering::Release, Ordering::SeqCst};
 
 /// What the pool asks of the strand layer, about strands it names by their
 /// control block's task header.

@@ -44,12 +44,12 @@ use super::shared::Shared;
 use super::stats;
 use super::stop::STOPPED;
 use crate::atomics::Ordering::SeqCst;
+use crate::atomics::unmodelled::Ordering::{Acquire, Relaxed, Release};
 use crate::platform::instant::Instant;
 use crate::platform::{self, Depth};
 use crate::sleep::{Outcome, Sleeper};
 use crate::task::{Action, Task};
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// Tasks a core runs from its own queues before it looks at its mailboxes.
 pub(super) const FAIRNESS: u32 = 61;

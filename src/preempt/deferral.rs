@@ -18,9 +18,9 @@
 //! While no pool has a time slice nothing can be preempted, and a deferral
 //! costs one load and asks nothing.
 
+use crate::atomics::unmodelled::{AtomicPtr, AtomicU8, AtomicUsize, Ordering::Acquire, Ordering::Relaxed};
+use crate::atomics::unmodelled::{Ordering::Release, Ordering::SeqCst, compiler_fence};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering::Acquire, Ordering::Relaxed};
-use core::sync::atomic::{Ordering::Release, Ordering::SeqCst, compiler_fence};
 
 /// How many pools with a time slice exist. While there are none, nothing
 /// can be preempted and a deferral costs one load: cooperative programs

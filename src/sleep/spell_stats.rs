@@ -4,7 +4,7 @@
 //! These are statistics, not part of the protocol: they use the core's own
 //! atomics even under loom, so the models do not explore them.
 
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use crate::atomics::unmodelled::{AtomicU64, Ordering::Relaxed};
 
 /// One core's figures ([`crate::CoreStats`] shows them).
 #[derive(Default)]

@@ -16,9 +16,9 @@
 use super::WaitError;
 use super::control::Header;
 use super::scheduler;
+use crate::atomics::unmodelled::Ordering::*;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::*;
 
 /// Whether the running strand has been cancelled. `false` outside strands.
 pub fn cancelled() -> bool {

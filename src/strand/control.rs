@@ -20,6 +20,7 @@ use super::lock::Core as MutexCore;
 use super::save::SaveArea;
 use super::tree::Node;
 use super::wait::WaitLinks;
+use crate::atomics::unmodelled::{AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering::*};
 use crate::context::Context;
 use crate::task::{Action, Task};
 use crate::timers::TimerSlot;
@@ -27,7 +28,6 @@ use alloc::alloc::{Layout, dealloc};
 use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering::*};
 
 /// Where a strand is, as far as wakers care.
 pub(crate) mod state {

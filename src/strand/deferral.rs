@@ -4,10 +4,10 @@
 //! can defer too.
 
 use super::scheduler;
+use crate::atomics::unmodelled::{AtomicU8, Ordering::Relaxed};
 use crate::platform;
 use crate::preempt::deferral::{self, Deferral, any_pool_preempts};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// What the strand layer installs as each pool is built, the first before
 /// any strand exists (`deferral::install`).

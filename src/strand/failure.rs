@@ -31,7 +31,7 @@ pub(crate) fn live_strands(strand: Option<StrandId>, live: usize) -> Box<Failure
 /// goes on finishing).
 pub(crate) fn interrupt_running(me: core::ptr::NonNull<Header>) {
     use super::control::flags::{CUT_SHORT, FINISHING};
-    use core::sync::atomic::Ordering::SeqCst;
+    use crate::atomics::unmodelled::Ordering::SeqCst;
     // SAFETY: the running strand's own header.
     let header = unsafe { me.as_ref() };
     // Only the strand itself marks itself finishing, so this cannot change
@@ -80,7 +80,7 @@ fn abandon(me: core::ptr::NonNull<Header>, failure: Box<Failure>) -> Box<Failure
     use super::control::flags::FINISHING;
     // SAFETY: the running strand's own header.
     let header = unsafe { me.as_ref() };
-    if header.flags.fetch_or(FINISHING, core::sync::atomic::Ordering::SeqCst) & FINISHING != 0 {
+    if header.flags.fetch_or(FINISHING, crate::atomics::unmodelled::Ordering::SeqCst) & FINISHING != 0 {
         return failure;
     }
     let mut failure = failure;
@@ -94,7 +94,7 @@ fn abandon(me: core::ptr::NonNull<Header>, failure: Box<Failure>) -> Box<Failure
     let others = unsafe { crate::pool::fork_join::abandon_jobs(header.fibre.joins.get(), pool, &failure) };
     if was_joining {
         // The jobs no longer borrow its stack (`Header::lent`).
-        header.lent.fetch_sub(1, core::sync::atomic::Ordering::SeqCst);
+        header.lent.fetch_sub(1, crate::atomics::unmodelled::Ordering::SeqCst);
     }
     failure.count_others(others);
     // SAFETY: the running strand's payload; its closure was moved onto the
@@ -126,7 +126,7 @@ pub(crate) use host::{failures_in, from_task_unwind, from_unwind, install_hook, 
 #[cfg(feature = "std")]
 mod host {
     use super::*;
-    use core::sync::atomic::Ordering::Relaxed;
+    use crate::atomics::unmodelled::Ordering::Relaxed;
     use std::cell::RefCell;
 
     std::thread_local! {

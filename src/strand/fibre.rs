@@ -21,6 +21,7 @@
 use super::control::Header;
 use super::save::SaveArea;
 use super::sizes::{FIBRES, GUARD_BYTES, STACK_BYTES};
+use crate::atomics::unmodelled::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use crate::mailbox::inbox::Inbox;
 use crate::pool::fork_join::JoinStack;
 use crate::pool::handle::Pool;
@@ -30,7 +31,6 @@ use crate::task::{Action, Task};
 use core::cell::UnsafeCell;
 use core::ops::Range;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 
 const SLOT_BYTES: usize = GUARD_BYTES + STACK_BYTES;
 const WORD_BITS: usize = usize::BITS as usize;

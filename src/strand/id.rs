@@ -4,9 +4,9 @@
 //! live apart from the rest of `strand`, in the base layer
 //! (`docs/layout.md`); `strand` re-exports both.
 
+use crate::atomics::unmodelled::{AtomicU64, Ordering::Relaxed};
 use core::fmt;
 use core::num::NonZeroU64;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// A strand's identity, unique for the life of the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -35,12 +35,12 @@ use super::control::Header;
 use super::id::BlockReason;
 use super::wait::{self, WaitQueue};
 use super::{WaitError, scheduler};
+use crate::atomics::unmodelled::{AtomicBool, AtomicPtr, AtomicU32, Ordering::*};
 use crate::platform::instant::Instant;
 use crate::spin_lock::SpinLock;
 use alloc::boxed::Box;
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::*};
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;

@@ -21,12 +21,12 @@ use super::id::BlockReason;
 use super::wait::{self, WaitEnd};
 use super::{StrandId, WaitError, scheduler};
 use crate::atomics::AtomicU8;
+use crate::atomics::unmodelled::Ordering::SeqCst;
 use crate::platform::instant::Instant;
 use crate::platform::instant::deadline_after;
 use crate::protocol::signal_word::{Register, SignalWord, StateWord, WAITING};
 use core::fmt;
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::SeqCst;
 use core::task::{RawWaker, RawWakerVTable, Waker};
 use core::time::Duration;
 

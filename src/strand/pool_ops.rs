@@ -8,12 +8,12 @@ use super::fibre;
 use super::id::BlockReason;
 use super::lock::Core as MutexCore;
 use super::tree;
+use crate::atomics::unmodelled::Ordering::{Acquire, SeqCst};
 use crate::pool::deadlock::Waiter;
 use crate::pool::seam::PoolRef;
 use crate::pool::strands::StrandOps;
 use crate::task::Task;
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::{Acquire, SeqCst};
 
 /// Wires a pool being built to the strand layer, before any strand can be
 /// spawned into it: the pool learns what to do with strands

@@ -4,7 +4,7 @@
 
 use super::WaitError;
 use super::scheduler;
-use core::sync::atomic::Ordering::Relaxed;
+use crate::atomics::unmodelled::Ordering::Relaxed;
 
 /// A strand's priority level (default [`Priority::Normal`]).
 ///

@@ -7,10 +7,10 @@
 //! its stack really uses. Areas come from the global allocator; running
 //! out is never a crash (see `scheduler::make_resident`).
 
+use crate::atomics::unmodelled::{AtomicUsize, Ordering::Relaxed};
 use crate::context::{Context, FRAME_BYTES};
 use alloc::alloc::{Layout, alloc, dealloc};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 const ALIGN: usize = 16;
 

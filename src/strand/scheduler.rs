@@ -16,6 +16,7 @@
 use super::control::{FINISHED, Header, flags, state};
 use super::fibre::{Fibre, Owned};
 use super::{failure, tree};
+use crate::atomics::unmodelled::Ordering::*;
 use crate::context;
 use crate::pool::core_turn::{NO_STRAND, TurnEnd};
 use crate::pool::current;
@@ -23,7 +24,6 @@ use crate::pool::seam::PoolRef;
 use crate::task::Action;
 use core::mem;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::Ordering::*;
 
 /// The calling core's pool and index, if it is a pool's core.
 ///

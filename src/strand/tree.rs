@@ -33,11 +33,11 @@
 use super::control::{Header, flags, state};
 use super::failure::Failure;
 use super::scheduler;
+use crate::atomics::unmodelled::Ordering::*;
 use crate::spin_lock::SpinLock;
 use alloc::boxed::Box;
 use core::cell::{Cell, UnsafeCell};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::Ordering::*;
 
 /// A frame that strands are anchored to: a strand's body or a scope.
 /// Guarded by its owner's family lock.

@@ -42,12 +42,12 @@ use super::control::{Header, state};
 use super::error::WaitError;
 use super::id::BlockReason;
 use super::scheduler;
+use crate::atomics::unmodelled::Ordering::*;
 use crate::platform::instant::Instant;
 use crate::pool::core_turn::TurnEnd;
 use crate::spin_lock::SpinLock;
 use crate::timers::StrandTimer;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::Ordering::*;
 pub(crate) use queue::{TaskWaiter, WaitLinks, WaitQueue};
 
 /// How the pool's timer heap wakes a strand whose deadline passed: by its

@@ -5,6 +5,7 @@ mod lock_async;
 pub use lock_async::{AsyncMutexGuard, Lock};
 
 use super::WaitError;
+use crate::atomics::unmodelled::{AtomicPtr, Ordering::*};
 use crate::strand::lock::{Core, Holder};
 use ::core::cell::UnsafeCell;
 use ::core::fmt;
@@ -12,7 +13,6 @@ use ::core::marker::PhantomData;
 use ::core::mem::ManuallyDrop;
 use ::core::ops::{Deref, DerefMut};
 use ::core::ptr::{self, NonNull};
-use ::core::sync::atomic::{AtomicPtr, Ordering::*};
 use ::core::time::Duration;
 
 /// Mutual exclusion for strands. A strand that finds it locked blocks (its

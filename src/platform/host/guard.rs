@@ -17,11 +17,11 @@
 //! The handler only reads static data and calls `write` and `abort`,
 //! which are async-signal-safe.
 
+use crate::atomics::unmodelled::{AtomicPtr, Ordering::SeqCst};
 use crate::strand::fibre;
 use core::mem::MaybeUninit;
 use core::ptr;
 use std::sync::Once;
-use std::sync::atomic::{AtomicPtr, Ordering::SeqCst};
 
 /// Each signal's previous action, for faults that are not ours.
 static PREVIOUS: [AtomicPtr<libc::sigaction>; 2] =

@@ -12,9 +12,9 @@
 //! The deep tier parks at once, and so does the light tier of a machine
 //! with more cores than the host has hardware threads.
 
+use crate::atomics::unmodelled::{AtomicU32, Ordering::*};
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::thread;
 use std::time::{Duration, Instant};
 

@@ -26,10 +26,10 @@
 //! platforms have no such locks.
 
 use super::Inner;
+use crate::atomics::unmodelled::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use crate::preempt::{self, Tick};
 use core::mem::MaybeUninit;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::{self, Thread};
 use std::time::Duration;

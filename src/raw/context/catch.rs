@@ -11,7 +11,7 @@
 //! out elsewhere (roving's waiter records are in the task's future, which
 //! a failed task leaks).
 
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use crate::atomics::unmodelled::{AtomicUsize, Ordering::Relaxed};
 
 /// Where a running [`catching`] keeps its stack pointer (0: none).
 pub(crate) struct CatchSlot(AtomicUsize);

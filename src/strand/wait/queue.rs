@@ -337,10 +337,10 @@ impl WaitQueue {
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
+    use crate::atomics::unmodelled::{AtomicUsize, Ordering::SeqCst};
     use alloc::boxed::Box;
     use alloc::sync::Arc;
     use alloc::task::Wake;
-    use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
     struct Count(AtomicUsize);
 

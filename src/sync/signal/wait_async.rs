@@ -2,6 +2,7 @@
 //! device's interrupt wakes a task as it wakes a strand.
 
 use super::Signal;
+use crate::atomics::unmodelled::Ordering::SeqCst;
 use crate::pool::handle::Pool;
 use crate::protocol::signal_word::ASYNC;
 use crate::strand::park::relax;
@@ -11,7 +12,6 @@ use core::future::Future;
 use core::marker::PhantomPinned;
 use core::pin::Pin;
 use core::ptr;
-use core::sync::atomic::Ordering::SeqCst;
 use core::task::{Context, Poll, Waker};
 
 /// What the signal's word points at while a task waits: the waker a firer
