@@ -64,6 +64,18 @@ fn main() {
         ],
     );
     ratios(&rows, &["tokio task pairs, oneshot"]);
+    println!(
+        "\nrallies on two cores: ns per round trip (30 pairs, 100 round trips each over capacity-1 channels)"
+    );
+    let rows = compare(
+        samples,
+        3000,
+        &[
+            ("roving strand pairs, bounded(1) channels", &|| crowds::strand_rallies(30, 100)),
+            ("tokio task pairs, mpsc(1) channels", &|| crowds::tokio_rallies(30, 100)),
+        ],
+    );
+    ratios(&rows, &["tokio task pairs, mpsc(1) channels"]);
 
     println!(
         "\nspawn + join: ns per child, one at a time ({spawns} per sample; std threads: a tenth, scaled)"

@@ -501,6 +501,10 @@ impl SleepState {
                     // Only a claim's waker stores `AWAKE` while this core
                     // sleeps, after its count of the claim (acquired here).
                     me.claimed(self.states[core].last_claim());
+                    // The waker's write of the counters, counted here on
+                    // this core's own line rather than by the waker, whose
+                    // add would move that line to it on every wake-up.
+                    self.count_writes(core, 1);
                     break;
                 }
                 ASLEEP if ending || me.should_wake() => {
@@ -550,8 +554,9 @@ impl SleepState {
             match state.compare_exchange(seen, next, SeqCst, SeqCst) {
                 Ok(_) if next == CLAIMED => {
                     crate::chaos::point();
+                    // (Its count in the sleeper's statistics is the
+                    // sleeper's to add, on waking.)
                     self.counters.sub_sleeping();
-                    self.count_writes(core, 1);
                     let claim = core_state.count_claim();
                     crate::chaos::point();
                     state.swap(AWAKE, SeqCst);

@@ -22,9 +22,10 @@ pub struct SpellStats {
 }
 
 impl SpellStats {
-    /// Adds `n` to one of these figures. Several cores may add to
-    /// one core's (a waker adds to its sleeper's), hence the
-    /// read-modify-write; it stays on a line of this core's own.
+    /// Adds `n` to one of these figures. A core adds to its own (a woken
+    /// core adds its waker's share on waking), and cores outside the pool
+    /// to the shared slot, hence the read-modify-write; each core's
+    /// figures are on a line of their own.
     #[inline]
     pub fn add(figure: &AtomicU64, n: u64) {
         if n > 0 {

@@ -21,8 +21,15 @@
 //! - a strand blocked on core 0 and signalled from the last core: the
 //!   signal's own cost, and core 0's part, from its wake-up to the strand
 //!   running again;
+//! - an async task's wake from another core: the signal, and the woken
+//!   core's part, from its wake-up to the task's poll;
 //! - a steal: core 1 woken for a fan-out core 0 offered, from its wake-up
 //!   to the stolen task running.
+//!
+//! With the mesh (`roving.mailboxes=mesh`, and above 64 cores by
+//! default), a post to the last core is forwarded: the sender carries it
+//! past the sleeping cores between, so the sender's part of a post
+//! measures a message forwarded by the mesh.
 //!
 //! Rows at every core count: spawning a strand and a task, the caller's
 //! part, with every other core asleep (a spawn may offer its work to them).
@@ -141,6 +148,37 @@ fn across_cores(pool: &Pool, far: usize, rounds: usize) {
     }
 }
 
+/// What an async task on the far core waits on, and when it ran again.
+static TASK_WAKE: Signal = Signal::new();
+
+/// An async task's wake from another core: a task on the far core waits
+/// on a signal; with the far core asleep, core 0 gives the signal. The
+/// signal's cost (the task's schedule and its core's wake-up), and the far
+/// core's part, from its wake-up to the task's poll running.
+fn async_wakes(far: usize, rounds: usize) {
+    let task = roving::spawn_async_on(far, async move {
+        for _ in 0..rounds {
+            TASK_WAKE.wait_async().await.expect("a wait");
+            ARRIVED.store(cycles(), SeqCst);
+            DONE.signal();
+        }
+    })
+    .unwrap_or_else(|_| panic!("an async task on the far core"));
+    let (mut signal, mut polled, mut slept) = (Vec::new(), Vec::new(), report_of(far).deep_sleeps);
+    for _ in 0..rounds {
+        // The task waits again, and its core has slept since.
+        slept = asleep_after(far, slept);
+        let at = cycles();
+        TASK_WAKE.signal();
+        signal.push(cycles() - at);
+        DONE.wait().expect("the task ran");
+        polled.push(ARRIVED.load(SeqCst) - report_of(far).last_deep_wake);
+    }
+    task.join().expect("the task ends");
+    report("an async task's wake from another core: the signal (with the wake-up)", signal);
+    report("an async task's wake from another core: the woken core's part (its wake-up to the poll)", polled);
+}
+
 /// The core that ran the first stolen task of a round, and when.
 static STOLEN_BY: AtomicUsize = AtomicUsize::new(NOBODY);
 static STOLEN_AT: AtomicU64 = AtomicU64::new(0);
@@ -238,6 +276,7 @@ fn main() {
         let pool = Pool::current().expect("in the pool");
         if cores >= 2 {
             across_cores(&pool, cores - 1, rounds);
+            async_wakes(cores - 1, rounds);
             steals(rounds);
         }
         spawns(rounds);
