@@ -131,19 +131,19 @@ impl JoinStack {
 pub(super) const JOIN_WINDOW: usize = super::lifo_watch::WINDOW;
 
 impl Shared {
-    /// Takes a published job from some core's slot, starting after `me`'s.
-    pub(crate) fn take_published_job(&self, me: usize) -> Option<NonNull<Job>> {
-        let cores = self.slots;
-        (1..=cores).find_map(|offset| self.cores[(me + offset) % cores].join_slot.take())
-    }
-
     /// Takes a published job from one of [`JOIN_WINDOW`] slots from
-    /// `*window` on, other than `me`'s, and moves `*window` on past them:
-    /// an idle core's look, with the window it keeps between looks.
-    pub(super) fn take_published_job_in_window(&self, me: usize, window: &mut u32) -> Option<NonNull<Job>> {
+    /// `*window` on (wrapped to the pool's slots), other than `me`'s, and
+    /// moves `*window` on past them: the look of an idle core, or of a
+    /// join owner helping while its thief runs, with the window it keeps
+    /// between looks.
+    pub(crate) fn take_published_job_in_window(&self, me: usize, window: &mut u32) -> Option<NonNull<Job>> {
         let cores = self.slots;
-        let first = *window as usize;
-        debug_assert!(first < cores);
+        // In range but for a helper's first look (a division is dear in
+        // an idle round).
+        let first = match *window as usize {
+            first if first < cores => first,
+            first => first % cores,
+        };
         let width = JOIN_WINDOW.min(cores);
         let next = first + width;
         *window = if next >= cores { next - cores } else { next } as u32;
@@ -215,6 +215,9 @@ fn wait_for(shared: PoolRef<'_>, frame: &Job) -> u32 {
     shared.join_helpers().fetch_add(1, Relaxed);
     let _helping = Helping(shared.join_helpers());
     let mut idle = 0;
+    // The slots it looks at, a window at a time, from the core after its
+    // own: its spins before it naps cover a thousand cores' slots.
+    let mut window = platform::current_core().map_or(0, |core| core as u32 + 1);
     loop {
         let state = frame.state();
         if state == DONE || state == RETURNED {
@@ -222,7 +225,7 @@ fn wait_for(shared: PoolRef<'_>, frame: &Job) -> u32 {
         }
         // A strand that blocked in a helped job may have moved.
         let core = platform::current_core().unwrap_or(0);
-        if let Some(job) = shared.take_published_job(core) {
+        if let Some(job) = shared.take_published_job(core, &mut window) {
             // SAFETY: taken from its slot, so its end is ours.
             unsafe { Job::call(job, Action::Run) };
             idle = 0;

@@ -281,10 +281,11 @@ impl<'a> PoolRef<'a> {
         self.0.loop_joins[core].get()
     }
 
-    /// Takes a published job from some core's slot, after `me`'s.
+    /// Takes a published job from a window of other cores' slots, and
+    /// moves the window on (`Shared::take_published_job_in_window`).
     #[inline]
-    pub(crate) fn take_published_job(self, me: usize) -> Option<NonNull<Job>> {
-        self.0.take_published_job(me)
+    pub(crate) fn take_published_job(self, me: usize, window: &mut u32) -> Option<NonNull<Job>> {
+        self.0.take_published_job_in_window(me, window)
     }
 
     /// Join owners waiting for their stolen jobs.

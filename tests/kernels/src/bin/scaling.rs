@@ -253,7 +253,9 @@ fn spawns(rounds: usize) {
 fn report(what: &str, mut samples: Vec<u64>) {
     samples.sort_unstable();
     let n = samples.len();
-    assert!(n > 0 && samples[0] > 0, "{what}: no samples, or one of 0 cycles");
+    // Without -icount (the QEMU suite) the counter may be coarser than a
+    // short operation, so one sample of 0 is no fault; all of 0 is.
+    assert!(n > 0 && samples[n - 1] > 0, "{what}: no samples, or every one of 0 cycles");
     let cores = platform::core_count();
     println!(
         "scaling: {cores} cores: {what}: min {}, median {}, max {}",
