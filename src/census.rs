@@ -29,8 +29,9 @@
 //!
 //! Each move is charged to the source line of the atomic access that made
 //! it, so a report says which word of which protocol moved. The counts are
-//! process-wide: a harness [`reset`]s them, runs an operation many times,
-//! and divides. `tests/census.rs` is that harness.
+//! process-wide: a harness takes them ([`by_site`]) before and after an
+//! operation, subtracts, and divides by the times it ran. `tests/census.rs`
+//! is that harness.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -132,26 +133,12 @@ pub(crate) fn access(address: usize, write: bool, site: &'static Location<'stati
     }
 }
 
-/// Forgets the moves counted so far (not the lines' states: a line
-/// another core holds still moves on its next write).
-pub fn reset() {
-    SITES.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-}
-
-/// The moves counted since the last [`reset`], by the source file and
-/// line of the atomic access that made each; most first.
+/// The moves counted since the process began, by the source file and
+/// line of the atomic access that made each; most first. A harness takes
+/// this before and after an operation and subtracts.
 pub fn by_site() -> Vec<((&'static str, u32), Moves)> {
     let sites = SITES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut all: Vec<_> = sites.iter().flatten().map(|(&site, &moves)| (site, moves)).collect();
     all.sort_by_key(|&(site, moves)| (core::cmp::Reverse(moves.total()), site));
     all
-}
-
-/// Every move counted since the last [`reset`].
-pub fn total() -> Moves {
-    let mut sum = Moves::default();
-    for (_, moves) in by_site() {
-        sum += moves;
-    }
-    sum
 }

@@ -144,21 +144,8 @@ impl AtomicList {
     /// result is [`Pushed::Closed`]; following links from `newest` reaches
     /// `oldest`.
     pub unsafe fn push_chain(&self, newest: NonNull<Task>, oldest: NonNull<Task>) -> Pushed {
-        debug_assert_eq!(newest.as_ptr() as usize & TAGS, 0, "tasks are at least 4-byte aligned");
-        let mut head = self.head.load(Relaxed);
-        loop {
-            if head & CLOSED != 0 {
-                return Pushed::Closed;
-            }
-            // SAFETY: the caller owns `oldest` until the exchange publishes it.
-            unsafe { Task::set_next(oldest, (head & !TAGS) as *mut Task) };
-            crate::chaos::point();
-            match self.head.compare_exchange_weak(head, newest.as_ptr() as usize, SeqCst, Relaxed) {
-                Ok(_) if head & ARMED != 0 => return Pushed::WasArmed,
-                Ok(_) => return Pushed::Queued,
-                Err(now) => head = now,
-            }
-        }
+        // SAFETY: per the contract; with `leave_armed` off nothing is refused.
+        unsafe { self.push_chain_or_leave(newest, oldest, false) }.unwrap_or_else(|| unreachable!())
     }
 
     /// Pushes a chain, as [`AtomicList::push_chain`], unless the list is
@@ -175,19 +162,37 @@ impl AtomicList {
         newest: NonNull<Task>,
         oldest: NonNull<Task>,
     ) -> Option<Pushed> {
+        // SAFETY: per the contract.
+        unsafe { self.push_chain_or_leave(newest, oldest, true) }
+    }
+
+    /// The push of both: `None` only if `leave_armed` and the list is
+    /// armed.
+    ///
+    /// # Safety
+    ///
+    /// As for [`AtomicList::push_chain_unless_armed`].
+    #[inline(always)]
+    unsafe fn push_chain_or_leave(
+        &self,
+        newest: NonNull<Task>,
+        oldest: NonNull<Task>,
+        leave_armed: bool,
+    ) -> Option<Pushed> {
         debug_assert_eq!(newest.as_ptr() as usize & TAGS, 0, "tasks are at least 4-byte aligned");
         let mut head = self.head.load(Relaxed);
         loop {
             if head & CLOSED != 0 {
                 return Some(Pushed::Closed);
             }
-            if head & ARMED != 0 {
+            if leave_armed && head & ARMED != 0 {
                 return None;
             }
             // SAFETY: the caller owns `oldest` until the exchange publishes it.
-            unsafe { Task::set_next(oldest, head as *mut Task) };
+            unsafe { Task::set_next(oldest, (head & !TAGS) as *mut Task) };
             crate::chaos::point();
             match self.head.compare_exchange_weak(head, newest.as_ptr() as usize, SeqCst, Relaxed) {
+                Ok(_) if head & ARMED != 0 => return Some(Pushed::WasArmed),
                 Ok(_) => return Some(Pushed::Queued),
                 Err(now) => head = now,
             }
