@@ -156,6 +156,9 @@ static TASK_WAKE: Signal = Signal::new();
 /// signal's cost (the task's schedule and its core's wake-up), and the far
 /// core's part, from its wake-up to the task's poll running.
 fn async_wakes(far: usize, rounds: usize) {
+    // Read before the task exists: its core may run it, and sleep again,
+    // before this core looks.
+    let mut slept = report_of(far).deep_sleeps;
     let task = roving::spawn_async_on(far, async move {
         for _ in 0..rounds {
             TASK_WAKE.wait_async().await.expect("a wait");
@@ -164,7 +167,7 @@ fn async_wakes(far: usize, rounds: usize) {
         }
     })
     .unwrap_or_else(|_| panic!("an async task on the far core"));
-    let (mut signal, mut polled, mut slept) = (Vec::new(), Vec::new(), report_of(far).deep_sleeps);
+    let (mut signal, mut polled) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         // The task waits again, and its core has slept since.
         slept = asleep_after(far, slept);
