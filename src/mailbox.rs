@@ -53,6 +53,8 @@ pub mod doorbell;
 pub(crate) mod inbound;
 pub mod inbox;
 pub mod list;
+#[cfg(not(loom))]
+mod pairs;
 // Parts of the mesh's interface (building one alone, its sizes) serve only
 // its tests, its loom model and the simulator.
 #[cfg_attr(not(test), allow(dead_code))]

@@ -63,5 +63,12 @@ fn a_pools_memory_by_its_cores() {
         assert!(direct <= lines + machine * 16 * 1024, "{machine} cores, direct: {}", kib(direct));
         let log = machine.next_power_of_two().trailing_zeros().max(1) as usize;
         assert!(mesh <= machine * (16 * 1024 + log * 1024), "{machine} cores, mesh: {}", kib(mesh));
+        // A pool of 4 holds mailboxes for its own 4 (a row each, of a chunk
+        // of 8 senders: 2 KiB), not for every pair of the machine; what is
+        // left grows with the machine by the per-core state (under 4 KiB a
+        // core, docs/design.md, "Memory").
+        for (kind, bytes) in [("direct", four_direct), ("mesh", four_mesh)] {
+            assert!(bytes <= machine * 4 * 1024 + 64 * 1024, "4 of {machine} cores, {kind}: {}", kib(bytes));
+        }
     }
 }

@@ -18,11 +18,10 @@
 
 use super::list::{AtomicList, Chain, Pushed};
 use super::mesh::routes::Routes;
-use crate::atomics::CachePadded;
+use super::pairs::Pairs;
 use crate::protocol::core_hints::{CoreHints, Raised};
 use crate::task::Task;
 use crate::task::queue::TaskQueue;
-use alloc::boxed::Box;
 use core::ptr::NonNull;
 
 /// The lane of posted closures (and of fibres pinned to their core).
@@ -67,64 +66,33 @@ pub(crate) struct Took {
 /// after pushing a fibre, the receiver lowers it before taking its lists,
 /// and a thief passes over a receiver whose hint is low.
 pub(crate) struct Inbound {
-    kind: Kind,
+    /// Each receiver's direct lists, by lane: from outside the pool, and
+    /// with direct mailboxes from each sender ([`Pairs`]).
+    pairs: Pairs,
+    /// The mesh for closures, if the pool has one.
+    mesh: Option<Routes>,
     fibres_waiting: CoreHints,
-}
-
-enum Kind {
-    /// `2 * slots * (slots + 1)` lists: by lane, then receiver, then
-    /// sender; the last sender slot of each receiver is for code outside
-    /// the pool.
-    Direct { slots: usize, lists: Box<[CachePadded<AtomicList>]> },
-    /// The mesh for closures, and `2 * slots` direct lists (by lane, then
-    /// receiver).
-    Mesh { slots: usize, routes: Routes, outside: Box<[CachePadded<AtomicList>]> },
-}
-
-fn lists(n: usize) -> Box<[CachePadded<AtomicList>]> {
-    (0..n).map(|_| CachePadded(AtomicList::new())).collect()
-}
-
-/// Where the direct list of `lane` from `from` (`slots`: outside the
-/// pool) to `to` sits among `2 * slots * (slots + 1)`.
-fn pair(slots: usize, lane: usize, to: usize, from: usize) -> usize {
-    (lane * slots + to) * (slots + 1) + from
 }
 
 impl Inbound {
     /// Mailboxes for `slots` cores of which `members` are the pool's:
     /// direct (`mesh_links` `None`) or a mesh with at most that many links.
     pub(crate) fn new(slots: usize, members: impl Fn(usize) -> bool, mesh_links: Option<usize>) -> Self {
-        let kind = match mesh_links {
-            None => Kind::Direct { slots, lists: lists(2 * slots * (slots + 1)) },
-            Some(links) => {
-                Kind::Mesh { slots, routes: Routes::new(slots, members, links), outside: lists(2 * slots) }
-            }
-        };
-        Self { kind, fibres_waiting: CoreHints::new(slots) }
-    }
-
-    /// The direct list of `lane` from outside the pool to `to`.
-    fn outside(&self, lane: usize, to: usize) -> &AtomicList {
-        match &self.kind {
-            Kind::Direct { slots, lists, .. } => &lists[pair(*slots, lane, to, *slots)],
-            Kind::Mesh { slots, outside, .. } => &outside[lane * slots + to],
+        Self {
+            pairs: Pairs::new(slots, &members, mesh_links.is_none()),
+            mesh: mesh_links.map(|links| Routes::new(slots, &members, links)),
+            fibres_waiting: CoreHints::new(slots),
         }
     }
 
-    /// Every direct list into `to`, both lanes, the outside ones first.
+    /// Every direct list into `to`, both lanes, the outside ones first
+    /// (none if `to` has never been a member).
     fn direct_into(&self, to: usize) -> impl Iterator<Item = [&AtomicList; 2]> {
-        let (slots, senders) = match &self.kind {
-            Kind::Direct { slots, .. } => (*slots, *slots),
-            Kind::Mesh { slots, .. } => (*slots, 0),
-        };
-        let from = move |from: usize| match &self.kind {
-            Kind::Direct { lists, .. } => {
-                [CLOSURES, FIBRES].map(|lane| &lists[pair(slots, lane, to, from)].0)
-            }
-            Kind::Mesh { .. } => unreachable!("the mesh has no sender lists"),
-        };
-        core::iter::once([self.outside(CLOSURES, to), self.outside(FIBRES, to)]).chain((0..senders).map(from))
+        self.pairs
+            .row(to)
+            .into_iter()
+            .flat_map(|row| core::iter::once(&row.outside).chain(self.pairs.senders(row)))
+            .map(|lanes| lanes.each_ref().map(|list| &list.0))
     }
 
     /// Sends `task` on `lane` from core `from` (the caller's) to core `to`.
@@ -134,29 +102,29 @@ impl Inbound {
     /// The caller runs as core `from` of the pool, owns `task` and gives it
     /// up unless it comes back.
     pub(crate) unsafe fn send(&self, lane: usize, from: usize, to: usize, task: NonNull<Task>) -> Delivery {
-        match &self.kind {
+        let Some(routes) = &self.mesh else {
+            let Some(row) = self.pairs.row(to) else { return Delivery::Refused(task) };
+            let lanes = self.pairs.from(row, from).unwrap_or(&row.outside);
             // SAFETY: the task is ours to give.
-            Kind::Direct { slots, lists, .. } => unsafe {
-                self.push_direct(&lists[pair(*slots, lane, to, from)], lane, to, task)
-            },
+            return unsafe { self.push_direct(&lanes[lane], lane, to, task) };
+        };
+        if lane == FIBRES {
             // SAFETY: the task is ours to give.
-            Kind::Mesh { .. } if lane == FIBRES => unsafe { self.send_from_outside(lane, to, task) },
-            Kind::Mesh { routes, .. } => {
-                let reading = routes.read(from);
-                if reading.is_ranked(from) && reading.is_ranked(to) {
-                    // SAFETY: we are core `from` (contract).
-                    match unsafe { reading.send(from, to, task) } {
-                        Ok(None) => Delivery::Queued,
-                        Ok(Some(core)) => Delivery::Wake(core),
-                        Err(task) => Delivery::NoMemory(task),
-                    }
-                } else {
-                    // Inside the read section: ordered before or after a
-                    // rebuild, as the relayed tasks are (module docs).
-                    // SAFETY: the task is ours to give.
-                    unsafe { self.send_from_outside(lane, to, task) }
-                }
+            return unsafe { self.send_from_outside(lane, to, task) };
+        }
+        let reading = routes.read(from);
+        if reading.is_ranked(from) && reading.is_ranked(to) {
+            // SAFETY: we are core `from` (contract).
+            match unsafe { reading.send(from, to, task) } {
+                Ok(None) => Delivery::Queued,
+                Ok(Some(core)) => Delivery::Wake(core),
+                Err(task) => Delivery::NoMemory(task),
             }
+        } else {
+            // Inside the read section: ordered before or after a
+            // rebuild, as the relayed tasks are (module docs).
+            // SAFETY: the task is ours to give.
+            unsafe { self.send_from_outside(lane, to, task) }
         }
     }
 
@@ -166,8 +134,9 @@ impl Inbound {
     ///
     /// The caller owns `task` and gives it up unless it comes back.
     pub(crate) unsafe fn send_from_outside(&self, lane: usize, to: usize, task: NonNull<Task>) -> Delivery {
+        let Some(row) = self.pairs.row(to) else { return Delivery::Refused(task) };
         // SAFETY: per the contract.
-        unsafe { self.push_direct(self.outside(lane, to), lane, to, task) }
+        unsafe { self.push_direct(&row.outside[lane], lane, to, task) }
     }
 
     /// Pushes `task` onto `list`, a direct list of `lane` into `to`; with
@@ -206,10 +175,7 @@ impl Inbound {
         let take = |list: &AtomicList| if arm { list.take_all_and_arm() } else { list.take_all() };
         let mut took = Took::default();
         self.fibres_waiting.lower(me);
-        let reading = match &self.kind {
-            Kind::Mesh { routes, .. } => Some(routes.read(me)),
-            Kind::Direct { .. } => None,
-        };
+        let reading = self.mesh.as_ref().map(|routes| routes.read(me));
         for [closures, fibres] in self.direct_into(me) {
             // SAFETY: taken chains are ours.
             took.received +=
@@ -227,26 +193,17 @@ impl Inbound {
 
     /// Whether anything waits for core `me`.
     pub(crate) fn has_work(&self, me: usize) -> bool {
-        let direct = || self.direct_into(me).any(|lists| lists.iter().any(|list| list.has_tasks()));
-        match &self.kind {
-            Kind::Direct { .. } => direct(),
-            Kind::Mesh { routes, .. } => direct() || routes.read(me).has_work(me),
-        }
+        self.direct_into(me).any(|lists| lists.iter().any(|list| list.has_tasks()))
+            || self.mesh.as_ref().is_some_and(|routes| routes.read(me).has_work(me))
     }
 
     /// Whether every list is empty; `me` is the caller's core, or any
     /// core index if it has none.
     pub(crate) fn is_empty(&self, me: usize) -> bool {
-        match &self.kind {
-            Kind::Direct { lists, .. } => lists.iter().all(|list| !list.has_tasks()),
-            Kind::Mesh { routes, outside, .. } => {
-                // One read section: a rebuild moves tasks from the mesh to
-                // the direct lists, and must not hide them between the two
-                // looks.
-                let reading = routes.read(me);
-                reading.is_empty() && outside.iter().all(|list| !list.has_tasks())
-            }
-        }
+        // One read section: a rebuild moves tasks from the mesh to the
+        // direct lists, and must not hide them between the two looks.
+        let reading = self.mesh.as_ref().map(|routes| routes.read(me));
+        reading.is_none_or(|reading| reading.is_empty()) && self.pairs.all().all(|list| !list.has_tasks())
     }
 
     /// The cores for which woken fibres may wait, from `start` on: the
@@ -266,15 +223,20 @@ impl Inbound {
 
     /// Closes core `core`'s direct lists, handing `keep` what each pair
     /// (closures, fibres) held: posts to it are refused from now on.
-    pub(crate) fn close(&self, core: usize, mut keep: impl FnMut([Chain; 2])) {
-        for lists in self.direct_into(core) {
-            keep(lists.map(AtomicList::take_all_and_close));
-        }
+    pub(crate) fn close(&self, core: usize, keep: impl FnMut([Chain; 2])) {
+        self.pairs.close(core, keep);
     }
 
-    /// Opens core `core`'s direct lists again, before it rejoins.
-    pub(crate) fn reopen(&self, core: usize) {
-        self.direct_into(core).flatten().for_each(AtomicList::reopen);
+    /// Opens core `core`'s direct lists, before it joins: again, or the
+    /// first time (`Pairs::open`).
+    ///
+    /// # Safety
+    ///
+    /// The caller is a resize (or the pool's constructor): nothing else
+    /// opens or closes lists meanwhile.
+    pub(crate) unsafe fn open(&self, core: usize) {
+        // SAFETY: per the contract.
+        unsafe { self.pairs.open(core) }
     }
 
     /// With the mesh, rebuilds it over the cores `ranked` says
@@ -287,11 +249,12 @@ impl Inbound {
     /// The caller is in no read section, no other rebuild runs, and the
     /// caller cannot be preempted meanwhile.
     pub(crate) unsafe fn rebuild(&self, ranked: impl Fn(usize) -> bool, mut wake: impl FnMut(usize)) {
-        let Kind::Mesh { routes, .. } = &self.kind else { return };
+        let Some(routes) = &self.mesh else { return };
         let relay = |to: usize, tasks: &mut TaskQueue| {
+            let row = self.pairs.row(to).expect("a ranked core has been a member");
             while let Some(task) = tasks.pop_front() {
                 // SAFETY: the relay hands us the task.
-                match unsafe { self.outside(CLOSURES, to).push(task) } {
+                match unsafe { row.outside[CLOSURES].push(task) } {
                     Pushed::Queued => {}
                     Pushed::WasArmed => wake(to),
                     // A task is in transit only to a ranked core, which
@@ -310,15 +273,11 @@ impl Inbound {
     ///
     /// Nothing sends or drains meanwhile (no core runs the pool).
     pub(crate) unsafe fn take_everything(&self, into: &mut TaskQueue) {
-        let direct = match &self.kind {
-            Kind::Direct { lists, .. } => lists,
-            Kind::Mesh { outside, .. } => outside,
-        };
-        for list in direct.iter() {
+        for list in self.pairs.all() {
             // SAFETY: a taken chain is ours.
             unsafe { into.append_reversed(list.take_all()) };
         }
-        if let Kind::Mesh { routes, .. } = &self.kind {
+        if let Some(routes) = &self.mesh {
             // SAFETY: per the contract; what is handed over is ours.
             unsafe { routes.read(0).empty_into(|_, tasks| into.append(tasks)) };
         }

@@ -248,6 +248,11 @@ impl AtomicList {
         self.head.load(SeqCst) == ARMED
     }
 
+    /// Whether the list is closed.
+    pub fn is_closed(&self) -> bool {
+        self.head.load(SeqCst) & CLOSED != 0
+    }
+
     /// Whether any task is queued (the tags alone count as empty).
     #[inline]
     pub fn has_tasks(&self) -> bool {
@@ -257,7 +262,7 @@ impl AtomicList {
 
 /// Tasks that say who pushed them, for the tests below.
 #[cfg(all(test, feature = "std", not(loom)))]
-mod tests_support {
+pub(super) mod tests_support {
     use super::*;
     use crate::task::queue::TaskQueue;
     use crate::task::{Action, storage::BlockCache};
@@ -274,25 +279,25 @@ mod tests_support {
         unreachable!("these tests only move tasks");
     }
 
-    pub(super) fn stamped(sender: usize, sequence: usize) -> NonNull<Task> {
+    pub(in crate::mailbox) fn stamped(sender: usize, sequence: usize) -> NonNull<Task> {
         let boxed = Box::new(Stamped { task: Task::new(never_run), sender, sequence });
         NonNull::from(Box::leak(boxed)).cast()
     }
 
     /// Takes a task back: who pushed it, and when.
-    pub(super) fn take(task: NonNull<Task>) -> (usize, usize) {
+    pub(in crate::mailbox) fn take(task: NonNull<Task>) -> (usize, usize) {
         // SAFETY: made by `stamped` from a leaked box, taken exactly once.
         let stamped = unsafe { Box::from_raw(task.cast::<Stamped>().as_ptr()) };
         (stamped.sender, stamped.sequence)
     }
 
-    pub(super) fn push(list: &AtomicList, task: NonNull<Task>) -> Pushed {
+    pub(in crate::mailbox) fn push(list: &AtomicList, task: NonNull<Task>) -> Pushed {
         // SAFETY: a fresh task from `stamped`, given up (or, if refused,
         // still ours).
         unsafe { list.push(task) }
     }
 
-    pub(super) fn drain(chain: Chain) -> Vec<(usize, usize)> {
+    pub(in crate::mailbox) fn drain(chain: Chain) -> Vec<(usize, usize)> {
         let mut queue = TaskQueue::new();
         // SAFETY: a taken chain is ours.
         unsafe { queue.append_reversed(chain) };

@@ -41,9 +41,15 @@ impl Shared {
         self.inbound.close(core, keep);
     }
 
-    /// Opens `core`'s inbound mailboxes again, before it rejoins.
-    pub(crate) fn reopen_mailboxes(&self, core: usize) {
-        self.inbound.reopen(core);
+    /// Opens `core`'s inbound mailboxes before it joins: again, or (the
+    /// first time it joins) makes them.
+    ///
+    /// # Safety
+    ///
+    /// The caller is a resize, which runs alone.
+    pub(crate) unsafe fn open_mailboxes(&self, core: usize) {
+        // SAFETY: per the contract.
+        unsafe { self.inbound.open(core) };
     }
 
     /// With the mesh, rebuilds it over the members, leaving out `leaving`

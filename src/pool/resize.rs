@@ -118,7 +118,8 @@ impl Pool {
         if !core_owners::claim(core, shared) {
             return Err(ResizeError::CoreNotFree { core });
         }
-        shared.reopen_mailboxes(core);
+        // SAFETY: we are the resize under way, and resizes run alone.
+        unsafe { shared.open_mailboxes(core) };
         shared.membership[core].member.store(true, SeqCst);
         shared.member_count.fetch_add(1, SeqCst);
         shared.rebuild_routes(None);

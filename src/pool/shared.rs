@@ -271,9 +271,6 @@ impl Shared {
         // are dropped after the cores (neither touches the other on drop).
         let cores = (0..slots).map(|core| unsafe { PerCore::new(core, slots, returns) }).collect();
         shared.cores = cores;
-        for core in (0..slots).filter(|&core| !members(core)) {
-            shared.close_mailboxes(core, |_| {});
-        }
         shared
     }
 
