@@ -132,19 +132,25 @@ fn park_pairs(trips: u64) -> Duration {
     elapsed
 }
 
-/// roving: the root strand of a pool of `cores` sleeps `period`, then
-/// spawns a small task, `jobs` times. Returns the CPU time used.
+/// roving: a strand spawned in a pool of `cores` sleeps `period`, then
+/// spawns a small task, `jobs` times. Returns the CPU time used. A
+/// spawned strand, like tokio's spawned task, not the root strand, which
+/// is pinned to its core: each of its deadlines would wake that core as
+/// well as the one watching the timers.
 fn roving(cores: usize, period: Duration, jobs: u64, waits: Option<&Arc<Waits>>) -> Duration {
     let waits = waits.cloned();
     harness::on_roving(cores, move || {
-        let before = process_cpu_time();
-        for index in 0..jobs {
-            roving::strand::sleep(period).expect("a strand may sleep");
-            let (waits, spawned) = (waits.clone(), waits.as_ref().map_or(0, |waits| waits.now()));
-            roving::pool::spawn_task(move || job(waits, index, spawned))
-                .unwrap_or_else(|_| panic!("the pool takes the job"));
-        }
-        process_cpu_time() - before
+        let sleeper = roving::strand::spawn(move || {
+            let before = process_cpu_time();
+            for index in 0..jobs {
+                roving::strand::sleep(period).expect("a strand may sleep");
+                let (waits, spawned) = (waits.clone(), waits.as_ref().map_or(0, |waits| waits.now()));
+                roving::pool::spawn_task(move || job(waits, index, spawned))
+                    .unwrap_or_else(|_| panic!("the pool takes the job"));
+            }
+            process_cpu_time() - before
+        });
+        sleeper.unwrap_or_else(|_| panic!("a place for the strand")).join().expect("the strand ends")
     })
 }
 
