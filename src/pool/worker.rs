@@ -302,16 +302,33 @@ fn steal(shared: &Shared, me: usize, start: usize) -> Option<NonNull<Task>> {
     if let Some(task) = steal_woken_fibres(shared, me, start) {
         return Some(task);
     }
-    if let Some((victim, task)) = steal_from_lifo_slots(shared, me) {
+    if !others_asleep(shared)
+        && let Some((victim, task)) = steal_from_lifo_slots(shared, me)
+    {
         count_stolen(shared, me, Some(victim), 1);
         return Some(task);
     }
+    // Join slots even with every other core asleep: a core may sleep with
+    // a job published in its slot, by a strand that then blocked inside
+    // its own half of the join.
     // SAFETY: we are core `me`, between tasks; the reference ends with the
     // look, which runs no task.
     let window = &mut unsafe { shared.local(me) }.join_window;
     let job = shared.take_published_job_in_window(me, window)?;
     count_stolen(shared, me, None, 1);
     Some(super::fork_join::as_task(job))
+}
+
+/// Whether every other core of the pool is counted asleep, in which case
+/// no LIFO slot holds a task for a thief: a core counts itself asleep only
+/// after finding its own slot empty, and runs no task, so puts nothing
+/// there, until it is off the count again (its waker, or itself, takes
+/// it off before it leaves the sleep protocol). The LIFO slots are the one
+/// steal an idle round reads a window of cores for (the steal lists and
+/// woken fibres have summary words); with the others asleep it reads the
+/// sleep counters instead, which change only when a core sleeps or wakes.
+fn others_asleep(shared: &Shared) -> bool {
+    shared.sleep.counters().sleeping() + 1 >= shared.member_count()
 }
 
 /// Counts `tasks` tasks core `me` stole, from core `from` or (`None`) from
