@@ -174,12 +174,18 @@ impl Inbound {
     ) -> Took {
         let take = |list: &AtomicList| if arm { list.take_all_and_arm() } else { list.take_all() };
         let mut took = Took::default();
-        self.fibres_waiting.lower(me);
+        // A low hint lets the drain pass the fibre lists over, as it lets a
+        // thief (`crate::protocol::core_hints`): a fibre pushed and not yet
+        // hinted is taken by the next drain. Arming takes every list.
+        let fibres_hinted = self.fibres_waiting.lower_if_raised(me) || arm;
         let reading = self.mesh.as_ref().map(|routes| routes.read(me));
         for [closures, fibres] in self.direct_into(me) {
             // SAFETY: taken chains are ours.
-            took.received +=
-                unsafe { pinned.append_reversed(take(closures)) + queue.append_reversed(take(fibres)) };
+            took.received += unsafe { pinned.append_reversed(take(closures)) };
+            if fibres_hinted {
+                // SAFETY: as above.
+                took.received += unsafe { queue.append_reversed(take(fibres)) };
+            }
         }
         if let Some(reading) = reading {
             // SAFETY: we are core `me` (contract); what is delivered is ours.

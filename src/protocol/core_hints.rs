@@ -89,6 +89,20 @@ impl CoreHints {
         }
     }
 
+    /// A taker is about to take `core`'s lists: lowers its hint if high,
+    /// and says whether it was. A taker told `false` may pass the lists
+    /// over, as a thief that finds the hint low does (the guarantee in the
+    /// module docs: what it would miss lies under a hint raised again).
+    #[inline]
+    pub fn lower_if_raised(&self, core: usize) -> bool {
+        let (word, bit) = self.word_and_bit(core);
+        let raised = word.load(SeqCst) & bit != 0;
+        if raised {
+            word.fetch_and(!bit, SeqCst);
+        }
+        raised
+    }
+
     /// Whether `core`'s hint is raised: what the models and tests check
     /// (thieves walk [`CoreHints::raised_from`]).
     #[cfg(any(test, loom))]
