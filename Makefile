@@ -6,7 +6,8 @@
 # BOARD=... writes what the board boots from (a Raspberry Pi's kernel8.img).
 # Other programs: make run APP=shell (the interactive shell), or any
 # example in examples/src/bin. make run LOG=defmt: the console carries
-# defmt frames, decoded on the host (installs defmt-print).
+# defmt frames, decoded on the host (installs defmt-print). make gdb (same
+# settings): the program halted under GDB (installs gdb-multiarch).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -42,13 +43,26 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: census run trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
+.PHONY: census run gdb gdb-check trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
 run: check-board check-cores check-app check-log setup
 	@[[ $(LOG) != defmt ]] || tools/setup --defmt
 	DEFMT_LOG=trace ROVING_LOG=$(LOG) ROVING_CORES=$(CORES) $(many_cores_env) cargo run --quiet $(board_flags) $(log_flags_$(LOG)) --bin $(APP)
+
+## gdb: boot $(APP) on $(BOARD) like make run, but halted at its first
+## instruction, and debug it in GDB (gdb-multiarch), connected, each core a
+## thread; its console goes to target/gdb/ (docs/debugging.md)
+gdb: check-board check-cores check-app setup
+	tools/setup --gdb
+	$(many_cores_env) cargo build --quiet $(board_flags) --bin $(APP)
+	ROVING_CORES=$(CORES) tools/gdb $(if $(many_cores_env),target/many-cores,target)/$(shell tools/boards get $(BOARD) target)/debug/$(APP)
+
+## gdb-check: a scripted GDB session on every board (tests/qemu/gdb-check)
+gdb-check: setup
+	tools/setup --gdb
+	tests/qemu/gdb-check
 
 ## trace: boot $(APP) (the demo by default) like make run, with every pool
 ## traced (TRACE_EVENTS per core, the newest kept); its console log,
@@ -92,9 +106,10 @@ image: check-board setup
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
 ## test and spreading rounds, no_std builds, the custom-platform check,
 ## the from-scratch embedding kernel, the crates' publish dry run, the QEMU
-## suite at 1/2/4/8 cores, the scaling smoke, the demo at 64 cores, a
-## traced demo on virt and the PC, and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test scaling-smoke demo-check trace-check idle-check
+## suite at 1/2/4/8 cores, a scripted GDB session on every board, the
+## scaling smoke, the demo at 64 cores, a traced demo on virt and the PC,
+## and the idle-CPU check
+test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test gdb-check scaling-smoke demo-check trace-check idle-check
 	@echo "make test: everything passed"
 
 setup:
