@@ -50,7 +50,7 @@ use alloc::boxed::Box;
 use core::ptr;
 
 /// Senders per chunk: eight columns of two lanes, 2 KiB.
-pub(crate) const CHUNK: usize = 8;
+const CHUNK: usize = 8;
 
 /// A sender's two lists into one receiver: closures, then fibres (the
 /// lanes of `super::inbound`).
@@ -86,16 +86,21 @@ pub(crate) struct Row {
 }
 
 impl Row {
+    /// Every sender's pair of lists in the row's chunks, given out or not
+    /// (chunks are stored in order, so the first null ends them).
+    fn all_senders(&self) -> impl Iterator<Item = &Lanes> {
+        self.chunks
+            .iter()
+            .map_while(|chunk| {
+                // SAFETY: a chunk stored is never freed before the row.
+                unsafe { chunk.load(Acquire).as_ref() }
+            })
+            .flat_map(|chunk| chunk.senders.iter())
+    }
+
     /// Every list of the row, opened or closed alike.
     fn lists(&self) -> impl Iterator<Item = &AtomicList> {
-        let chunks = self.chunks.iter().map_while(|chunk| {
-            // SAFETY: a chunk stored is never freed before the row.
-            unsafe { chunk.load(Acquire).as_ref() }
-        });
-        self.outside
-            .iter()
-            .map(|list| &list.0)
-            .chain(chunks.flat_map(|chunk| chunk.senders.iter().flatten().map(|list| &list.0)))
+        core::iter::once(&self.outside).chain(self.all_senders()).flatten().map(|list| &list.0)
     }
 }
 
@@ -142,7 +147,7 @@ impl Pairs {
     pub(crate) fn from<'a>(&self, row: &'a Row, from: usize) -> Option<&'a Lanes> {
         let column = self.columns.get(from)?.load(Relaxed);
         let chunk = row.chunks.get(column / CHUNK)?;
-        // SAFETY: as in `Row::lists`.
+        // SAFETY: as in `Row::all_senders`.
         let chunk = unsafe { chunk.load(Acquire).as_ref() }?;
         Some(&chunk.senders[column % CHUNK])
     }
@@ -151,7 +156,7 @@ impl Pairs {
     pub(crate) fn senders<'a>(&self, row: &'a Row) -> impl Iterator<Item = &'a Lanes> {
         let given = if self.per_sender { self.given.load(Acquire) } else { 0 };
         (0..given).map_while(move |column| {
-            // SAFETY: as in `Row::lists`; the count covers the chunk.
+            // SAFETY: as in `Row::all_senders`; the count covers the chunk.
             let chunk = unsafe { row.chunks[column / CHUNK].load(Acquire).as_ref() }?;
             Some(&chunk.senders[column % CHUNK])
         })
@@ -166,16 +171,7 @@ impl Pairs {
     /// of lanes held (outside first, then by column).
     pub(crate) fn close(&self, core: usize, mut keep: impl FnMut([super::list::Chain; 2])) {
         let Some(row) = self.row(core) else { return };
-        keep(row.outside.each_ref().map(|list| list.take_all_and_close()));
-        for lanes in row
-            .chunks
-            .iter()
-            .map_while(|chunk| {
-                // SAFETY: as in `Row::lists`.
-                unsafe { chunk.load(Acquire).as_ref() }
-            })
-            .flat_map(|chunk| chunk.senders.iter())
-        {
+        for lanes in core::iter::once(&row.outside).chain(row.all_senders()) {
             keep(lanes.each_ref().map(|list| list.take_all_and_close()));
         }
     }

@@ -78,15 +78,12 @@ impl CoreHints {
         }
     }
 
-    /// A taker is about to take `core`'s lists: lowers its hint, if high.
-    /// (Relaxed first read: a hint a producer raises meanwhile may stay
-    /// high, which is the safe way to be wrong.)
+    /// A taker is about to take `core`'s lists: lowers its hint, if high
+    /// ([`CoreHints::lower_if_raised`], whose answer a taker that takes
+    /// anyway does not need).
     #[inline]
     pub fn lower(&self, core: usize) {
-        let (word, bit) = self.word_and_bit(core);
-        if word.load(Relaxed) & bit != 0 {
-            word.fetch_and(!bit, SeqCst);
-        }
+        let _ = self.lower_if_raised(core);
     }
 
     /// A taker is about to take `core`'s lists: lowers its hint if high,
