@@ -136,7 +136,7 @@ lint:
 	cargo clippy --quiet -p roving --features std $(HOST) --all-targets -- -D warnings
 	cargo clippy --quiet -p roving --features std,trace $(HOST) --all-targets -- -D warnings
 	cargo clippy --quiet -p roving --features std,census $(HOST) --lib --test census -- -D warnings
-	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench -- -D warnings
+	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench --exclude roving-symbolize -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
@@ -144,6 +144,7 @@ lint:
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --features trace --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings
 	cargo clippy --quiet -p roving-bench $(HOST) --all-targets -- -D warnings
+	cargo clippy --quiet -p roving-symbolize $(HOST) --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving --features std,trace $(HOST)
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-qemu-virt -p roving-board-raspi3b -p roving-board-raspi4b
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p roving-kernel -p roving-board-x86-pc --target x86_64-unknown-none
@@ -164,6 +165,8 @@ host-test:
 	ROVING_TRACE_OUT=target/trace/host.trace cargo test --quiet -p roving --features std,trace $(HOST) --test trace
 	python3 tests/tools/trace_test.py target/trace/host.trace
 	cargo run --quiet -p roving --example hal_driver --features std $(HOST)
+	# The runner's backtrace unwinder and namer (tools/symbolize).
+	cargo test --quiet -p roving-symbolize $(HOST)
 
 ## miri: the host tests that do not switch stacks, under Stacked Borrows
 ## and Tree Borrows, then with each scheduling seed of $(MIRI_SEEDS) (none

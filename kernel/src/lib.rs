@@ -29,6 +29,7 @@
 //! [`exit_code::PANIC`] or [`exit_code::FAULT`] after printing a report.
 #![no_std]
 
+mod backtrace;
 pub mod board;
 mod boot;
 pub mod boot_info;

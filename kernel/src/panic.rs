@@ -11,6 +11,7 @@
 //! A handler's panic is never taken for the strand it interrupted: there
 //! roving reports no current strand.
 
+use crate::backtrace::Backtrace;
 use crate::{arch, cores, exit_code, logger};
 use core::panic::PanicInfo;
 use core::sync::atomic::Ordering::Relaxed;
@@ -60,36 +61,41 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         crate::exit(exit_code::PANIC);
     }
     let index = core.map(|c| c.index);
+    let backtrace = Backtrace::here();
     match (index, info.location()) {
         (Some(i), Some(at)) => logger::emergency(format_args!(
-            "*** core {i} panicked{} at {at}:\n{}",
+            "*** core {i} panicked{} at {at}:\n{}{backtrace}",
             InHandler(crate::interrupts::handling(i)),
             info.message()
         )),
         (Some(i), None) => logger::emergency(format_args!(
-            "*** core {i} panicked{}:\n{}",
+            "*** core {i} panicked{}:\n{}{backtrace}",
             InHandler(crate::interrupts::handling(i)),
             info.message()
         )),
-        (None, Some(at)) => {
-            logger::emergency(format_args!("*** panicked during early boot at {at}:\n{}", info.message()))
-        }
+        (None, Some(at)) => logger::emergency(format_args!(
+            "*** panicked during early boot at {at}:\n{}{backtrace}",
+            info.message()
+        )),
         (None, None) => {
-            logger::emergency(format_args!("*** panicked during early boot:\n{}", info.message()))
+            logger::emergency(format_args!("*** panicked during early boot:\n{}{backtrace}", info.message()))
         }
     }
     crate::exit(exit_code::PANIC)
 }
 
-/// Reports a panic that fails `who` (on `core`) and not the core.
+/// Reports a panic that fails `who` (on `core`) and not the core, with the
+/// backtrace of `report_contained`'s caller (the panic handler's callers).
+#[inline(always)]
 fn report_contained(who: core::fmt::Arguments<'_>, core: usize, what: &str, info: &PanicInfo<'_>) {
+    let backtrace = Backtrace::here();
     match info.location() {
         Some(at) => logger::emergency(format_args!(
-            "*** {who} on core {core} panicked at {at}: {} (the {what} failed)",
+            "*** {who} on core {core} panicked at {at}: {} (the {what} failed){backtrace}",
             info.message()
         )),
         None => logger::emergency(format_args!(
-            "*** {who} on core {core} panicked: {} (the {what} failed)",
+            "*** {who} on core {core} panicked: {} (the {what} failed){backtrace}",
             info.message()
         )),
     }

@@ -5,7 +5,9 @@
 //!
 //! `make run APP=logging` (text), `make run APP=logging LOG=defmt`
 //! (frames, decoded by defmt-print), `roving.log=debug` on the kernel
-//! command line for more.
+//! command line for more. With `logging.panic=1` on the command line, a
+//! strand also panics: its report, with its backtrace (its frames named
+//! by the runner), is an error record like any other, and the run goes on.
 #![no_std]
 #![no_main]
 
@@ -44,9 +46,18 @@ fn main() {
         #[cfg(feature = "defmt")]
         defmt::warn!("the same error as a defmt argument: {}", empty);
         log::debug!("a debug record, shown with roving.log=debug");
+        if roving_kernel::boot_info().bootarg("logging.panic") == Some("1") {
+            let failed = strand::spawn(deliberate_panic).expect("a fibre").join();
+            log::warn!("the panicking strand's join: {failed:?}");
+        }
     })
     .expect("the pool runs");
     println!("logging: done");
+}
+
+/// A strand that fails, for `logging.panic=1`.
+fn deliberate_panic() {
+    panic!("a deliberate panic in a strand (logging.panic=1)");
 }
 
 roving_kernel::entry!(main);

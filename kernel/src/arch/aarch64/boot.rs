@@ -30,6 +30,18 @@ struct ExceptionStacks([[u8; EXCEPTION_STACK_SIZE]; MAX_CORES]);
 /// Written only by the core that owns each stack, through SP_EL1.
 static mut EXCEPTION_STACKS: ExceptionStacks = ExceptionStacks([[0; EXCEPTION_STACK_SIZE]; MAX_CORES]);
 
+/// The kernel's own stacks: each core's boot stack and exception stack,
+/// for a backtrace's walk to stay on.
+pub(super) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {
+    [
+        crate::backtrace::StackArray { start: &raw const BOOT_STACKS as usize, bytes: BOOT_STACK_SIZE },
+        crate::backtrace::StackArray {
+            start: &raw const EXCEPTION_STACKS as usize,
+            bytes: EXCEPTION_STACK_SIZE,
+        },
+    ]
+}
+
 /// SCTLR_EL1 before the MMU is on: its RES1 bits, everything else off.
 const SCTLR_EL1_BOOT: u64 = 0x30d0_0800;
 

@@ -1,10 +1,11 @@
 //! The fault report: which core, what went wrong in words, and the
 //! registers that say where.
 
-use super::frame::{Frame, Vector, origin};
+use super::frame::{FRAME_SIZE, Frame, Vector, origin};
+use crate::backtrace::{Backtrace, Registers};
 use crate::fault::{Core, Overflow};
 use crate::{cores, exit_code, logger};
-use aarch64_cpu::registers::{ESR_EL1, FAR_EL1, Readable};
+use aarch64_cpu::registers::{ESR_EL1, FAR_EL1, Readable, SP_EL0};
 
 /// Prints the report for an exception the kernel does not handle and ends
 /// the run with [`exit_code::FAULT`].
@@ -16,7 +17,7 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
     let overflow =
         if matches!(class, 0x24 | 0x25) { roving::platform::hooks::guard_hit(far as usize) } else { None };
     logger::emergency(format_args!(
-        "*** FAULT on core {}: {} from {}\n    {}{}\n    ESR_EL1 {esr:#018x}  FAR_EL1 {far:#018x}\n    ELR_EL1 {:#018x}  SPSR_EL1 {:#010x}  LR {:#018x}{}",
+        "*** FAULT on core {}: {} from {}\n    {}{}\n    ESR_EL1 {esr:#018x}  FAR_EL1 {far:#018x}\n    ELR_EL1 {:#018x}  SPSR_EL1 {:#010x}  LR {:#018x}{}{}",
         Core(core),
         vector_name(vector),
         origin(kind),
@@ -26,8 +27,17 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
         frame.spsr,
         frame.x30,
         Overflow(overflow),
+        Backtrace::of(registers(kind, frame)),
     ));
     crate::exit(exit_code::FAULT)
+}
+
+/// The registers the faulting code had. Its stack pointer: SP_EL0 (where
+/// the kernel and strands run) unless the exception came from a handler,
+/// on SP_EL1, whose stack the vectors' frame was pushed onto.
+fn registers(kind: u64, frame: &Frame) -> Registers {
+    let sp = if kind / 4 == 1 { frame as *const Frame as usize + FRAME_SIZE } else { SP_EL0.get() as usize };
+    Registers { pc: frame.elr as usize, sp, fp: frame.x29 as usize, lr: Some(frame.x30 as usize) }
 }
 
 fn vector_name(vector: Vector) -> &'static str {

@@ -5,6 +5,7 @@
 //! The rest of the kernel uses only what this module re-exports: the same
 //! names will exist for every architecture.
 
+mod backtrace;
 mod boot;
 pub(crate) mod cpu;
 mod dtb;
@@ -51,6 +52,13 @@ pub fn mmu_enabled() -> bool {
 /// The calling core's hardware id (the affinity fields of MPIDR_EL1).
 pub fn hw_id() -> u64 {
     cpu::hw_id()
+}
+
+pub(crate) use backtrace::{follows_call, registers_here};
+
+/// The kernel's own per-core stacks (boot and exception), for backtraces.
+pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {
+    boot::stack_arrays()
 }
 
 /// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).

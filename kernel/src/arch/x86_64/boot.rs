@@ -15,6 +15,11 @@ struct BootStacks([[u8; BOOT_STACK_SIZE]; MAX_CORES]);
 /// Written only by the core that owns each stack, through `rsp`.
 static mut BOOT_STACKS: BootStacks = BootStacks([[0; BOOT_STACK_SIZE]; MAX_CORES]);
 
+/// Each core's boot stack, for a backtrace's walk to stay on.
+pub(super) fn boot_stacks() -> crate::backtrace::StackArray {
+    crate::backtrace::StackArray { start: &raw const BOOT_STACKS as usize, bytes: BOOT_STACK_SIZE }
+}
+
 global_asm!(
     include_str!("boot.s"),
     pml4 = sym paging::PML4,

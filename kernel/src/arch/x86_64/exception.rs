@@ -85,6 +85,11 @@ struct Descriptors {
     tss: [SegmentSelector; MAX_CORES],
 }
 
+/// Each core's interrupt stack, for a backtrace's walk to stay on.
+pub(super) fn interrupt_stacks() -> crate::backtrace::StackArray {
+    crate::backtrace::StackArray { start: &raw const INTERRUPT_STACKS as usize, bytes: INTERRUPT_STACK_SIZE }
+}
+
 static TSS: Once<[TaskStateSegment; MAX_CORES]> = Once::new();
 static DESCRIPTORS: Once<Descriptors> = Once::new();
 static IDT: Once<Idt> = Once::new();

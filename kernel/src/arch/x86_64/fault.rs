@@ -2,6 +2,7 @@
 //! registers that say where.
 
 use super::frame::Frame;
+use crate::backtrace::{Backtrace, Registers};
 use crate::fault::{Core, Overflow};
 use crate::{cores, exit_code, logger};
 use x86_64::registers::control::Cr2;
@@ -15,7 +16,7 @@ pub(super) fn report_and_exit(frame: &Frame) -> ! {
     let page_fault = (vector == PAGE_FAULT).then_some(PageFault(frame.error_code));
     let overflow = if vector == PAGE_FAULT { roving::platform::hooks::guard_hit(cr2 as usize) } else { None };
     logger::emergency(format_args!(
-        "*** FAULT on core {}: {} (vector {vector}, error code {:#x}){}\n    RIP {:#018x}  RSP {:#018x}  RFLAGS {:#010x}\n    RAX {:#018x}  RBX {:#018x}  RBP {:#018x}{}",
+        "*** FAULT on core {}: {} (vector {vector}, error code {:#x}){}\n    RIP {:#018x}  RSP {:#018x}  RFLAGS {:#010x}\n    RAX {:#018x}  RBX {:#018x}  RBP {:#018x}{}{}",
         Core(core),
         name(vector),
         frame.error_code,
@@ -27,6 +28,12 @@ pub(super) fn report_and_exit(frame: &Frame) -> ! {
         frame.rbx,
         frame.rbp,
         Overflow(overflow),
+        Backtrace::of(Registers {
+            pc: frame.rip as usize,
+            sp: frame.rsp as usize,
+            fp: frame.rbp as usize,
+            lr: None
+        }),
     ));
     crate::exit(exit_code::FAULT)
 }

@@ -8,6 +8,7 @@
 
 mod acpi;
 mod apic;
+mod backtrace;
 mod boot;
 pub use boot::Loader;
 pub(crate) mod cpu;
@@ -151,6 +152,13 @@ pub fn mmu_enabled() -> bool {
 /// The calling core's hardware id: its initial APIC id.
 pub fn hw_id() -> u64 {
     cpu::apic_id()
+}
+
+pub(crate) use backtrace::{follows_call, registers_here};
+
+/// The kernel's own per-core stacks (boot and interrupt), for backtraces.
+pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {
+    [boot::boot_stacks(), exception::interrupt_stacks()]
 }
 
 /// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
