@@ -61,6 +61,8 @@ mod membership;
 pub(crate) mod per_core;
 mod post;
 pub(crate) mod preempted;
+#[cfg(feature = "std")]
+pub(crate) mod registry;
 mod resize;
 pub(crate) mod seam;
 mod shared;
@@ -169,6 +171,8 @@ impl Pool {
     /// strands and with async tasks (`crate::strand::pool_ops::wire`,
     /// `crate::executor::wire`).
     fn wired(shared: Arc<Shared>) -> Self {
+        #[cfg(feature = "std")]
+        registry::register(&shared);
         let pool = Self { shared };
         strand::pool_ops::wire(pool.pool_ref());
         crate::executor::wire(pool.pool_ref());
@@ -268,6 +272,56 @@ impl Pool {
     /// (blocked or not).
     pub fn live_strands(&self) -> usize {
         self.shared.strands.live()
+    }
+
+    /// Every live strand of this pool, entries first, each before the
+    /// strands it spawned: what it does or waits for, its fibre, whether
+    /// its stack is resident or copied out, and its priority. The pool
+    /// keeps running meanwhile, so each is a snapshot
+    /// ([`StrandReport`](crate::strand::StrandReport)).
+    pub fn strand_reports(&self) -> Vec<crate::strand::StrandReport> {
+        strand::reports(self.pool_ref())
+    }
+
+    /// Writes [`strand_reports`](Self::strand_reports) as text: a line for
+    /// the pool, then a line per strand, in the words of the deadlock
+    /// report. The pool keeps running.
+    ///
+    /// ```
+    /// use roving::{Pool, platform::host::Machine, strand, sync::Event};
+    /// use std::sync::Arc;
+    ///
+    /// Machine::new(2).unwrap().run(|| {
+    ///     let pool = Pool::new().unwrap();
+    ///     pool.run(|| {
+    ///         let go = Arc::new(Event::new());
+    ///         let waiting = go.clone();
+    ///         let child = strand::spawn(move || waiting.wait().unwrap()).unwrap();
+    ///         let here = Pool::current().unwrap();
+    ///         while here.strand_reports().iter().all(|strand| strand.waiting().is_none()) {
+    ///             strand::yield_now().unwrap();
+    ///         }
+    ///         let mut text = String::new();
+    ///         here.dump_strands(&mut text).unwrap();
+    ///         assert!(text.contains("waits (Event)"), "{text}");
+    ///         go.set();
+    ///         child.join().unwrap();
+    ///     }).unwrap();
+    /// }).unwrap();
+    /// ```
+    pub fn dump_strands(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let reports = self.strand_reports();
+        writeln!(
+            out,
+            "pool at {:#x}, cores {:?}: {} live strands",
+            Arc::as_ptr(&self.shared) as usize,
+            self.cores(),
+            reports.len()
+        )?;
+        for report in &reports {
+            writeln!(out, "  {report}")?;
+        }
+        Ok(())
     }
 
     /// The last deadlock found in this pool, if any (see [`OnDeadlock`]).

@@ -78,6 +78,7 @@ pub(crate) mod lock;
 pub(crate) mod park;
 pub(crate) mod pool_ops;
 mod priority;
+mod report;
 mod save;
 pub(crate) mod scheduler;
 mod scope;
@@ -90,9 +91,11 @@ pub use error::{CancelError, JoinError, SpawnError, WaitError};
 pub use failure::{Failure, FailureKind, Location, fail_running, raise};
 #[cfg(feature = "std")]
 pub(crate) use failure::{failures_in, from_task_unwind, install_hook, resume_counting};
-pub use id::{BlockReason, StrandId};
+pub use id::{BlockReason, Priority, StrandId};
 pub use park::{Unparker, park, park_timeout, unparker};
-pub use priority::{Priority, priority, set_priority};
+pub use priority::{priority, set_priority};
+pub use report::StrandReport;
+pub(crate) use report::reports;
 pub use scope::{Scope, ScopeError, ScopedJoinHandle, scope};
 
 use crate::atomics::unmodelled::Ordering::*;

@@ -32,11 +32,16 @@
 //!
 //! [`start_core`]: super::start_core
 
+#[cfg(all(target_os = "linux", not(miri)))]
+mod dump;
 #[cfg(all(unix, not(miri)))]
 mod guard;
 mod light_spin;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod preempt;
+
+#[cfg(all(target_os = "linux", not(miri)))]
+pub use dump::{DumpSignalError, dump_all_strands, dump_strands_on};
 
 use super::{CoreEntry, Depth, Doorbell, InterruptState, Platform, StartCoreError, WakeSignal};
 use crate::atomics::unmodelled::{AtomicBool, AtomicUsize, Ordering};

@@ -47,7 +47,7 @@ use super::failure::Failure;
 use super::shared::Shared;
 use super::stop::RUNNING;
 use crate::atomics::unmodelled::Ordering::SeqCst;
-use crate::strand::id::{BlockReason, StrandId};
+use crate::strand::id::{BlockReason, Priority, StrandId};
 use crate::task::{self, IntoTask};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -89,10 +89,37 @@ pub struct Waiter {
     pub holder: Option<StrandId>,
     /// For a join: the strand it waits to finish.
     pub joins: Option<StrandId>,
+    /// The index of the fibre it lives on.
+    pub fibre: usize,
+    /// Whether its stack is in its fibre's stack; if not, another strand
+    /// of the fibre is resident and this one's stack is copied out.
+    pub resident: bool,
+    /// Its priority.
+    pub priority: Priority,
+}
+
+/// The end of a strand's line in a report: its fibre, whether its stack is
+/// there, and its priority.
+pub(crate) fn write_place(
+    f: &mut fmt::Formatter<'_>,
+    fibre: usize,
+    resident: bool,
+    priority: Priority,
+) -> fmt::Result {
+    let stack = if resident { "resident" } else { "copied out" };
+    write!(f, "; fibre {fibre}, {stack}; priority {priority:?}")
 }
 
 impl fmt::Display for Waiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_wait(f)?;
+        write_place(f, self.fibre, self.resident, self.priority)
+    }
+}
+
+impl Waiter {
+    /// `strand #N waits ...`: what the strand waits for, in words.
+    pub(crate) fn write_wait(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "strand {} ", self.strand)?;
         match self.reason {
             BlockReason::Mutex => {

@@ -1,8 +1,8 @@
-//! What a strand is known by outside its own layer: its id, and why it
-//! waits. The trace's events, a pool's failure and deadlock reports and
-//! the census carry them, and they sit below the pool, so these two types
-//! live apart from the rest of `strand`, in the base layer
-//! (`docs/layout.md`); `strand` re-exports both.
+//! What a strand is known by outside its own layer: its id, why it waits,
+//! and its priority. The trace's events, a pool's failure and deadlock
+//! reports and the census carry them, and they sit below the pool, so
+//! these types live apart from the rest of `strand`, in the base layer
+//! (`docs/layout.md`); `strand` re-exports them.
 
 use crate::atomics::unmodelled::{AtomicU64, Ordering::Relaxed};
 use core::fmt;
@@ -90,5 +90,45 @@ impl BlockReason {
             BlockReason::Parked,
         ];
         ALL.get(usize::from(raw)).copied().unwrap_or(BlockReason::None)
+    }
+}
+
+/// A strand's priority level (default [`Priority::Normal`]).
+///
+/// In a pool with a [time slice](crate::Config::time_slice):
+/// - a woken strand of a higher level than the strand running on its core
+///   preempts that strand at once (at its next point outside roving's
+///   code);
+/// - preempted strands take their turns by level, four turns in seven for
+///   [`High`](Priority::High), two for [`Normal`](Priority::Normal) and one
+///   for [`Low`](Priority::Low) while every level has turns waiting, so no
+///   level starves: a waiting level gets a turn within 7 turns of the pool.
+///
+/// A cooperative pool ignores priorities: nothing there is preempted.
+/// Strands that share a fibre run in the order they became runnable,
+/// whatever their levels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Priority {
+    /// Background work: never preempts another strand when it wakes.
+    Low = 0,
+    /// The default.
+    #[default]
+    Normal = 1,
+    /// Latency-bound work, such as a strand an interrupt handler wakes.
+    High = 2,
+}
+
+impl Priority {
+    /// How many levels there are.
+    pub const LEVELS: usize = 3;
+
+    /// The level stored as `raw` (as [`Priority`] `as u8`).
+    pub(crate) fn from_raw(raw: u8) -> Self {
+        match raw {
+            0 => Self::Low,
+            1 => Self::Normal,
+            _ => Self::High,
+        }
     }
 }

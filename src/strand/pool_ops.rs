@@ -51,9 +51,8 @@ fn waiter(header: &Header) -> Option<Waiter> {
     if !blocked {
         return None;
     }
-    let reason = header.reason();
-    let object = header.waits_on();
-    let mut waiter = Waiter { strand: header.id, reason, object, holder: None, joins: None };
+    let (reason, object) = (header.reason(), header.waits_on());
+    let mut waiter = super::report::waiter_of(header);
     match reason {
         BlockReason::Mutex if object != 0 => {
             // SAFETY: a strand blocked on a mutex borrows it until it
