@@ -271,7 +271,7 @@ publish-check:
 		$(addprefix -p ,$(PUBLISHED)) 2>&1 | { grep -v "ignoring test\|ignoring example\|profile package spec\|aborting upload" || true; }
 
 qemu-test:
-	tools/setup --defmt --pi-trees --pc-disk
+	tools/setup --defmt --pi-trees --pc-disk --gdb
 	tests/qemu/suite
 
 ## bench: roving against a raw atomic floor, crossbeam-channel, std, rayon,

@@ -11,6 +11,10 @@
 // The boot core, from the loader.
 .global _start
 _start:
+    // The unwind tables' word that nothing called this: a debugger's or
+    // a backtrace's unwinding ends here.
+    .cfi_startproc
+    .cfi_undefined x30
     mov     x19, x0
     bl      el1_from_any
 
@@ -32,10 +36,13 @@ _start:
     bl      {boot_primary}
 2:  wfi
     b       2b
+    .cfi_endproc
 
 // Every other core, from PSCI CPU_ON (x0 = context id = core index).
 .global _roving_secondary_start
 _roving_secondary_start:
+    .cfi_startproc
+    .cfi_undefined x30
     mov     x19, x0
     bl      el1_from_any
     mov     x0, x19
@@ -46,6 +53,7 @@ _roving_secondary_start:
     bl      {boot_secondary}
 3:  wfi
     b       3b
+    .cfi_endproc
 
 // A core released from a firmware spin table (spin_table.rs): x0 holds
 // nothing, so look the core's dense index up by its MPIDR Aff0.

@@ -141,6 +141,10 @@ boot_32:
 
 .code64
 long_mode_start:
+    // The unwind tables' word that nothing called this: a debugger's or
+    // a backtrace's unwinding ends here.
+    .cfi_startproc
+    .cfi_undefined rip
     LONG_MODE_SEGMENTS
     mov     rsp, offset {stacks}
     add     rsp, {stack_size}           // core 0's boot stack
@@ -150,6 +154,7 @@ long_mode_start:
     call    {boot_primary}
 3:  hlt
     jmp     3b
+    .cfi_endproc
 
 // The real-mode trampoline every other core starts in (smp.rs copies it
 // to TRAMPOLINE, below 1 MiB, and names its page in the STARTUP IPI). It
