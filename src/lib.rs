@@ -128,6 +128,8 @@ struct ReadmeQuickStart;
 // First, so that every module sees its macro.
 #[macro_use]
 mod error_messages;
+#[doc(hidden)]
+pub mod debug_table;
 // Under loom only the lock-free protocols and what they stand on are
 // built: the pool and strands hold static, const-initialised state that
 // loom's atomics cannot provide.

@@ -16,10 +16,13 @@ fn with_word<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
     crate::platform::host::with_core_owner(core, f)
 }
 
+/// Bare metal's table; a debugger reads it to find the pools
+/// (`tools/gdb-roving.py`).
+#[cfg(not(feature = "std"))]
+static OWNERS: [AtomicUsize; super::current::SLOTS] = [const { AtomicUsize::new(0) }; super::current::SLOTS];
+
 #[cfg(not(feature = "std"))]
 fn with_word<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
-    use super::current::SLOTS;
-    static OWNERS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
     f(&OWNERS[core])
 }
 

@@ -129,6 +129,10 @@ pub unsafe fn hand_off(me: *mut Context, to: usize, link: *mut Context, message:
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() -> ! {
     naked_asm!(
+        // For unwinders (a debugger's, the backtrace's): nothing called
+        // this; a strand's stack ends here.
+        ".cfi_startproc",
+        ".cfi_undefined x30",
         "str x30, [sp, #-16]!",
         "mov x9, sp",
         "str x9, [x1]",
@@ -138,7 +142,8 @@ unsafe extern "C" fn trampoline() -> ! {
         "mov x29, xzr",
         "mov x30, xzr",
         "blr x9",
-        "udf #0"
+        "udf #0",
+        ".cfi_endproc",
     )
 }
 

@@ -123,13 +123,18 @@ pub unsafe fn hand_off(me: *mut Context, to: usize, link: *mut Context, message:
 #[unsafe(naked)]
 unsafe extern "sysv64" fn trampoline() -> ! {
     naked_asm!(
+        // For unwinders (a debugger's, the backtrace's): nothing called
+        // this; a strand's stack ends here.
+        ".cfi_startproc",
+        ".cfi_undefined rip",
         "mov [rsi], rsp",
         "lea rsp, [rdx + 8]",
         "pop rdi",
         "pop rax",
         "xor ebp, ebp",
         "call rax",
-        "ud2"
+        "ud2",
+        ".cfi_endproc",
     )
 }
 
