@@ -9,6 +9,8 @@ roving program's memory with no help from the program. `make gdb` and
     roving bt STRAND      a strand's backtrace: running, suspended on its
                           fibre, or copied off it
     roving mutex ADDRESS  a mutex's holder and its waiters, in order
+    roving trace [FILE]   each pool's trace rings (feature trace), in the
+                          dump format tools/trace reads
 
 It reads roving's structures by their names in the program's debug
 information, so it sees the layout of the build it looks at. What the
@@ -39,6 +41,11 @@ FLAG_CANCELLED = 1 << 0
 TASK_LINK = 1
 # `siblings[NEXT]` in a strand's tree node (src/strand/tree.rs).
 NEXT = 1
+# The trace dump's format (src/trace/dump.rs), and an event's packed
+# arguments (src/trace/event.rs, `TraceEvent::encode`).
+TRACE_DUMP_VERSION = 2
+TRACE_NONE = 0xFF_FFFF
+WOKEN = ["signalled", "timed-out", "cancelled"]
 
 
 class RovingError(gdb.GdbError):
@@ -303,6 +310,65 @@ class Program:
         return waiters
 
 
+def slice_items(boxed):
+    """(address, length) of a Box<[T]>."""
+    return int(field(boxed, "data_ptr")), scalar(field(boxed, "length"))
+
+
+def trace_event(word, reasons):
+    """A packed trace event as the dump names it (src/trace/dump.rs)."""
+    kind, a, b = word >> 56, (word >> 32) & TRACE_NONE, word & 0xFFFF_FFFF
+    simple = {0: "task-begin", 1: "task-end", 5: "slept", 15: "join-published", 16: "join-taken-back"}
+    counted = {2: "drained", 4: "injected", 8: "strand-in", 10: "stack-saved", 11: "stack-restored",
+               12: "actor-turn", 13: "loop-drained", 17: "irq-begins", 18: "irq-ends"}
+    if kind in simple:
+        return simple[kind]
+    if kind in counted:
+        return f"{counted[kind]} {b}"
+    if kind == 3:
+        return f"stole {'-' if a == TRACE_NONE else a} {b}"
+    if kind == 6:
+        return f"woke {'deep' if a & 1 else 'light'} {b if a & 2 else '-'}"
+    if kind == 7:
+        return f"wakeup {a} {b}"
+    if kind == 19:
+        return f"wakeup {a} nudged"
+    if kind == 9:
+        left = {0: "yielded", 1: "preempted", 2: "finished"}.get(a)
+        if left is None and 16 <= a < 272:
+            left = f"blocked {reasons.get(a - 16, '?')}"
+        return None if left is None else f"strand-out {b} {left}"
+    if kind == 14:
+        return f"future-completed {'broken' if a else 'ok'}"
+    if kind == 20 and a < len(WOKEN):
+        return f"strand-woken {b} {WOKEN[a]}"
+    return None
+
+
+def trace_dump(program, shared):
+    """The dump of one pool's rings, as `Pool::write_trace` writes it."""
+    rings_address, cores = slice_items(field(field(shared, "trace"), "__0"))
+    ring_type = gdb.lookup_type("roving::protocol::trace_ring::Ring")
+    hz = scalar(global_value("roving::trace::rings::TICK_HZ"))
+    lines = [f"roving-trace {TRACE_DUMP_VERSION} cores={cores} tick_hz={hz} complete=no"]
+    for core in range(cores):
+        ring = gdb.Value(rings_address + core * ring_type.sizeof).cast(ring_type.pointer()).dereference()
+        slots, capacity = slice_items(field(ring, "slots"))
+        end = scalar(field(ring, "next"))
+        events = []
+        for index in range(max(0, end - capacity), end):
+            sequence, ticks, data = read_words(slots + (index % capacity) * 24, 3, 8)
+            if sequence != 2 * (index + 1):
+                continue
+            name = trace_event(data, program.reasons)
+            if name is not None:
+                events.append(f"roving-trace e {core} {ticks} {name}")
+        lines.append(f"roving-trace core {core} offset=0 lost={end - len(events)}")
+        lines.extend(events)
+    lines.append("roving-trace end")
+    return lines
+
+
 def strand_table(program):
     strands = program.strands()
     ids = {address: scalar(field(program.header(address), "id")) for _, address in strands}
@@ -480,9 +546,35 @@ def suspended_backtrace(program, header, number):
     return text
 
 
+class Trace(gdb.Command):
+    """roving trace [FILE]: each pool's trace rings (a program built with feature trace), in the dump format tools/trace reads, to FILE or the terminal."""
+
+    def __init__(self):
+        super().__init__("roving trace", gdb.COMMAND_DATA, gdb.COMPLETE_FILENAME)
+
+    def invoke(self, argument, from_tty):
+        program = Program()
+        shared_type = gdb.lookup_type("roving::pool::shared::Shared")
+        if "trace" not in [f.name for f in shared_type.fields()]:
+            raise RovingError("roving: the program was built without feature trace: it keeps no trace")
+        lines = []
+        for shared, _cores in program.pools():
+            lines.extend(trace_dump(program, shared))
+        if not lines:
+            raise RovingError("roving: no pool holds a core, so there is no trace to read")
+        if argument.strip():
+            with open(argument.strip(), "w", encoding="utf-8") as out:
+                out.write("\n".join(lines) + "\n")
+            events = sum(line.startswith("roving-trace e ") for line in lines)
+            print(f"roving: {events} events written to {argument.strip()}")
+        else:
+            print("\n".join(lines))
+
+
 Roving()
 Cores()
 Pools()
 Strands()
 Mutex()
 Backtrace()
+Trace()

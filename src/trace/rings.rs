@@ -25,11 +25,20 @@ const fn parse_count(text: &str) -> usize {
     value
 }
 
+/// The platform's ticks per second, as the last pool built saw it: for a
+/// debugger that reads the rings out of memory (`tools/gdb-roving.py`'s
+/// `roving trace`) and cannot ask the platform. Kept (`used`): nothing in
+/// the program reads it.
+#[used]
+pub(crate) static TICK_HZ: crate::atomics::unmodelled::AtomicU64 =
+    crate::atomics::unmodelled::AtomicU64::new(0);
+
 /// The rings of a pool, one per core.
 pub(crate) struct Rings(alloc::boxed::Box<[crate::protocol::trace_ring::Ring]>);
 
 impl Rings {
     pub(crate) fn new(cores: usize) -> Self {
+        TICK_HZ.store(crate::platform::tick_hz(), crate::atomics::unmodelled::Ordering::Relaxed);
         Self((0..cores).map(|_| crate::protocol::trace_ring::Ring::new(EVENTS_PER_CORE)).collect())
     }
 
