@@ -382,8 +382,29 @@ class Roving(gdb.Command):
         super().__init__("roving", gdb.COMMAND_DATA, gdb.COMPLETE_NONE, True)
 
 
+def frame_names(limit=48):
+    """The selected thread's function names, innermost first."""
+    names, frame = [], gdb.newest_frame()
+    while frame is not None and len(names) < limit:
+        names.append(frame.name() or "")
+        try:
+            frame = frame.older()
+        except gdb.error:
+            break
+    return names
+
+
+# What the functions a core stops in say it does (the kernel's idle tiers
+# and interrupt entry, kernel/src/arch/*/idle.rs and exception.rs).
+IDLE_TIERS = [("sleep_deep", "asleep, deep tier (WFI/HLT)"), ("sleep_light", "asleep, light tier (WFE)"),
+              ("monitor_wait", "asleep, light tier (MWAIT)"),
+              ("roving::platform::wait_for_event", "idle, about to sleep or just woken")]
+HANDLER_FRAMES = ("roving_kernel::interrupts::dispatch", "handle_irq", "handle_vector")
+COUNTERS = ["tasks_run", "stolen", "sleeps", "deep_sleeps", "wakeups", "preempted"]
+
+
 class Cores(gdb.Command):
-    """Each core (each of GDB's threads): the strand it runs, or where it is."""
+    """Each core (each of GDB's threads, core N being QEMU's CPU#N): its pool, the strand or task it runs, an interrupt handler, or its idle tier; and its counters."""
 
     def __init__(self):
         super().__init__("roving cores", gdb.COMMAND_DATA)
@@ -393,18 +414,41 @@ class Cores(gdb.Command):
         owners = {}
         for shared, cores in program.pools():
             for core in cores:
-                owners[core] = int(shared.address)
-        for index, core in enumerate(program.cores):
-            pool = owners.get(index)
-            in_pool = f"pool {pool:#x}" if pool else "no pool"
-            if core["running"]:
-                strand = scalar(field(program.header(core["running"]), "id"))
-                doing = f"strand #{strand} (fibre {core['fibre']}) in {core['function']}"
-            elif re.search(r"wait_for_event|::idle::|sleep_deep|sleep_light", core["function"]):
-                doing = f"idle, in {core['function']}"
-            else:
-                doing = f"roving's loop or the kernel, in {core['function']}"
-            print(f"core {index} ({core['name']}, {in_pool}): {doing}")
+                owners[core] = shared
+        selected = gdb.selected_thread()
+        try:
+            for index, core in enumerate(program.cores):
+                gdb.execute(f"thread {core['thread']}", to_string=True)
+                print(f"core {index} ({core['name']}): {self.doing(program, index, core, owners.get(index))}")
+        finally:
+            selected.switch()
+
+    @staticmethod
+    def doing(program, index, core, shared):
+        names = frame_names()
+        handler = any(any(mark in name for mark in HANDLER_FRAMES) for name in names)
+        where = f"in {core['function']}"
+        if shared is None:
+            return f"in no pool, {where}"
+        per_core_address, count = slice_items(field(shared, "cores"))
+        per_core_type = gdb.lookup_type("roving::pool::per_core::PerCore")
+        per_core = gdb.Value(per_core_address + index * per_core_type.sizeof).cast(per_core_type.pointer()).dereference()
+        turn = field(field(per_core, "turn"), "__0")
+        counters = field(field(per_core, "stats"), "__0")
+        counts = ", ".join(f"{name} {scalar(field(counters, name))}" for name in COUNTERS)
+        task = scalar(field(field(turn, "running"), "value"))
+        pool = f"pool {int(shared.address):#x}"
+        if task:
+            strand = scalar(field(program.header(task), "id"))
+            doing = f"strand #{strand}" + (", interrupted by a handler" if handler else "")
+        elif handler:
+            doing = "an interrupt handler"
+        elif core["running"]:
+            doing = "a fork-join job on a fibre"
+        else:
+            tier = next((words for mark, words in IDLE_TIERS if any(mark in name for name in names)), None)
+            doing = tier or "its loop or a task"
+        return f"{pool}, {doing}, {where}; {counts}"
 
 
 class Pools(gdb.Command):
