@@ -44,6 +44,11 @@ NEXT = 1
 # The trace dump's format (src/trace/dump.rs), and an event's packed
 # arguments (src/trace/event.rs, `TraceEvent::encode`).
 TRACE_DUMP_VERSION = 2
+# A timer slot in no heap, and the heap's chunk (src/timers.rs,
+# src/timers/chunked.rs): an entry is a deadline and a target word.
+TIMER_NOT_QUEUED = 0xFFFF_FFFF
+TIMER_CHUNK = 64
+TIMER_ENTRY_BYTES = 16
 TRACE_NONE = 0xFF_FFFF
 WOKEN = ["signalled", "timed-out", "cancelled"]
 
@@ -211,6 +216,10 @@ class Program:
                 pools.setdefault(owner, []).append(core)
         return [(gdb.Value(address).cast(shared_type).dereference(), cores) for address, cores in pools.items()]
 
+    def shared(self, address):
+        shared_type = gdb.lookup_type("roving::pool::shared::Shared").pointer()
+        return gdb.Value(address).cast(shared_type).dereference()
+
     def entries(self, shared):
         vector = lock_data(path(shared, "strands", "entries"))
         length = scalar(field(vector, "len"))
@@ -253,7 +262,29 @@ class Program:
                     found.append((int(shared.address), address))
         return found
 
-    def describe(self, address, ids):
+    def deadline(self, shared, header):
+        """The tick a strand's timed wait ends at, if it has one armed."""
+        slot = field(header, "timer")
+        index = scalar(slot)
+        if index == TIMER_NOT_QUEUED:
+            return None
+        heap = lock_data(path(shared, "timers", "heap"))
+        if index >= scalar(field(heap, "len")):
+            return None
+        chunks = field(heap, "chunks")
+        chunk_count = scalar(field(chunks, "len"))
+        buffer = field(chunks, "buf")
+        while buffer.type.strip_typedefs().code == gdb.TYPE_CODE_STRUCT:
+            names = [f.name for f in buffer.type.strip_typedefs().fields()]
+            buffer = buffer["inner" if "inner" in names else "ptr" if "ptr" in names else "pointer"]
+        if index // TIMER_CHUNK >= chunk_count:
+            return None
+        # Each chunk is a Box<[Entry]>: its data pointer, then its length.
+        chunk = read_words(int(buffer) + (index // TIMER_CHUNK) * 2 * self.word, 1, 8)[0]
+        deadline, target = read_words(chunk + (index % TIMER_CHUNK) * TIMER_ENTRY_BYTES, 2, 8)
+        return deadline if target == int(slot.address) else None
+
+    def describe(self, address, ids, shared=None):
         """A strand's line: what it does, then where its stack is."""
         header = self.header(address)
         strand = scalar(field(header, "id"))
@@ -266,6 +297,9 @@ class Program:
             doing = f"running on {core['name']}"
         elif state in BLOCKED_STATES:
             doing = self.wait(header, ids)
+            deadline = self.deadline(shared, header) if shared is not None else None
+            if deadline is not None:
+                doing += f" until tick {deadline}"
         else:
             doing = STATE_NAMES.get(state, f"state {state}")
         stack = "resident" if resident else "copied out"
@@ -489,7 +523,7 @@ class Strands(gdb.Command):
             if shared != pool:
                 pool = shared
                 print(f"pool {shared:#x}:")
-            print("  " + program.describe(address, ids)[1])
+            print("  " + program.describe(address, ids, program.shared(shared))[1])
 
 
 class Mutex(gdb.Command):

@@ -33,7 +33,8 @@ mutex_waits = [m for m in mutex_waits if m]
 check(len(mutex_waits) == 3, "three strands blocked on the mutex, held by strand #1", strands)
 mutex = mutex_waits[0].group(2)
 check(all(m.group(2) == mutex for m in mutex_waits), "the three wait on one mutex", strands)
-check(sum(": sleeping;" in l for l in lines) == 2, "two strands sleeping", strands)
+sleeping = [int(d) for l in lines for d in re.findall(r": sleeping until tick (\d+);", l)]
+check(len(sleeping) == 2 and min(sleeping) > 0, "two strands sleeping, each until its deadline", strands)
 check(any(l.startswith("strand #1: running on ") for l in lines), "the root running on a core", strands)
 copied = [re.match(r"strand #(\d+): blocked \(Event\).*copied out", l) for l in lines]
 copied = [m.group(1) for m in copied if m]
