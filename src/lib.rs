@@ -128,6 +128,7 @@ struct ReadmeQuickStart;
 // First, so that every module sees its macro.
 #[macro_use]
 mod error_messages;
+#[cfg(not(loom))]
 #[doc(hidden)]
 pub mod debug_table;
 // Under loom only the lock-free protocols and what they stand on are

@@ -70,7 +70,7 @@ use crate::pool::core_turn::TurnEnd;
 use crate::pool::current;
 use crate::pool::seam::PoolRef;
 use crate::strand::cancel::interruptible;
-use crate::strand::control::flags::CANCEL_SEEN;
+use crate::strand::control::flags::{CANCEL_SEEN, PREEMPTED};
 use crate::strand::fibre::Fibre;
 use crate::strand::scheduler;
 
@@ -199,8 +199,12 @@ pub(crate) unsafe extern "C" fn preempted() {
         // Returns only if the strand was already finishing.
         crate::strand::failure::interrupt_running(me);
     }
+    // Marked for debuggers and dumps, which cannot tell a preempted
+    // strand from one that yielded otherwise.
+    header.flags.fetch_or(PREEMPTED, Relaxed);
     // SAFETY: we are the running strand, and still runnable.
     unsafe { scheduler::suspend(TurnEnd::Preempted) };
+    header.flags.fetch_and(!PREEMPTED, Relaxed);
     let count = &header.no_preempt;
     compiler_fence(SeqCst);
     count.store(count.load(Relaxed) - 1, Relaxed);

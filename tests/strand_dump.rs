@@ -178,3 +178,48 @@ fn dumps_while_strands_come_and_go() {
     })
     .expect("the pool runs");
 }
+
+/// A strand that a time slice stopped says so in the dump, until it runs
+/// again (the host preempts on x86_64 Linux only).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn a_preempted_strand_is_dumped_as_preempted() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let config = roving::Config::new().time_slice(Duration::from_millis(1));
+    support::run_pool_with(2, config, |pool| {
+        let let_go = Arc::new(AtomicBool::new(false));
+        // Two spinners: while the root keeps core 0, they share core 1,
+        // and a slice ends whenever the other waits for the core.
+        let spinners: Vec<JoinHandle<()>> = (0..2)
+            .map(|_| {
+                let let_go = let_go.clone();
+                strand::spawn(move || {
+                    while !let_go.load(Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+                .expect("a fibre")
+            })
+            .collect();
+        let ids: Vec<String> =
+            spinners.iter().map(|spinner| format!("strand {} was preempted", spinner.id())).collect();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let line = loop {
+            let mut text = String::new();
+            pool.dump_strands(&mut text).expect("text");
+            if let Some(line) = text.lines().find(|line| ids.iter().any(|id| line.contains(id.as_str()))) {
+                break line.to_owned();
+            }
+            let preempted: Vec<u64> = pool.stats().iter().map(|core| core.preempted).collect();
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no spinner seen preempted in 30 s ({preempted:?} preemptions by core):\n{text}"
+            );
+            strand::yield_now().expect("the root is a strand");
+        };
+        assert!(line.contains(" and waits for its turn (last on core "), "{line}");
+        let_go.store(true, Relaxed);
+        spinners.into_iter().for_each(|spinner| spinner.join().expect("let go"));
+    })
+    .expect("the pool runs");
+}

@@ -37,6 +37,7 @@ BLOCKED_STATES = {1: "blocked", 5: "blocked, shielded from cancels"}
 STATE_NAMES = {0: "runnable", 2: "woken", 3: "timed out", 4: "interrupted"}
 # Its `flags` word.
 FLAG_CANCELLED = 1 << 0
+FLAG_PREEMPTED = 1 << 8
 # A wait-queue link with this bit set is an async task's, not a strand's.
 TASK_LINK = 1
 # `siblings[NEXT]` in a strand's tree node (src/strand/tree.rs).
@@ -187,6 +188,7 @@ class Program:
                     running = scalar(field(self.fibres[fibre], "running")) or None
                 cores.append({
                     "thread": thread.num,
+                    "handle": thread,
                     "name": thread.name or f"thread {thread.num}",
                     "function": frame.name() or f"{frame.pc():#x}",
                     "pc": frame.pc(),
@@ -300,6 +302,8 @@ class Program:
             deadline = self.deadline(shared, header) if shared is not None else None
             if deadline is not None:
                 doing += f" until tick {deadline}"
+        elif state == 0 and scalar(field(header, "flags")) & FLAG_PREEMPTED:
+            doing = "preempted, waiting for its turn"
         else:
             doing = STATE_NAMES.get(state, f"state {state}")
         stack = "resident" if resident else "copied out"
@@ -452,7 +456,7 @@ class Cores(gdb.Command):
         selected = gdb.selected_thread()
         try:
             for index, core in enumerate(program.cores):
-                gdb.execute(f"thread {core['thread']}", to_string=True)
+                core["handle"].switch()
                 print(f"core {index} ({core['name']}): {self.doing(program, index, core, owners.get(index))}")
         finally:
             selected.switch()
@@ -574,7 +578,7 @@ class Backtrace(gdb.Command):
             print(f"strand #{number} is running on {core['name']}:")
             selected = gdb.selected_thread()
             try:
-                gdb.execute(f"thread {core['thread']}", to_string=True)
+                core["handle"].switch()
                 print(gdb.execute("bt", to_string=True), end="")
             finally:
                 selected.switch()

@@ -86,6 +86,19 @@ macro_rules! entry {
     "push r14",
     "push r15",
     "mov rbp, rsp",
+    // For unwinders, from here to the end: the caller of this frame is the
+    // interrupted code, at the interrupt frame's rip, with its rsp (both
+    // above the fifteen registers rbp points at), and its rbp and rbx as
+    // pushed. DWARF expressions on rbp, as raw bytes:
+    ".cfi_startproc simple",
+    ".cfi_signal_frame",
+    // DW_CFA_def_cfa_expression: *(rbp + 144), the interrupted rsp.
+    ".cfi_escape 0x0f, 4, 0x76, 0x90, 0x01, 0x06",
+    // DW_CFA_expression: rip (16) at rbp + 120, rbp (6) at rbp + 64,
+    // rbx (3) at rbp + 104.
+    ".cfi_escape 0x10, 16, 3, 0x76, 0xf8, 0x00",
+    ".cfi_escape 0x10, 6, 3, 0x76, 0xc0, 0x00",
+    ".cfi_escape 0x10, 3, 3, 0x76, 0xe8, 0x00",
     "sub rsp, qword ptr [rip + {save_bytes}]",
     "and rsp, -64",
     "cld",
@@ -137,6 +150,7 @@ macro_rules! entry {
     "pop rbx",
     "pop rax",
     "iretq",
+    ".cfi_endproc",
     ".popsection",
     preempted = sym super::preempted,
     save_bytes = sym SAVE_BYTES,

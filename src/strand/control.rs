@@ -68,6 +68,9 @@ pub(crate) mod flags {
     /// It was stopped at a preemption point after a cancel: its failure
     /// (`Interrupted`) is what the cancel asked for, and is not passed up.
     pub(crate) const CUT_SHORT: u32 = 1 << 7;
+    /// A time slice's tick stopped it and it waits for its next turn
+    /// (`crate::preempt`'s `preempted`): what a debugger calls preempted.
+    pub(crate) const PREEMPTED: u32 = 1 << 8;
 }
 
 /// What a strand's code does, behind one pointer per closure type.

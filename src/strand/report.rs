@@ -29,6 +29,7 @@ pub struct StrandReport {
     blocked: bool,
     last_core: usize,
     cancelled: bool,
+    preempted: bool,
 }
 
 impl StrandReport {
@@ -68,6 +69,11 @@ impl StrandReport {
     pub fn cancelled(&self) -> bool {
         self.cancelled
     }
+
+    /// Whether a time slice's tick stopped it and it waits for its turn.
+    pub fn preempted(&self) -> bool {
+        self.preempted
+    }
 }
 
 impl fmt::Display for StrandReport {
@@ -77,6 +83,11 @@ impl fmt::Display for StrandReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let waiter = &self.waiter;
         match waiter.reason {
+            _ if !self.blocked && self.preempted => write!(
+                f,
+                "strand {} was preempted and waits for its turn (last on core {})",
+                waiter.strand, self.last_core
+            )?,
             _ if !self.blocked => write!(
                 f,
                 "strand {} runs or is ready to run (last on core {})",
@@ -123,6 +134,7 @@ fn report(header: &Header) -> StrandReport {
         waiter: waiter_of(header),
         last_core: header.fibre.last_core.load(Relaxed),
         cancelled: header.flags.load(Relaxed) & flags::CANCELLED != 0,
+        preempted: header.flags.load(Relaxed) & flags::PREEMPTED != 0,
     }
 }
 

@@ -1,10 +1,11 @@
-"""The scripted session of tests/qemu/gdb-check on the `debuggee` kernel
-(tests/kernels/src/bin/debuggee.rs), with tools/gdb-roving.py loaded: it
-stops where every strand is blocked and checks what `roving strands`,
-`roving bt`, `roving mutex`, `roving cores` and `roving pools` say. Any
-failed check is a GDB error, which ends the batch session with status 1.
-Then the kernel runs to its end, which it reaches only if looking at it
-changed nothing (tests/qemu/gdb-check reads its console for that).
+"""The checks of tests/qemu/gdb-check's session on the `debuggee` kernel
+(tests/kernels/src/bin/debuggee.rs), with tools/gdb-roving.py loaded.
+gdb-check stops the kernel at `debuggee_ready`, where every strand is
+blocked or spinning, then sources this: it checks what `roving strands`,
+`roving bt`, `roving mutex`, `roving cores` and `roving pools` say, and
+prints a PASS line. Any failed check is a GDB error, which ends the batch
+session with status 1. gdb-check then lets the kernel run to its end,
+which it reaches only if looking at it changed nothing.
 """
 
 import re
@@ -23,8 +24,7 @@ def check(condition, what, text=""):
         raise gdb.GdbError(f"gdb-roving-check: FAIL: {what}\n{text}")
 
 
-gdb.execute("hbreak debuggee_ready")
-gdb.execute("continue")
+check(gdb.selected_frame().name() == "debuggee::debuggee_ready", "stopped at debuggee_ready", "")
 
 strands = run("roving strands")
 lines = [line.strip() for line in strands.splitlines() if line.strip().startswith("strand #")]
@@ -44,6 +44,12 @@ backtrace = run(f"roving bt {copied[0]}")
 check("copied off fibre" in backtrace, f"strand #{copied[0]}'s backtrace says it is copied off", backtrace)
 check("debuggee::wait_at_the_gate" in backtrace, "the copied-out strand's backtrace names where it blocked", backtrace)
 check("Backtrace stopped" not in backtrace, "the backtrace ends at the strand's first frame", backtrace)
+preempted = [re.match(r"strand #(\d+): preempted, waiting for its turn;", l) for l in lines]
+preempted = [m.group(1) for m in preempted if m]
+check(preempted, "a spinning strand preempted, waiting for its turn", strands)
+backtrace = run(f"roving bt {preempted[0]}")
+check("roving::preempt::preempted" in backtrace, "the preempted strand's backtrace goes through the preemption", backtrace)
+check("debuggee::spin_until_let_go" in backtrace, "... into the code the tick interrupted", backtrace)
 locker = mutex_waits[0].group(1)
 backtrace = run(f"roving bt {locker}")
 check("debuggee::lock_the_mutex" in backtrace, f"strand #{locker}'s backtrace names lock_the_mutex", backtrace)
@@ -60,8 +66,6 @@ threads = len(gdb.selected_inferior().threads())
 check(len(cores.strip().splitlines()) == threads, "a line per core", cores)
 check(re.search(r"^core \d+ .*, strand #1, in debuggee::debuggee_ready;", cores, re.M), "the root's core", cores)
 pools = run("roving pools")
-check(re.search(r"state running, 72 live strands", pools), "one running pool with 72 live strands", pools)
+check(re.search(r"state running, 74 live strands", pools), "one running pool with 74 live strands", pools)
 
-gdb.execute("delete")
-gdb.execute("continue")
 print("gdb-roving-check: PASS")

@@ -6,7 +6,10 @@
 //!   `lock_the_mutex`;
 //! - two strands sleep for an hour, in `sleep_an_hour`;
 //! - more strands than fibres wait for an event, in `wait_at_the_gate`,
-//!   so that some share a fibre and their stacks are copied out.
+//!   so that some share a fibre and their stacks are copied out;
+//! - two strands compute without end, in `spin_until_let_go`, under a
+//!   1 ms time slice: with the root on one of two cores, at least one of
+//!   them is preempted, waiting for its turn.
 //!
 //! Then it lets them all go, cancels the sleepers, joins everything and
 //! passes, so it also runs alone.
@@ -17,14 +20,17 @@ extern crate alloc;
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use core::time::Duration;
 use roving::strand::{self, JoinHandle, sizes};
 use roving::sync::{Event, Mutex};
+use roving::{Config, Pool};
 use roving_kernel::println;
-use roving_test_kernels::{self as _, every_core_pool, pass};
+use roving_test_kernels::{self as _, mailboxes_asked, pass};
 
 fn main() {
-    let pool = every_core_pool();
+    let config = Config::new().mailboxes(mailboxes_asked()).time_slice(Duration::from_millis(1));
+    let pool = Pool::with_config(config).expect("a pool of every core");
     pool.run(|| {
         let mutex = Arc::new(Mutex::new(0u32));
         let held = mutex.lock().expect("the root takes the mutex");
@@ -44,12 +50,36 @@ fn main() {
             })
             .collect();
         let blocked = lockers.len() + sleepers.len() + crowd.len();
-        let here = roving::Pool::current().expect("the root runs in its pool");
+        let here = Pool::current().expect("the root runs in its pool");
         while here.strand_reports().iter().filter(|strand| strand.waiting().is_some()).count() < blocked {
             strand::yield_now().expect("the root is a strand");
         }
-        println!("debuggee: {blocked} strands blocked; the mutex's waiters wait for strand #1");
+        // The spinners last, so that nothing else waits for their cores.
+        let let_go = Arc::new(AtomicBool::new(false));
+        let spinners: Vec<JoinHandle<()>> = (0..2)
+            .map(|_| {
+                let let_go = let_go.clone();
+                strand::spawn(move || spin_until_let_go(&let_go)).expect("a fibre")
+            })
+            .collect();
+        // Until each spinner has been seen preempted: then, with the root
+        // on one of the two cores, one of them at least is preempted
+        // whenever the root stops here.
+        let mut seen = [false; 2];
+        let deadline = roving::time::Instant::now() + Duration::from_secs(20);
+        while !seen.iter().all(|&preempted| preempted) {
+            assert!(roving::time::Instant::now() < deadline, "a spinner was not preempted in 20 s");
+            for report in here.strand_reports().iter().filter(|report| report.preempted()) {
+                for (spinner, seen) in spinners.iter().zip(&mut seen) {
+                    *seen |= spinner.id() == report.strand();
+                }
+            }
+            strand::yield_now().expect("the root is a strand");
+        }
+        println!("debuggee: {blocked} strands blocked; the mutex's waiters wait for strand #1; 2 spinning");
         debuggee_ready();
+        let_go.store(true, Relaxed);
+        spinners.into_iter().for_each(|spinner| spinner.join().expect("let go"));
         drop(held);
         gate.set();
         sleepers.iter().for_each(|sleeper| sleeper.cancel().expect("a live strand"));
@@ -77,6 +107,13 @@ fn lock_the_mutex(mutex: &Mutex<u32>) {
 #[inline(never)]
 fn sleep_an_hour() {
     let _ = strand::sleep(Duration::from_secs(3600));
+}
+
+#[inline(never)]
+fn spin_until_let_go(let_go: &AtomicBool) {
+    while !let_go.load(Relaxed) {
+        core::hint::spin_loop();
+    }
 }
 
 #[inline(never)]
