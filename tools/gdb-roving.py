@@ -104,6 +104,15 @@ def lock_data(spin_lock):
     return path(spin_lock, "inner", "data", "value")
 
 
+def vec_buffer(vector):
+    """The address of a Vec's elements (inside RawVec, Unique, NonNull)."""
+    buffer = field(vector, "buf")
+    while buffer.type.strip_typedefs().code == gdb.TYPE_CODE_STRUCT:
+        names = [f.name for f in buffer.type.strip_typedefs().fields()]
+        buffer = buffer["inner" if "inner" in names else "ptr" if "ptr" in names else "pointer"]
+    return int(buffer)
+
+
 def enum_names(type_name):
     kind = gdb.lookup_type(type_name).strip_typedefs()
     return {f.enumval: f.name.split("::")[-1] for f in kind.fields()}
@@ -225,12 +234,7 @@ class Program:
     def entries(self, shared):
         vector = lock_data(path(shared, "strands", "entries"))
         length = scalar(field(vector, "len"))
-        buffer = field(vector, "buf")
-        while buffer.type.strip_typedefs().code == gdb.TYPE_CODE_STRUCT:
-            kind = buffer.type.strip_typedefs()
-            names = [f.name for f in kind.fields()]
-            buffer = buffer["inner" if "inner" in names else "ptr" if "ptr" in names else "pointer"]
-        return read_words(int(buffer), length, self.word) if length else []
+        return read_words(vec_buffer(vector), length, self.word) if length else []
 
     # Strands.
 
@@ -274,15 +278,10 @@ class Program:
         if index >= scalar(field(heap, "len")):
             return None
         chunks = field(heap, "chunks")
-        chunk_count = scalar(field(chunks, "len"))
-        buffer = field(chunks, "buf")
-        while buffer.type.strip_typedefs().code == gdb.TYPE_CODE_STRUCT:
-            names = [f.name for f in buffer.type.strip_typedefs().fields()]
-            buffer = buffer["inner" if "inner" in names else "ptr" if "ptr" in names else "pointer"]
-        if index // TIMER_CHUNK >= chunk_count:
+        if index // TIMER_CHUNK >= scalar(field(chunks, "len")):
             return None
         # Each chunk is a Box<[Entry]>: its data pointer, then its length.
-        chunk = read_words(int(buffer) + (index // TIMER_CHUNK) * 2 * self.word, 1, 8)[0]
+        chunk = read_words(vec_buffer(chunks) + (index // TIMER_CHUNK) * 2 * self.word, 1, 8)[0]
         deadline, target = read_words(chunk + (index % TIMER_CHUNK) * TIMER_ENTRY_BYTES, 2, 8)
         return deadline if target == int(slot.address) else None
 

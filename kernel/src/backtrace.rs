@@ -1,8 +1,8 @@
 //! Backtraces for panic and fault reports.
 //!
 //! Kernels are built without frame pointers: keeping them in every
-//! function cost 3% to 12% on the latency table's rows, in both
-//! architectures (`BENCHMARKS.md`). So a report does not walk frame
+//! function cost up to 11% on the latency table's rows on virt and up to
+//! 19% on the PC (`BENCHMARKS.md`). So a report does not walk frame
 //! records; it scans. It prints the registers where the failing code
 //! stopped, then each word of that code's stack, from its stack pointer to
 //! the top, that could be a return address: an address in the kernel's

@@ -98,26 +98,21 @@ pub struct Waiter {
     pub priority: Priority,
 }
 
-/// The end of a strand's line in a report: its fibre, whether its stack is
-/// there, and its priority.
-pub(crate) fn write_place(
-    f: &mut fmt::Formatter<'_>,
-    fibre: usize,
-    resident: bool,
-    priority: Priority,
-) -> fmt::Result {
-    let stack = if resident { "resident" } else { "copied out" };
-    write!(f, "; fibre {fibre}, {stack}; priority {priority:?}")
-}
-
 impl fmt::Display for Waiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write_wait(f)?;
-        write_place(f, self.fibre, self.resident, self.priority)
+        self.write_place(f)
     }
 }
 
 impl Waiter {
+    /// The end of the strand's line in a report: its fibre, whether its
+    /// stack is there, and its priority.
+    pub(crate) fn write_place(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stack = if self.resident { "resident" } else { "copied out" };
+        write!(f, "; fibre {}, {stack}; priority {:?}", self.fibre, self.priority)
+    }
+
     /// `strand #N waits ...`: what the strand waits for, in words.
     pub(crate) fn write_wait(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "strand {} ", self.strand)?;

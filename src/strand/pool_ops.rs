@@ -3,12 +3,12 @@
 //! the pool is built ([`wire`]), on strands named by their control block's
 //! task header.
 
-use super::control::{FINISHED, Header, state};
+use super::control::{FINISHED, Header};
 use super::fibre;
 use super::id::BlockReason;
 use super::lock::Core as MutexCore;
 use super::tree;
-use crate::atomics::unmodelled::Ordering::{Acquire, SeqCst};
+use crate::atomics::unmodelled::Ordering::Acquire;
 use crate::pool::deadlock::Waiter;
 use crate::pool::seam::PoolRef;
 use crate::pool::strands::StrandOps;
@@ -47,13 +47,12 @@ fn header<'a>(strand: NonNull<Task>) -> &'a Header {
 
 /// `header`'s line in a deadlock report, if it is blocked.
 fn waiter(header: &Header) -> Option<Waiter> {
-    let blocked = matches!(header.state.load(SeqCst), state::BLOCKED | state::BLOCKED_SHIELDED);
-    if !blocked {
+    if !super::report::blocked(header) {
         return None;
     }
-    let (reason, object) = (header.reason(), header.waits_on());
     let mut waiter = super::report::waiter_of(header);
-    match reason {
+    let object = waiter.object;
+    match waiter.reason {
         BlockReason::Mutex if object != 0 => {
             // SAFETY: a strand blocked on a mutex borrows it until it
             // leaves the wait, and its block lives at least as long.

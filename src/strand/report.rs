@@ -15,7 +15,7 @@ use super::control::{Header, flags, state};
 use super::tree;
 use super::{BlockReason, Priority, StrandId};
 use crate::atomics::unmodelled::Ordering::{Relaxed, SeqCst};
-use crate::pool::deadlock::{Waiter, write_place};
+use crate::pool::deadlock::Waiter;
 use crate::pool::seam::PoolRef;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
@@ -98,7 +98,7 @@ impl fmt::Display for StrandReport {
             }
             _ => waiter.write_wait(f)?,
         }
-        write_place(f, waiter.fibre, waiter.resident, waiter.priority)?;
+        waiter.write_place(f)?;
         if self.cancelled {
             f.write_str("; cancelled")?;
         }
@@ -130,12 +130,17 @@ pub(crate) fn reports(pool: PoolRef<'_>) -> Vec<StrandReport> {
 /// What `header`'s own atomics say of it now.
 fn report(header: &Header) -> StrandReport {
     StrandReport {
-        blocked: matches!(header.state.load(SeqCst), state::BLOCKED | state::BLOCKED_SHIELDED),
+        blocked: blocked(header),
         waiter: waiter_of(header),
         last_core: header.fibre.last_core.load(Relaxed),
         cancelled: header.flags.load(Relaxed) & flags::CANCELLED != 0,
         preempted: header.flags.load(Relaxed) & flags::PREEMPTED != 0,
     }
+}
+
+/// Whether `header`'s strand is blocked in a wait.
+pub(super) fn blocked(header: &Header) -> bool {
+    matches!(header.state.load(SeqCst), state::BLOCKED | state::BLOCKED_SHIELDED)
 }
 
 /// `header`'s line of a report, as its own atomics say: what it waits on

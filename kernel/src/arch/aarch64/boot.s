@@ -32,7 +32,6 @@ _start:
     bl      use_boot_stack
     mov     x0, x19
     mov     x1, x20
-    mov     x29, xzr                    // the end of the frame chain
     bl      {boot_primary}
 2:  wfi
     b       2b
@@ -49,7 +48,6 @@ _roving_secondary_start:
     bl      use_boot_stack
     mov     x0, x19
     mov     x1, x20
-    mov     x29, xzr                    // the end of the frame chain
     bl      {boot_secondary}
 3:  wfi
     b       3b

@@ -150,7 +150,6 @@ long_mode_start:
     add     rsp, {stack_size}           // core 0's boot stack
     mov     edi, esi                    // the boot information, zero-extended
     mov     esi, ebp                    // and which loader's it is
-    xor     ebp, ebp                    // the end of the frame chain
     call    {boot_primary}
 3:  hlt
     jmp     3b
@@ -226,7 +225,6 @@ trampoline_64:
     movabs  rcx, offset {stacks}
     add     rax, rcx
     mov     rsp, rax
-    xor     ebp, ebp                    // the end of the frame chain
     movabs  rax, offset {boot_secondary}
     call    rax
 4:  hlt
