@@ -43,7 +43,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: census run gdb gdb-check trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-icount bench-scaling scaling-smoke clean
+.PHONY: census run gdb gdb-check trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-metal-smoke bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -107,9 +107,9 @@ image: check-board setup
 ## test and spreading rounds, no_std builds, the custom-platform check,
 ## the from-scratch embedding kernel, the crates' publish dry run, the QEMU
 ## suite at 1/2/4/8 cores, a scripted GDB session on every board, the
-## scaling smoke, the demo at 64 cores, a traced demo on virt and the PC,
-## and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test gdb-check scaling-smoke demo-check trace-check idle-check
+## scaling smoke, the bare-metal baseline smoke, the demo at 64 cores, a
+## traced demo on virt and the PC, and the idle-CPU check
+test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test gdb-check scaling-smoke bench-metal-smoke demo-check trace-check idle-check
 	@echo "make test: everything passed"
 
 setup:
@@ -291,9 +291,16 @@ bench-trace: setup
 
 ## bench-metal: the bare-metal figures alone, counted in instructions under
 ## QEMU's -icount on virt and the PC: the latency table (Zephyr's rows and
-## roving's own), interrupts, wake plus poll, and time slices
+## roving's own), interrupts, wake plus poll, and time slices; each row
+## compared with benches/bare-metal.baseline (a move of more than 2
+## instructions fails; benches/bare-metal --update-baseline rewrites it)
 bench-metal: setup
 	benches/bare-metal
+
+## bench-metal-smoke: the latency table and wake plus poll on virt and the
+## PC, against the baseline (part of make test)
+bench-metal-smoke: setup
+	benches/bare-metal --smoke
 
 ## bench-scaling: instructions per operation at 1 to 256 cores under
 ## -icount, virt and the PC (benches/scaling; a few minutes)
