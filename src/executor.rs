@@ -44,7 +44,7 @@
 //!   [`TaskError::Failed`] (a detached task's failure becomes the pool's,
 //!   as a strand's that nobody joins does). On the host the panic is
 //!   caught as it unwinds and the future dropped. Bare metal does not
-//!   unwind: every poll runs under a catch point on its core's stack, and
+//!   unwind: the core's loop runs under a catch point on its stack, and
 //!   the kernel's panic handler throws back to it (`fail_running_task`);
 //!   the future is then leaked, not dropped, with whatever it held;
 //! - its handle cancels it ([`TaskHandle::cancel`]): the future is dropped
@@ -75,17 +75,15 @@
 //! ```
 
 mod cell;
-#[cfg(not(feature = "std"))]
-mod contain;
 mod handle;
 
+#[cfg(not(feature = "std"))]
+pub use crate::pool::contain::{fail_running_task, running_task};
 use crate::pool::{Pool, PostError};
 use crate::strand::{self, Failure, WaitError};
 use crate::task::storage::BlockCache;
 use crate::task::{IntoTask, Task};
 use alloc::boxed::Box;
-#[cfg(not(feature = "std"))]
-pub use contain::{fail_running_task, running_task};
 use core::future::Future;
 use core::pin::Pin;
 use core::ptr::NonNull;

@@ -44,6 +44,8 @@
 pub(crate) mod async_tasks;
 mod census;
 mod config;
+#[cfg(not(feature = "std"))]
+pub(crate) mod contain;
 mod core_owners;
 pub(crate) mod core_turn;
 pub(crate) mod current;

@@ -76,6 +76,11 @@ fn a_panicking_task_fails_alone_and_its_core_goes_on() {
 }
 
 #[test]
+fn panics_in_polls_and_drops_fail_each_task() {
+    assert_eq!(on_pool(2, async_cases::panics_in_polls_and_drops_fail_each_task), 6);
+}
+
+#[test]
 fn a_panicking_task_gives_its_failure_to_its_handle() {
     let error = on_pool(2, || {
         let task = executor::spawn_async(async {

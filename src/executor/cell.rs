@@ -13,6 +13,8 @@ use crate::atomics::unmodelled::AtomicUsize;
 use crate::atomics::unmodelled::Ordering::Relaxed;
 use crate::pool::Pool;
 use crate::pool::async_tasks::{AsyncOps, LiveLink};
+#[cfg(not(feature = "std"))]
+use crate::pool::contain;
 use crate::pool::seam::PoolRef;
 use crate::protocol::async_state::{AfterPending, AsyncState, Start, Wake};
 use crate::spin_lock::SpinLock;
@@ -242,6 +244,9 @@ pub(super) fn drop_output_value<T>(header: &AsyncHeader, output: Option<Result<T
 /// # Safety
 ///
 /// The caller holds the reference the wake added.
+// Out of line: a wake that finds the task queued or being polled (the
+// common case in a busy pool) then saves no registers for this.
+#[inline(never)]
 pub(super) unsafe fn schedule(header: NonNull<AsyncHeader>) {
     // SAFETY: live while the caller's reference is.
     let header_ref = unsafe { header.as_ref() };
@@ -258,6 +263,7 @@ pub(super) unsafe fn schedule(header: NonNull<AsyncHeader>) {
 /// # Safety
 ///
 /// `header` is live (the caller holds a reference).
+#[inline]
 pub(super) unsafe fn wake(header: NonNull<AsyncHeader>) {
     // SAFETY: live (contract).
     if unsafe { header.as_ref() }.state.wake() == Wake::Queue {
@@ -372,30 +378,54 @@ where
     // SAFETY: the vtable's functions keep its contract.
     let waker = ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(header.as_ptr().cast(), &WAKER)) });
     let mut context = Context::from_waker(&waker);
-    let polled = catching_panic(|| {
-        let future = future.as_mut().expect("a task being polled has its future");
-        // SAFETY: the future never moves: it stays in the allocation until
-        // it is dropped in place.
-        unsafe { Pin::new_unchecked(future) }.poll(&mut context)
-    });
+    let future = future.as_mut().expect("a task being polled has its future");
+    // SAFETY: the future never moves: it stays in the allocation until it
+    // is dropped in place.
+    let mut future = unsafe { Pin::new_unchecked(future) };
+    // On the host a panic unwinds to here; on bare metal the core's loop
+    // catches it and calls `fail_polled` instead (`crate::pool::contain`).
+    #[cfg(feature = "std")]
+    let polled = catching_panic(|| future.as_mut().poll(&mut context));
+    #[cfg(not(feature = "std"))]
+    let polled: Result<_, Failure> = {
+        contain::polling(me, header.cast(), fail_polled::<F>);
+        let polled = future.as_mut().poll(&mut context);
+        contain::polled(me);
+        Ok(polled)
+    };
     let output = match polled {
         Ok(Poll::Pending) => return None,
         Ok(Poll::Ready(value)) => Ok(value),
-        #[cfg(feature = "std")]
         Err(failure) => Err(TaskError::Failed(failure)),
-        #[cfg(not(feature = "std"))]
-        Err(failure) => {
-            // Abandoned mid-poll (`contain`): the future is neither dropped
-            // nor moved, and a reference never given back keeps its memory.
-            header_ref.state.acquire();
-            // SAFETY: the output is written only here, before `DONE`.
-            unsafe { *(*cell.as_ptr()).head.output.get() = Some(Err(TaskError::Failed(failure))) };
-            return Some(());
-        }
     };
     // SAFETY: as above.
     unsafe { finish_future::<F>(header, output) };
     Some(())
+}
+
+/// Fails a task whose poll panicked on bare metal, once the core's loop
+/// has caught the panic (`crate::pool::contain`): the future is neither
+/// dropped nor moved, and a reference never given back keeps its memory.
+///
+/// # Safety
+///
+/// `task` is the header of a task of future `F` whose poll was abandoned;
+/// the poller's `RUNNING` and queue reference are the caller's.
+#[cfg(not(feature = "std"))]
+unsafe fn fail_polled<F>(task: NonNull<()>, failure: Failure)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let header = task.cast::<AsyncHeader>();
+    let cell = header.cast::<Cell<F>>();
+    // SAFETY: live: the abandoned poller's reference is ours (contract).
+    unsafe { header.as_ref() }.state.acquire();
+    // SAFETY: the output is written only by the poller, before `DONE`; the
+    // poller's part is ours.
+    unsafe { *(*cell.as_ptr()).head.output.get() = Some(Err(TaskError::Failed(failure))) };
+    // SAFETY: we hold `RUNNING` and the queue's reference (contract).
+    unsafe { complete(header) };
 }
 
 /// Drops the future and stores `error` as the output.
@@ -511,11 +541,11 @@ pub(super) unsafe fn tear_down(header: NonNull<AsyncHeader>) -> bool {
 
 /// Runs `f`; a panic in it becomes a failure: caught as it unwinds on the
 /// host, thrown back to by the kernel's panic handler on bare metal
-/// (`contain`).
+/// (`crate::pool::contain`).
 fn catching_panic<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
     #[cfg(feature = "std")]
     return std::panic::catch_unwind(core::panic::AssertUnwindSafe(f))
         .map_err(|payload| *crate::strand::from_task_unwind(payload));
     #[cfg(not(feature = "std"))]
-    return super::contain::catching_panic(f);
+    return contain::catching_drop(f);
 }

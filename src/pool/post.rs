@@ -216,6 +216,7 @@ impl Shared {
 
     /// Queues a scheduled fibre's task on core `me`, behind its other work;
     /// a pinned fibre's stays on `me`, others may be offered to idle cores.
+    #[inline]
     pub(crate) fn requeue_local(&self, me: usize, task: NonNull<Task>, pinned: bool) {
         if self.is_leaving(me) {
             // Leaving: the pool's other cores run it (pins to `me` lapse).

@@ -40,6 +40,7 @@
 //!    one the pool cannot look quiescent (it is not asleep).
 
 use super::current::{self, Worker};
+use super::per_core::{Membership, PerCore};
 use super::shared::Shared;
 use super::stats;
 use super::stop::STOPPED;
@@ -65,27 +66,58 @@ pub(crate) fn work(shared: &Shared, me: usize) {
 }
 
 /// The loop, for a core already entered as `me`'s worker (`Pool::run`'s
-/// caller runs `main` first).
+/// caller runs `main` first). On bare metal it runs under the catch point
+/// that contains a failed poll (`super::contain`).
 pub(crate) fn work_entered(shared: &Shared, me: usize) {
+    #[cfg(not(feature = "std"))]
+    super::contain::run_loop(me, || work_loop(Here::new(shared, me)));
+    #[cfg(feature = "std")]
+    work_loop(Here::new(shared, me));
+}
+
+/// The loop's core and its parts of the pool, found once, not on every
+/// task: the loop runs between every two tasks.
+#[derive(Clone, Copy)]
+struct Here<'a> {
+    shared: &'a Shared,
+    me: usize,
+    part: &'a PerCore,
+    membership: &'a Membership,
+}
+
+impl<'a> Here<'a> {
+    fn new(shared: &'a Shared, me: usize) -> Self {
+        Self { shared, me, part: &shared.cores[me], membership: &shared.membership[me] }
+    }
+
+    /// Whether the loop should end or leave, before its next task.
+    #[inline(always)]
+    fn done(self) -> bool {
+        self.shared.stopped() || self.membership.leaving.load(Relaxed)
+    }
+}
+
+fn work_loop(here: Here<'_>) {
+    let Here { shared, me, .. } = here;
     loop {
         if shared.stopped() {
             return;
         }
-        if shared.membership[me].leaving.load(Relaxed) {
-            leave(shared, me);
+        if here.membership.leaving.load(Relaxed) {
+            leave(here);
             return;
         }
-        if let Some(task) = find_work(shared, me) {
-            run_task(shared, me, task);
+        if let Some(task) = find_work(here) {
+            run_task(here, task);
             continue;
         }
         let mut idle = shared.sleep.start_looking(me);
         let mut watched = false;
         let found = loop {
-            if shared.stopped() || shared.membership[me].leaving.load(Relaxed) {
+            if here.done() {
                 break None;
             }
-            if let Some(task) = find_work(shared, me) {
+            if let Some(task) = find_work(here) {
                 break Some(task);
             }
             let mut sleeper = CoreSleeper {
@@ -99,7 +131,7 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             };
             if shared.sleep.no_work_found(&mut idle, me, &mut sleeper) == Outcome::Slept {
                 if sleeper.deep {
-                    stats::add(&shared.cores[me].stats.deep_sleeps, 1);
+                    stats::add(&here.part.stats.deep_sleeps, 1);
                 }
                 trace_point!(
                     shared,
@@ -114,13 +146,14 @@ pub(crate) fn work_entered(shared: &Shared, me: usize) {
             if watched && shared.timers.armed() {
                 hand_off_watch(shared, me);
             }
-            run_task(shared, me, task);
+            run_task(here, task);
         }
     }
 }
 
 /// Leaves the pool, between tasks (module docs, "Leaving the pool").
-fn leave(shared: &Shared, me: usize) {
+fn leave(here: Here<'_>) {
+    let Here { shared, me, .. } = here;
     // Out of the mesh first: what was on its way through `me` goes to the
     // direct lists, its own share with it, which the close below takes.
     shared.rebuild_routes(Some(me));
@@ -137,7 +170,7 @@ fn leave(shared: &Shared, me: usize) {
     }
     // SAFETY: as above; the reference ends before the task runs.
     while let Some(task) = unsafe { shared.local(me) }.pinned.pop_front() {
-        run_task(shared, me, task);
+        run_task(here, task);
     }
     // SAFETY: as above.
     let local = unsafe { shared.local(me) };
@@ -156,18 +189,20 @@ fn leave(shared: &Shared, me: usize) {
     shared.membership[me].leaving.store(false, SeqCst);
 }
 
-fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
+#[inline(always)]
+fn run_task(here: Here<'_>, task: NonNull<Task>) {
+    let Here { shared, me, part, .. } = here;
     // SAFETY: we are core `me`; the reference ends with this statement,
     // before the task runs.
-    let cache = NonNull::from(&mut unsafe { shared.local(me) }.cache);
+    let cache = NonNull::from(&mut unsafe { part.local() }.cache);
     if shared.winding_down() && !shared.strands.runs_strands(task) {
         // Winding down runs only strands (`super::shared`, "Stopping").
-        stats::add(&shared.cores[me].stats.discarded, 1);
+        stats::add(&part.stats.discarded, 1);
         // SAFETY: the task was taken from one of our lists, so it is ours.
         unsafe { Task::call(task, Action::Discard, cache) };
         return;
     }
-    stats::add(&shared.cores[me].stats.tasks_run, 1);
+    stats::add(&part.stats.tasks_run, 1);
     trace_point!(shared, me, crate::trace::event::TraceEvent::TaskBegin);
     #[cfg(feature = "std")]
     {
@@ -185,7 +220,10 @@ fn run_task(shared: &Shared, me: usize, task: NonNull<Task>) {
         Task::call(task, Action::Run, cache)
     };
     trace_point!(shared, me, crate::trace::event::TraceEvent::TaskEnd);
-    offer_surplus(shared, me);
+    // SAFETY: we are core `me`, between tasks; the reference ends here.
+    if unsafe { part.local() }.queue.len() >= 2 {
+        offer_surplus(shared, me);
+    }
 }
 
 /// Puts the older half of the stealable queue on the steal list if some
@@ -209,22 +247,27 @@ pub(super) fn offer_surplus(shared: &Shared, me: usize) {
     shared.announce_for(me, count);
 }
 
-fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
+/// Step 1 of the loop (module docs), inlined into it: the core's own
+/// queues, which is where a busy core finds nearly all its work; the rest
+/// is out of line, so the common case saves no registers for it.
+#[inline(always)]
+fn find_work(here: Here<'_>) -> Option<NonNull<Task>> {
+    // SAFETY: we are core `me`, between tasks; the reference ends here.
+    let local = unsafe { here.part.local() };
+    if local.since_inbound < FAIRNESS
+        && let Some(task) =
+            here.part.lifo.take().or_else(|| local.queue.pop_front()).or_else(|| local.pinned.pop_front())
     {
-        // SAFETY: we are core `me`, between tasks; the reference ends here.
-        let local = unsafe { shared.local(me) };
-        if local.since_inbound < FAIRNESS
-            && let Some(task) = shared.cores[me]
-                .lifo
-                .take()
-                .or_else(|| local.queue.pop_front())
-                .or_else(|| local.pinned.pop_front())
-        {
-            local.since_inbound += 1;
-            return Some(task);
-        }
-        local.since_inbound = 0;
+        local.since_inbound += 1;
+        return Some(task);
     }
+    local.since_inbound = 0;
+    find_work_further(here.shared, here.me)
+}
+
+/// Steps 2 to 5 of the loop (module docs).
+#[inline(never)]
+fn find_work_further(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     // Deadlines: waking a strand may queue its fibre here, so no reference
     // to our `Local` is live across this.
     shared.timers.expire();
@@ -260,7 +303,7 @@ fn find_work(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
         let made_work = poll();
         shared.polling.store(false, Release);
         if made_work {
-            return find_work(shared, me);
+            return find_work_further(shared, me);
         }
     }
     steal(shared, me, victim_start)

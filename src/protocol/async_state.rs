@@ -153,6 +153,7 @@ impl AsyncState {
     /// could see it from before a poll started, while that poll reads
     /// what the waker wrote from before the wake (the two threads would
     /// each miss the other's write), and the wake would be lost.
+    #[inline]
     pub fn wake(&self) -> Wake {
         let old = self.word.fetch_or(SCHEDULED, AcqRel);
         if old & (DONE | SCHEDULED | RUNNING) != 0 {
@@ -176,15 +177,19 @@ impl AsyncState {
     }
 
     /// Starts the poll the caller took from a queue.
+    #[inline]
     pub fn start_poll(&self) -> Start {
-        let old = self.update(|old| {
-            debug_assert_eq!(old & (SCHEDULED | RUNNING | DONE), SCHEDULED, "a queued task is owed a poll");
-            Some((old & !SCHEDULED) | RUNNING)
-        });
+        // A queued task has `SCHEDULED` (bit 0) and not `RUNNING` (bit 1),
+        // so adding 1 clears the one and sets the other: one atomic add
+        // where a compare-and-swap loop would read the word first.
+        const _: () = assert!(SCHEDULED + SCHEDULED == RUNNING);
+        let old = self.word.fetch_add(SCHEDULED, AcqRel);
+        debug_assert_eq!(old & (SCHEDULED | RUNNING | DONE), SCHEDULED, "a queued task is owed a poll");
         if old & CANCELLED != 0 { Start::Cancelled } else { Start::Poll }
     }
 
     /// Ends a poll that returned `Pending`.
+    #[inline]
     pub fn end_pending(&self) -> AfterPending {
         let old = self.update(|old| match old {
             _ if old & CANCELLED != 0 => None,

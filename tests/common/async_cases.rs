@@ -5,6 +5,7 @@
 
 extern crate alloc;
 
+use alloc::format;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::future::Future;
@@ -241,6 +242,57 @@ pub fn block_on_outside_a_strand() -> Result<u32, roving::strand::WaitError> {
 /// A task that panics fails alone: its handle gives the failure, with the
 /// panic's message, and the core that polled it goes on running other
 /// tasks. Returns what the tasks spawned after it summed.
+/// Tasks that panic one after another, in a poll and in their future's
+/// drop, each fail alone; the core's loop catches each and goes on.
+/// Returns how many failed.
+pub fn panics_in_polls_and_drops_fail_each_task() -> usize {
+    /// Ready at once, with a field whose drop (after the task's output is
+    /// stored) panics.
+    struct ReadyThenPanicsWhenDropped(usize);
+    impl Future for ReadyThenPanicsWhenDropped {
+        type Output = usize;
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<usize> {
+            Poll::Ready(self.0)
+        }
+    }
+    impl Drop for ReadyThenPanicsWhenDropped {
+        fn drop(&mut self) {
+            if here() < usize::MAX {
+                panic!("dropping future {} gave up", self.0);
+            }
+        }
+    }
+    let handles: Vec<_> = (0..6usize)
+        .map(|i| {
+            if i % 2 == 0 {
+                executor::spawn_async(async move {
+                    executor::yield_now().await;
+                    if here() < usize::MAX {
+                        panic!("poll {i} gave up");
+                    }
+                    i
+                })
+                .expect("spawned")
+            } else {
+                executor::spawn_async(ReadyThenPanicsWhenDropped(i)).expect("spawned")
+            }
+        })
+        .collect();
+    let mut failed = 0;
+    for (i, handle) in handles.into_iter().enumerate() {
+        match handle.join() {
+            Err(TaskError::Failed(failure)) => {
+                let expected =
+                    if i % 2 == 0 { format!("poll {i} gave up") } else { format!("future {i} gave up") };
+                assert!(failure.message().contains(&expected), "task {i}'s failure: {failure}");
+                failed += 1;
+            }
+            other => panic!("task {i} gave {other:?}, not its failure"),
+        }
+    }
+    failed
+}
+
 pub fn a_panicking_task_fails_alone() -> u64 {
     let failing = executor::spawn_async(async {
         executor::yield_now().await;

@@ -52,6 +52,7 @@ fn main() {
         assert_eq!(async_cases::block_on_in_a_strand(), 42);
         assert_eq!(async_cases::block_on_outside_a_strand(), Err(roving::strand::WaitError::NotAStrand));
         assert_eq!(async_cases::a_panicking_task_fails_alone(), 4950, "tasks after a task's panic");
+        assert_eq!(async_cases::panics_in_polls_and_drops_fail_each_task(), 6, "six tasks' panics");
         println!(
             "tasks: 10000 tasks yielding 3 times each in {} ms, polled on {polled_on} of {cores} cores",
             took.as_millis()

@@ -1,0 +1,190 @@
+//! A panic in an async task's poll on bare metal, contained: the task
+//! fails, its handle gives `TaskError::Failed`, and the core goes on with
+//! its other work, as it does when a strand panics.
+//!
+//! On the host a poll runs under `catch_unwind`. Bare metal does not
+//! unwind, and a poll runs on the core's own stack, not a fibre that could
+//! be abandoned. So the core's loop runs under a catch point
+//! (`raw::context::catch`) on that stack, set once when the loop starts,
+//! not once per poll; the poller marks the task it polls ([`polling`]),
+//! and the kernel's panic handler calls [`fail_running_task`], which
+//! records the failure and throws back to the loop. The loop hands the
+//! failure to the task's own failure function and goes on.
+//!
+//! What is dropped on the way out of a poll (a finished future, in place)
+//! runs under a catch point of its own ([`catching_drop`]): it is rare, and
+//! it also happens outside any loop (a pool's tear-down).
+//!
+//! The frames of the failed poll are abandoned, not unwound, so nothing in
+//! them is dropped. Neither is the future: it may have been interrupted
+//! halfway through changing itself, and what it had lent out (a waiter
+//! record queued in a `sync` object, a timer entry) must stay where the
+//! lender points. The task's allocation is kept for ever (leaked, a few
+//! hundred bytes), and whatever the future held (an async mutex guard, a
+//! permit) stays held.
+//!
+//! # One catch point per core
+//!
+//! Loops do not nest on a core: a pool's loop runs on a core only while
+//! the pool holds it (`super::core_owners`), so a strand or task cannot
+//! start a second pool's loop there. Nor do polls: a poll cannot block.
+//! So each core has one loop catch point and one poll mark at a time.
+
+use super::current::SLOTS;
+use super::failure::{Failure, FailureKind, Location};
+use crate::atomics::CachePadded;
+use crate::atomics::unmodelled::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::Relaxed};
+use crate::platform;
+use crate::raw::context::catch::{CatchSlot, catching, throw};
+use alloc::boxed::Box;
+use core::ptr::{self, NonNull};
+
+/// What fails a task whose poll a panic abandoned; given the task the
+/// poller marked and the failure. The task's poller never returns, so the
+/// function owns the reference the poller held.
+pub(crate) type FailPoll = unsafe fn(task: NonNull<()>, failure: Failure);
+
+/// One core's part; only that core writes it.
+struct CoreContainment {
+    /// The catch point of the loop running tasks on this core (null: none).
+    loop_catch: AtomicPtr<CatchSlot>,
+    /// The task being polled (null: none), and its [`FailPoll`].
+    task: AtomicPtr<()>,
+    fail: AtomicUsize,
+    /// The catch point of a drop on the way out of a poll.
+    drop_catch: CatchSlot,
+    /// The failure a thrown poll or drop ends with.
+    failed: AtomicPtr<Failure>,
+    /// Set while the core builds a failure: a panic then is not contained.
+    failing: AtomicBool,
+}
+
+static CORES: [CachePadded<CoreContainment>; SLOTS] = [const {
+    CachePadded(CoreContainment {
+        loop_catch: AtomicPtr::new(ptr::null_mut()),
+        task: AtomicPtr::new(ptr::null_mut()),
+        fail: AtomicUsize::new(0),
+        drop_catch: CatchSlot::new(),
+        failed: AtomicPtr::new(ptr::null_mut()),
+        failing: AtomicBool::new(false),
+    })
+}; SLOTS];
+
+fn this_core() -> Option<usize> {
+    platform::current_core().filter(|&core| core < SLOTS)
+}
+
+/// Runs core `me`'s loop, `body`, under a catch point: a poll that fails
+/// inside it is failed with its task's [`FailPoll`], and the loop starts
+/// again. `body` returns when the loop is over.
+pub(crate) fn run_loop(me: usize, mut body: impl FnMut()) {
+    let Some(core) = CORES.get(me) else { return body() };
+    let slot = CatchSlot::new();
+    debug_assert!(core.loop_catch.load(Relaxed).is_null(), "a loop inside a loop");
+    core.loop_catch.store(ptr::from_ref(&slot).cast_mut(), Relaxed);
+    while catching(&slot, &mut body).is_none() {
+        let task = core.task.swap(ptr::null_mut(), Relaxed);
+        let fail = core.fail.swap(0, Relaxed);
+        core.failing.store(false, Relaxed);
+        let failure = core.failed.swap(ptr::null_mut(), Relaxed);
+        // SAFETY: stored by `fail_running_task` from a `Box`, taken once.
+        let failure = *unsafe { Box::from_raw(failure) };
+        // SAFETY: `fail` was stored from a `FailPoll` by `polling`, with
+        // `task` beside it; the poll it marked was abandoned, so its
+        // reference is the function's now.
+        unsafe {
+            let fail: FailPoll = core::mem::transmute::<usize, FailPoll>(fail);
+            fail(NonNull::new_unchecked(task), failure);
+        }
+    }
+    core.loop_catch.store(ptr::null_mut(), Relaxed);
+}
+
+/// Marks `task` as being polled on core `me` until [`polled`], failed by
+/// `fail` if the poll panics. Polls do not nest on a core: a poll cannot
+/// block, nor run a pool's loop (the core is its pool's already).
+#[inline]
+pub(crate) fn polling(me: usize, task: NonNull<()>, fail: FailPoll) {
+    if let Some(core) = CORES.get(me) {
+        debug_assert!(core.task.load(Relaxed).is_null(), "a poll inside a poll");
+        core.task.store(task.as_ptr(), Relaxed);
+        core.fail.store(fail as usize, Relaxed);
+    }
+}
+
+/// Ends the mark [`polling`] made.
+#[inline]
+pub(crate) fn polled(me: usize) {
+    if let Some(core) = CORES.get(me) {
+        core.task.store(ptr::null_mut(), Relaxed);
+    }
+}
+
+/// Runs `f` (the drop of a finished future) so that a panic in it comes
+/// back as `Err` with the failure: what `f` was dropping must then be
+/// leaked, not touched again.
+pub(crate) fn catching_drop<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
+    let Some(core) = this_core().map(|core| &CORES[core]).filter(|core| !core.drop_catch.is_set()) else {
+        return Ok(f());
+    };
+    match catching(&core.drop_catch, f) {
+        Some(value) => Ok(value),
+        None => {
+            core.failing.store(false, Relaxed);
+            let failure = core.failed.swap(ptr::null_mut(), Relaxed);
+            // SAFETY: stored by `fail_running_task` from a `Box`, taken once.
+            Err(*unsafe { Box::from_raw(failure) })
+        }
+    }
+}
+
+/// Where a panic on this core now would be thrown to, if it is in a poll
+/// or a contained drop (and not in an interrupt handler, whose panic is
+/// its own, nor already building a failure).
+fn contained_here() -> Option<(&'static CoreContainment, *const CatchSlot)> {
+    if platform::in_interrupt() {
+        return None;
+    }
+    let core = &CORES[this_core()?];
+    if core.failing.load(Relaxed) {
+        return None;
+    }
+    if core.drop_catch.is_set() {
+        return Some((core, &raw const core.drop_catch));
+    }
+    let loop_catch = core.loop_catch.load(Relaxed);
+    (!core.task.load(Relaxed).is_null() && !loop_catch.is_null()).then_some((core, loop_catch.cast_const()))
+}
+
+/// Whether this core is polling an async task now (and not in an
+/// interrupt handler, whose panic is its own): what a panic handler asks
+/// before it reports a task's failure and calls [`fail_running_task`].
+pub fn running_task() -> bool {
+    contained_here().is_some()
+}
+
+/// Fails the async task this core is polling with the panic `info`: its
+/// handle gets `TaskError::Failed`, and the core goes back to its loop.
+/// Returns only if no task is being polled here (see [`running_task`]),
+/// or if this panic came while a task's failure was being made (out of
+/// memory): then the panic is the caller's to handle.
+///
+/// This is what a bare-metal `#[panic_handler]` calls after
+/// `strand::fail_running`: a panic in a task stops that task, not its
+/// core. The task's future is leaked, not dropped (nothing unwinds on
+/// bare metal).
+pub fn fail_running_task(info: &core::panic::PanicInfo<'_>) {
+    let Some((core, slot)) = contained_here() else { return };
+    core.failing.store(true, Relaxed);
+    let failure = Box::new(Failure::new(
+        FailureKind::Panicked,
+        alloc::format!("{}", info.message()),
+        info.location().map(Location::from),
+        None,
+    ));
+    core.failed.store(Box::into_raw(failure), Relaxed);
+    // SAFETY: the catch point is set on this stack, below which the poll
+    // (or drop) and this panic handler run; their frames are not used
+    // again (module docs).
+    unsafe { throw(&*slot) }
+}
