@@ -48,8 +48,11 @@ fn main() {
     };
     let addresses: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
     let mut kernel = Kernel { names: Names::new(elf.clone()), elf, tables: None };
-    let result =
-        if addresses.is_empty() { filter(&mut kernel) } else { name_each(&mut kernel.names, &addresses) };
+    let result = if addresses.is_empty() {
+        filter(&mut kernel, io::stdin(), io::stdout().lock())
+    } else {
+        name_each(&mut kernel.names, &addresses)
+    };
     if let Err(error) = result
         && error.kind() != io::ErrorKind::BrokenPipe
     {
@@ -92,13 +95,12 @@ fn name_each(names: &mut Names, addresses: &[String]) -> io::Result<()> {
     Ok(())
 }
 
-/// Copies standard input to standard output, backtrace blocks unwound.
-fn filter(kernel: &mut Kernel) -> io::Result<()> {
+/// Copies `input` to `out`, backtrace blocks unwound.
+fn filter(kernel: &mut Kernel, mut input: impl Read + Send + 'static, mut out: impl Write) -> io::Result<()> {
     // A reader thread, so that a partial line can be passed on when no
     // more comes for a while.
     let (sender, chunks) = mpsc::channel::<Vec<u8>>();
     std::thread::spawn(move || {
-        let mut input = io::stdin().lock();
         let mut buffer = [0u8; 4096];
         loop {
             match input.read(&mut buffer) {
@@ -111,7 +113,6 @@ fn filter(kernel: &mut Kernel) -> io::Result<()> {
             }
         }
     });
-    let mut out = io::stdout().lock();
     let mut line = Vec::new();
     // Whether the start of `line`'s line was already passed on.
     let mut line_started = false;
@@ -130,7 +131,10 @@ fn filter(kernel: &mut Kernel) -> io::Result<()> {
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                if !line.is_empty() {
+                // Inside a backtrace block a pause is the guest being slow
+                // (a loaded host), not a prompt waiting for input: passing
+                // the partial line on would end the block half-read.
+                if !line.is_empty() && block.is_none() {
                     close(kernel, &mut block, &mut out)?;
                     out.write_all(&line)?;
                     line.clear();
@@ -175,5 +179,53 @@ fn close(kernel: &mut Kernel, block: &mut Option<Block>, out: &mut impl Write) -
     match block.take() {
         Some(block) => out.write_all(kernel.render(&block).as_bytes()),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Gives its chunks one read at a time, pausing before each.
+    struct Slow(std::vec::IntoIter<&'static str>, Duration);
+
+    impl Read for Slow {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            let Some(chunk) = self.0.next() else { return Ok(0) };
+            std::thread::sleep(self.1);
+            buffer[..chunk.len()].copy_from_slice(chunk.as_bytes());
+            Ok(chunk.len())
+        }
+    }
+
+    fn filtered(chunks: Vec<&'static str>, pause: Duration) -> String {
+        let mut kernel = Kernel {
+            names: Names::new(PathBuf::from("/nonexistent")),
+            elf: "/nonexistent".into(),
+            tables: None,
+        };
+        let mut out = Vec::new();
+        let input = Slow(chunks.into_iter(), pause);
+        filter(&mut kernel, input, &mut out).expect("filtered");
+        String::from_utf8(out).expect("text")
+    }
+
+    #[test]
+    fn a_pause_inside_a_block_keeps_the_block_whole() {
+        let chunks = vec![
+            "    backtrace, innermost first:\n    registers pc 0x10 sp 0x20 fp 0x0 lr 0x30\n",
+            "    #0 0x0000000000000010 pc\n    #1 0x0000000000000030 lr\n    #2 0x00000000",
+            "00000040 sp+0x8\n    end of backtrace\n",
+        ];
+        let at_once = filtered(chunks.clone(), Duration::ZERO);
+        assert!(at_once.contains("(not unwound"), "the block was read as one:\n{at_once}");
+        assert_eq!(filtered(chunks, PARTIAL_LINE_WAIT * 4), at_once, "a pause changed the block");
+    }
+
+    #[test]
+    fn a_partial_line_outside_a_block_is_passed_on() {
+        let out = filtered(vec!["shell> ", "help\n"], PARTIAL_LINE_WAIT * 4);
+        assert_eq!(out, "shell> help\n");
     }
 }
