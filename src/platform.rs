@@ -250,6 +250,16 @@ pub unsafe trait Platform {
         false
     }
 
+    /// The calling core's index if the calling code is not in an interrupt
+    /// handler: [`Platform::current_core`], unless [`Platform::in_interrupt`].
+    /// Roving asks it on every operation that finds the calling core's
+    /// pool (a spawn, a yield, a post); a platform that keeps both answers
+    /// in one per-core record answers with one look at it. The default
+    /// asks the two in turn.
+    fn current_core_outside_interrupt() -> Option<usize> {
+        if Self::in_interrupt() { None } else { Self::current_core() }
+    }
+
     /// Whether an interrupt handler that may wake strands is bound now.
     /// While one is, a pool whose cores are all asleep with strands
     /// blocked is waiting for a device, not deadlocked: any of roving's
@@ -352,6 +362,10 @@ macro_rules! set_platform {
                 <$t as Platform>::in_interrupt()
             }
             #[unsafe(no_mangle)]
+            fn _roving_platform_current_core_outside_interrupt() -> Option<usize> {
+                <$t as Platform>::current_core_outside_interrupt()
+            }
+            #[unsafe(no_mangle)]
             fn _roving_platform_interrupts_bound() -> bool {
                 <$t as Platform>::interrupts_bound()
             }
@@ -384,6 +398,7 @@ unsafe extern "Rust" {
     fn _roving_platform_disable_interrupts() -> InterruptState;
     fn _roving_platform_restore_interrupts(state: InterruptState);
     fn _roving_platform_in_interrupt() -> bool;
+    fn _roving_platform_current_core_outside_interrupt() -> Option<usize>;
     fn _roving_platform_interrupts_bound() -> bool;
     fn _roving_platform_can_preempt() -> bool;
     fn _roving_platform_request_tick(deadline: Option<u64>);
@@ -521,6 +536,15 @@ pub(crate) unsafe fn restore_interrupts_raw(state: InterruptState) {
 pub fn in_interrupt() -> bool {
     // SAFETY: defined by `set_platform!` with this signature.
     unsafe { _roving_platform_in_interrupt() }
+}
+
+/// The calling core's index outside interrupt handlers; `None` in one, or
+/// on a thread that is not a core (see
+/// [`Platform::current_core_outside_interrupt`]).
+#[inline]
+pub fn current_core_outside_interrupt() -> Option<usize> {
+    // SAFETY: defined by `set_platform!` with this signature.
+    unsafe { _roving_platform_current_core_outside_interrupt() }
 }
 
 /// Whether an interrupt handler that may wake strands is bound (see

@@ -326,3 +326,9 @@ pub(crate) fn as_interrupt_handler(handler: impl FnOnce()) {
 pub(crate) fn in_interrupt() -> bool {
     current().is_some_and(|me| me.in_handler.load(Relaxed) > 0)
 }
+
+/// The calling core's index, unless it runs an interrupt handler: one look
+/// at the core's record, for the question roving asks most.
+pub(crate) fn current_outside_interrupt() -> Option<usize> {
+    current().filter(|me| me.in_handler.load(Relaxed) == 0).map(|me| me.index)
+}

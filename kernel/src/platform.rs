@@ -66,6 +66,10 @@ unsafe impl Platform for KernelPlatform {
         cores::in_interrupt()
     }
 
+    fn current_core_outside_interrupt() -> Option<usize> {
+        cores::current_outside_interrupt()
+    }
+
     fn interrupts_bound() -> bool {
         crate::interrupts::programs_bound()
     }

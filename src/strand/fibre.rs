@@ -48,7 +48,18 @@ unsafe impl Sync for Region {}
 #[cfg_attr(any(target_os = "none", target_os = "linux"), unsafe(link_section = ".bss.roving_fibres"))]
 static REGION: Region = Region(UnsafeCell::new([0; FIBRES * SLOT_BYTES]));
 
-static TABLE: [Fibre; FIBRES] = [const { Fibre::new() }; FIBRES];
+static TABLE: [Fibre; FIBRES] = {
+    let mut table = [const { Fibre::new() }; FIBRES];
+    let mut index = 0;
+    while index < FIBRES {
+        // Computed here once: the canary check at every switch then loads
+        // one pointer instead of dividing by the table's stride.
+        table[index].stack_bottom =
+            (&raw const REGION).cast::<u8>().cast_mut().wrapping_add(index * SLOT_BYTES + GUARD_BYTES);
+        index += 1;
+    }
+    table
+};
 static CLAIMED: [AtomicUsize; WORDS] = [const { AtomicUsize::new(0) }; WORDS];
 /// Where the next claim or overload starts looking, to spread the load.
 static CURSOR: AtomicUsize = AtomicUsize::new(0);
@@ -70,6 +81,8 @@ pub(crate) struct Fibre {
     pub(crate) pinned: AtomicBool,
     /// The id of the resident strand, for fault reports (0: none).
     pub(crate) resident_id: AtomicU64,
+    /// The lowest byte of the fibre's stack (above its guard gap).
+    stack_bottom: *mut u8,
     /// The strand running on this fibre's stack, set by the core before it
     /// switches there: the running strand finds itself through the stack
     /// it runs on ([`Fibre::containing`]).
@@ -105,6 +118,7 @@ impl Fibre {
             pinned: AtomicBool::new(false),
             resident_id: AtomicU64::new(0),
             running: AtomicPtr::new(ptr::null_mut()),
+            stack_bottom: ptr::null_mut(),
             owned: UnsafeCell::new(Owned {
                 resident: ptr::null_mut(),
                 runnable: TaskQueue::new(),
@@ -143,8 +157,7 @@ impl Fibre {
     }
 
     fn stack_bottom(&self) -> *mut u8 {
-        // SAFETY: slot `index` is inside the region.
-        unsafe { REGION.0.get().cast::<u8>().add(self.index() * SLOT_BYTES + GUARD_BYTES) }
+        self.stack_bottom
     }
 
     /// The fibre whose stack (not its guard gap) holds `address`, if any.
