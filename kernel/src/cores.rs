@@ -50,6 +50,8 @@ pub struct CoreLocal {
     pub(crate) arch: arch::CoreArch,
     /// How long this core keeps interrupts masked (`crate::masking`).
     pub(crate) masking: crate::masking::Record,
+    /// Small heap blocks this core freed, for its next requests.
+    pub(crate) heap: crate::heap::front::Front,
     pub(crate) stats: Stats,
 }
 
@@ -126,6 +128,7 @@ impl CoreLocal {
             tick_fired: AtomicBool::new(false),
             arch: arch::CoreArch::new(),
             masking: crate::masking::Record::new(),
+            heap: crate::heap::front::Front::new(),
             stats: Stats {
                 online_at: AtomicU64::new(0),
                 starts: AtomicU64::new(0),

@@ -17,13 +17,19 @@
 //! hundred kilobytes after it.
 //!
 //! roving keeps it off the hot path: a core allocates task blocks from its
-//! own cache and touches the heap only to grow that cache.
+//! own cache and touches the heap only to grow that cache. Other small
+//! requests go through the core's front (`front.rs`): blocks of the same
+//! size class that the core freed, taken back without the lock.
+
+pub(crate) mod front;
 
 use crate::board::Region;
 use crate::boot_info::BootInfo;
+use crate::{cores, masking};
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::RefCell;
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use critical_section::Mutex;
 
 type Tlsf = rlsf::Tlsf<'static, usize, usize, { usize::BITS as usize }, { usize::BITS as usize }>;
@@ -32,8 +38,42 @@ struct State {
     tlsf: Tlsf,
     /// Bytes handed to the allocator.
     total: usize,
-    /// Bytes of the allocations live now, as their layouts asked.
+    /// Bytes of the live allocations that are not small (`front`), as
+    /// their layouts asked.
     in_use: usize,
+}
+
+/// Bytes of small allocations made, less those freed, where no core's
+/// front could count them (before the cores are set up).
+static SMALL_IN_USE_EARLY: AtomicIsize = AtomicIsize::new(0);
+
+impl Heap {
+    /// A block of `layout` from the allocator itself, or null.
+    fn allocate(&self, layout: Layout) -> *mut u8 {
+        critical_section::with(|cs| {
+            let mut state = self.0.borrow_ref_mut(cs);
+            state.tlsf.allocate(layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+        })
+    }
+
+    /// Gives `block` (of alignment `align`) back to the allocator itself.
+    ///
+    /// # Safety
+    ///
+    /// `block` came from [`Heap::allocate`] with that alignment.
+    unsafe fn deallocate(&self, block: *mut u8, align: usize) {
+        critical_section::with(|cs| {
+            let mut state = self.0.borrow_ref_mut(cs);
+            // SAFETY: per the contract.
+            unsafe { state.tlsf.deallocate(NonNull::new_unchecked(block), align) };
+        });
+    }
+}
+
+/// Counts `bytes` of small allocations made (or, negative, freed) on the
+/// calling core.
+fn count_small(core: Option<&cores::CoreLocal>, bytes: isize) {
+    core.map_or(&SMALL_IN_USE_EARLY, |core| &core.heap.in_use).fetch_add(bytes, Relaxed);
 }
 
 struct Heap(Mutex<RefCell<State>>);
@@ -42,8 +82,10 @@ struct Heap(Mutex<RefCell<State>>);
 static HEAP: Heap = Heap(Mutex::new(RefCell::new(State { tlsf: Tlsf::new(), total: 0, in_use: 0 })));
 
 // SAFETY: every call goes to the TLSF allocator under the critical section,
-// which serialises all cores; blocks come only from RAM given once by
-// `init`.
+// which serialises all cores, or to the calling core's front, which only
+// that core touches, with interrupts masked; blocks come only from RAM given
+// once by `init`, and a small block always has its class's layout there
+// (`front`).
 unsafe impl GlobalAlloc for Heap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         #[cfg(debug_assertions)]
@@ -54,24 +96,59 @@ unsafe impl GlobalAlloc for Heap {
                 layout.size()
             );
         }
-        critical_section::with(|cs| {
-            let mut state = self.0.borrow_ref_mut(cs);
-            let block = state.tlsf.allocate(layout);
-            if block.is_some() {
-                state.in_use += layout.size();
-            }
-            block.map_or(ptr::null_mut(), NonNull::as_ptr)
-        })
+        let Some(class) = front::class_of(layout) else {
+            return critical_section::with(|cs| {
+                let mut state = self.0.borrow_ref_mut(cs);
+                let block = state.tlsf.allocate(layout);
+                if block.is_some() {
+                    state.in_use += layout.size();
+                }
+                block.map_or(ptr::null_mut(), NonNull::as_ptr)
+            });
+        };
+        let core = cores::current();
+        let mut block = ptr::null_mut();
+        if let Some(core) = core {
+            let saved = masking::disable();
+            // SAFETY: this core's front, with interrupts masked.
+            block = unsafe { core.heap.pop(class) };
+            masking::restore(saved);
+        }
+        if block.is_null() {
+            block = self.allocate(front::class_layout(class));
+        }
+        if !block.is_null() {
+            count_small(core, layout.size() as isize);
+        }
+        block
     }
 
     unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
-        critical_section::with(|cs| {
-            let mut state = self.0.borrow_ref_mut(cs);
-            state.in_use -= layout.size();
-            // SAFETY: `block` came from `alloc` with `layout` (the
-            // `GlobalAlloc` contract), so from this allocator.
-            unsafe { state.tlsf.deallocate(NonNull::new_unchecked(block), layout.align()) };
-        });
+        let Some(class) = front::class_of(layout) else {
+            return critical_section::with(|cs| {
+                let mut state = self.0.borrow_ref_mut(cs);
+                state.in_use -= layout.size();
+                // SAFETY: `block` came from `alloc` with `layout` (the
+                // `GlobalAlloc` contract), so from this allocator.
+                unsafe { state.tlsf.deallocate(NonNull::new_unchecked(block), layout.align()) };
+            });
+        };
+        let core = cores::current();
+        count_small(core, -(layout.size() as isize));
+        if let Some(core) = core {
+            let saved = masking::disable();
+            // SAFETY: this core's front, with interrupts masked; `block` is
+            // a block of `class` (the class follows from the layout, the
+            // same when it was allocated), which the caller gives up.
+            let kept = unsafe { core.heap.push(class, block) };
+            masking::restore(saved);
+            if kept {
+                return;
+            }
+        }
+        // SAFETY: every block of `class` has the class's layout in the
+        // allocator, wherever it was handed out from.
+        unsafe { self.deallocate(block, front::class_layout(class).align()) };
     }
 }
 
@@ -136,8 +213,11 @@ fn unreserved(region: Region, reserved: &[Region]) -> impl Iterator<Item = Regio
 /// allocations asked for. Callable from anywhere but an interrupt handler
 /// (it takes the allocator's lock).
 pub fn usage() -> (usize, usize) {
-    critical_section::with(|cs| {
+    let (large, total) = critical_section::with(|cs| {
         let state = HEAP.0.borrow_ref(cs);
         (state.in_use, state.total)
-    })
+    });
+    let small: isize = SMALL_IN_USE_EARLY.load(Relaxed)
+        + (0..cores::count()).map(|index| cores::local(index).heap.in_use.load(Relaxed)).sum::<isize>();
+    (large + small.max(0) as usize, total)
 }

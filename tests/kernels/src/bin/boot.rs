@@ -66,11 +66,67 @@ fn main() {
             pair[1]
         );
     }
+    small_blocks_on_every_core();
     let total = rounds() * count as u64;
     assert_eq!(FETCH_ADDED.load(SeqCst), total, "fetch_add lost updates");
     assert_eq!(CAS_ADDED.load(SeqCst), total, "compare_exchange lost updates");
     assert_eq!(critical_section::with(|cs| GUARDED.borrow(cs).get()), total, "critical sections overlapped");
     pass("boot");
+}
+
+/// Blocks of many sizes, small and not, allocated on every core at once
+/// through the cores' fronts of the heap (`kernel/src/heap/front.rs`):
+/// each is as aligned as asked, none overlaps another (each keeps the
+/// pattern written across it), and a third are freed by another core
+/// than the one that made them. Afterwards the heap counts as many bytes
+/// in use as before.
+fn small_blocks_on_every_core() {
+    use alloc::alloc::{Layout, alloc, dealloc};
+    use alloc::vec::Vec;
+    static HANDED_OVER: critical_section::Mutex<core::cell::RefCell<Vec<(usize, Layout)>>> =
+        critical_section::Mutex::new(core::cell::RefCell::new(Vec::new()));
+    const LAYOUTS: [(usize, usize); 9] =
+        [(1, 1), (16, 8), (17, 8), (64, 8), (100, 4), (512, 16), (513, 8), (64, 32), (24, 16)];
+    let (used_before, _) = roving_kernel::heap::usage();
+    let work = |core: usize| {
+        let mut blocks = Vec::new();
+        for round in 0..40usize {
+            for &(size, align) in &LAYOUTS {
+                let layout = Layout::from_size_align(size, align).expect("a layout");
+                // SAFETY: a non-zero size.
+                let block = unsafe { alloc(layout) };
+                assert!(!block.is_null(), "core {core}: no block of {size} bytes");
+                assert_eq!(block.addr() % align, 0, "core {core}: a block of {size} bytes misaligned");
+                let mark = (core * 131 + round * 7 + size) as u8;
+                // SAFETY: the block just allocated, `size` bytes.
+                unsafe { block.write_bytes(mark, size) };
+                blocks.push((block, layout, mark));
+            }
+        }
+        for (i, &(block, layout, mark)) in blocks.iter().enumerate() {
+            // SAFETY: a live block of `layout.size()` bytes.
+            let bytes = unsafe { core::slice::from_raw_parts(block, layout.size()) };
+            assert!(
+                bytes.iter().all(|&b| b == mark),
+                "core {core}: block {i} of {} bytes overwritten",
+                layout.size()
+            );
+            if i % 3 == 0 {
+                critical_section::with(|cs| HANDED_OVER.borrow_ref_mut(cs).push((block.addr(), layout)));
+            } else {
+                // SAFETY: allocated above with `layout`, freed once.
+                unsafe { dealloc(block, layout) };
+            }
+        }
+    };
+    on_every_core(work, Duration::from_secs(60));
+    let handed = critical_section::with(|cs| core::mem::take(&mut *HANDED_OVER.borrow_ref_mut(cs)));
+    for (address, layout) in handed {
+        // SAFETY: allocated by another core with `layout`, freed once, here.
+        unsafe { dealloc(core::ptr::with_exposed_provenance_mut(address), layout) };
+    }
+    let (used_after, _) = roving_kernel::heap::usage();
+    assert_eq!(used_after, used_before, "heap bytes in use before and after the small blocks");
 }
 
 /// The firmware's RAM is found, the heap holds nearly all of it, and a

@@ -1,0 +1,137 @@
+//! Each core's front of the heap: a few freed small blocks per size class,
+//! handed out again by the core that holds them without the heap's lock.
+//!
+//! The heap (TLSF under the kernel's critical section) is one lock for
+//! every core, and an allocation through it is about 150 instructions. A
+//! strand's spawn allocates its control block; a closure too big for a
+//! task block, a channel, a future's cell each allocate. So small
+//! requests (up to 512 bytes, alignment up to 16) are rounded up to a
+//! power of two from 16 bytes, and a block of that class freed on a core
+//! waits in the core's list for the next request of its class there.
+//!
+//! - **Who touches a list**: only its core, with interrupts masked for the
+//!   push or pop (a few instructions), so neither an interrupt handler nor
+//!   a time slice (which would let another strand of the core allocate
+//!   half-way through) can come between.
+//! - **Same class both ways**: whether a request is small, and its class,
+//!   depend on its layout alone, so a block is always freed with the
+//!   class it was allocated with, wherever it came from (a list, or the
+//!   heap with the class's layout) and whichever core frees it.
+//! - **Bounded**: each list keeps at most 2 KiB of blocks (at least 4);
+//!   one that is full sends the block back to the heap. A core holds at
+//!   most 12 KiB that other cores cannot have.
+
+use core::alloc::Layout;
+use core::cell::UnsafeCell;
+use core::fmt;
+use core::ptr;
+use core::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+
+const SMALLEST: usize = 16;
+const CLASSES: usize = 6;
+/// The largest small request, in bytes.
+pub(super) const LARGEST: usize = SMALLEST << (CLASSES - 1);
+/// The largest alignment a small request may ask for: every block of a
+/// class is this aligned.
+const ALIGN: usize = 16;
+/// Bytes each class's list may hold.
+const LIST_BYTES: usize = 2048;
+
+/// A free block's first word.
+struct Free {
+    next: *mut Free,
+}
+
+#[derive(Clone, Copy)]
+struct List {
+    head: *mut Free,
+    count: usize,
+}
+
+/// One core's lists, and the bytes its allocations and frees moved.
+pub(crate) struct Front {
+    lists: UnsafeCell<[List; CLASSES]>,
+    /// Bytes asked for by small allocations made on this core, less those
+    /// freed on it (either may be negative: a block may be freed on
+    /// another core than the one that made it).
+    pub(super) in_use: AtomicIsize,
+}
+
+impl fmt::Debug for Front {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The lists are the core's own: only what any core may read.
+        f.debug_struct("Front").field("in_use", &self.in_use.load(Relaxed)).finish_non_exhaustive()
+    }
+}
+
+// SAFETY: `lists` is touched only by its own core with interrupts masked
+// (module docs); `in_use` is atomic.
+unsafe impl Sync for Front {}
+
+impl Front {
+    pub(crate) const fn new() -> Self {
+        Self {
+            lists: UnsafeCell::new([List { head: ptr::null_mut(), count: 0 }; CLASSES]),
+            in_use: AtomicIsize::new(0),
+        }
+    }
+
+    /// A block of `class` from this core's list, if it holds one.
+    ///
+    /// # Safety
+    ///
+    /// This is the calling core's front, and interrupts are masked.
+    pub(super) unsafe fn pop(&self, class: usize) -> *mut u8 {
+        // SAFETY: ours alone while interrupts are masked (contract).
+        let list = unsafe { &mut (*self.lists.get())[class] };
+        let block = list.head;
+        if !block.is_null() {
+            // SAFETY: a free block of this list: its first word is the link.
+            list.head = unsafe { (*block).next };
+            list.count -= 1;
+        }
+        block.cast()
+    }
+
+    /// Keeps `block` (of `class`) in this core's list; false if the list
+    /// is full.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Front::pop`]; `block` is a block of `class` nobody uses.
+    pub(super) unsafe fn push(&self, class: usize, block: *mut u8) -> bool {
+        // SAFETY: ours alone while interrupts are masked (contract).
+        let list = unsafe { &mut (*self.lists.get())[class] };
+        if list.count >= keep(class) {
+            return false;
+        }
+        let block = block.cast::<Free>();
+        // SAFETY: a free block of at least 16 bytes, aligned to 16.
+        unsafe { block.write(Free { next: list.head }) };
+        list.head = block;
+        list.count += 1;
+        true
+    }
+}
+
+/// The class of a small request, or `None` for one the heap serves alone.
+#[inline]
+pub(super) fn class_of(layout: Layout) -> Option<usize> {
+    if layout.size() > LARGEST || layout.align() > ALIGN {
+        return None;
+    }
+    let bytes = layout.size().max(SMALLEST).next_power_of_two();
+    Some((bytes.trailing_zeros() - SMALLEST.trailing_zeros()) as usize)
+}
+
+/// The layout every block of `class` has in the heap.
+pub(super) fn class_layout(class: usize) -> Layout {
+    // SAFETY: a power of two from 16 to 512, aligned to 16 (a power of
+    // two no larger than the size).
+    unsafe { Layout::from_size_align_unchecked(SMALLEST << class, ALIGN) }
+}
+
+/// How many blocks `class`'s list keeps.
+fn keep(class: usize) -> usize {
+    (LIST_BYTES / (SMALLEST << class)).max(4)
+}
