@@ -222,18 +222,27 @@ fn run_task(here: Here<'_>, task: NonNull<Task>) {
     trace_point!(shared, me, crate::trace::event::TraceEvent::TaskEnd);
     // SAFETY: we are core `me`, between tasks; the reference ends here.
     if unsafe { part.local() }.queue.len() >= 2 {
-        offer_surplus(shared, me);
+        offer_surplus_further(shared, me);
     }
 }
 
 /// Puts the older half of the stealable queue on the steal list if some
 /// core is idle or asleep and the list is empty; wakes sleepers if no core
-/// is idle to take it.
-#[inline]
+/// is idle to take it. Inlined as far as its first test: a core with fewer
+/// than two tasks queued (most switches) has nothing to offer.
+#[inline(always)]
 pub(super) fn offer_surplus(shared: &Shared, me: usize) {
+    // SAFETY: we are core `me`, between tasks; the reference ends here.
+    if unsafe { shared.local(me) }.queue.len() >= 2 {
+        offer_surplus_further(shared, me);
+    }
+}
+
+#[inline(never)]
+fn offer_surplus_further(shared: &Shared, me: usize) {
     // SAFETY: we are core `me`, between tasks.
     let local = unsafe { shared.local(me) };
-    if local.queue.len() < 2 || shared.cores[me].steal.has_tasks() || !shared.sleep.anyone_idle(me) {
+    if shared.cores[me].steal.has_tasks() || !shared.sleep.anyone_idle(me) {
         return;
     }
     let Some((newest, oldest, count)) = local.queue.split_front_half() else { return };
