@@ -220,10 +220,7 @@ fn run_task(here: Here<'_>, task: NonNull<Task>) {
         Task::call(task, Action::Run, cache)
     };
     trace_point!(shared, me, crate::trace::event::TraceEvent::TaskEnd);
-    // SAFETY: we are core `me`, between tasks; the reference ends here.
-    if unsafe { part.local() }.queue.len() >= 2 {
-        offer_surplus_further(shared, me);
-    }
+    offer_surplus(shared, me);
 }
 
 /// Puts the older half of the stealable queue on the steal list if some
