@@ -19,9 +19,11 @@
 //! 3. **An interrupt waking a `High` strand.** The strand waits on a
 //!    `Signal`; a `Normal` strand spins and, once the other waits, fires
 //!    the board's test line. From the handler's entry to the woken strand
-//!    running: the handler, the wake, the tick it asks for at once, the
-//!    preemption of the spinner and the switch. (At `Normal` the strand
-//!    would wait for the spinner's slice to end.)
+//!    running: the handler, the wake, the preemption of the spinner at
+//!    the handler's end and the switch; and from the handler's last
+//!    statement, Zephyr's "switch from ISR to another thread" (374
+//!    cycles). (At `Normal` the strand would wait for the spinner's slice
+//!    to end.)
 //! 4. **Throughput.** Four strands each compute the same fixed amount
 //!    (2^23 rounds of an LCG, about 34 M instructions each), first in a
 //!    pool without a slice, then with a 1 ms slice, which preempts them
@@ -33,7 +35,7 @@
 extern crate alloc;
 
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use core::time::Duration;
 use roving::strand::Priority;
 use roving::sync::Signal;
@@ -42,7 +44,14 @@ use roving_kernel::interrupts::{self, Handled};
 use roving_kernel::{cycles, println};
 use roving_test_kernels::{TestLine, bootarg_u64, pass};
 
-const SAMPLES: usize = 1000;
+/// Samples of each path: boot argument `slice_cost.samples` (for a shorter
+/// run under `tools/path-profile`), read once by `main`, since the loops
+/// that stamp must stay a few instructions a round.
+static SAMPLES: AtomicUsize = AtomicUsize::new(1000);
+
+fn sample_count() -> usize {
+    SAMPLES.load(Relaxed)
+}
 /// A stamp further than this from the one before was an interruption,
 /// not a round of the loop (a round is a few dozen instructions).
 const GAP: u64 = 200;
@@ -52,20 +61,26 @@ static LAST: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 static DONE: AtomicBool = AtomicBool::new(false);
 
 fn main() {
+    SAMPLES.store(bootarg_u64("slice_cost.samples", 1000) as usize, Relaxed);
     let shortest = Config::new().time_slice(Config::MIN_TIME_SLICE);
     let pool = Pool::with_cores(&[0], shortest).expect("a preempting pool of core 0");
     let (switches, ticks) = pool.run(|| (preemptions(), lone_ticks())).expect("the pool runs");
     let pool = Pool::with_cores(&[0], shortest).expect("a preempting pool of core 0");
     println!(
-        "slice_cost: {SAMPLES} samples each, core 0's cycle counter (under -icount shift=0: instructions); slice {} us",
+        "slice_cost: {} samples each, core 0's cycle counter (under -icount shift=0: instructions); slice {} us",
+        sample_count(),
         Config::MIN_TIME_SLICE.as_micros()
     );
     report("one preemption, tick to the next strand running", switches);
     report("a tick with nothing else to run (the strand goes on)", ticks);
     let test = TestLine::new();
     interrupts::bind(test.line, 0, on_test_line).expect("binding the test line");
-    let (woken, woken_ticks) = pool.run(high_wakes).expect("the pool runs");
+    let (woken, woken_ticks, from_end) = pool.run(high_wakes).expect("the pool runs");
     report("an interrupt's handler entry to a woken High strand running, beside a spinner", woken);
+    report(
+        "an interrupt handler's last statement to the High strand it woke running, beside a spinner",
+        from_end,
+    );
     // Within a tick: before the spinner's slice would have ended. Under
     // -icount (the suite passes slice_cost.check_bound=1) every sample
     // must be; on a host's wall clock only the median, since a host
@@ -96,7 +111,7 @@ fn preemptions() -> Vec<u64> {
     let spinners: Vec<_> =
         (0..2).map(|me| strand::spawn(move || stamp_turns(me)).expect("a spinner")).collect();
     let mut samples: Vec<u64> = spinners.into_iter().flat_map(|s| s.join().expect("a spinner")).collect();
-    samples.truncate(SAMPLES);
+    samples.truncate(sample_count());
     samples
 }
 
@@ -106,7 +121,7 @@ fn preemptions() -> Vec<u64> {
 /// own slot, so a strand preempted between reading the counter and
 /// storing it leaves its slot a round behind, never ahead.)
 fn stamp_turns(me: usize) -> Vec<u64> {
-    let mut samples = Vec::with_capacity(SAMPLES);
+    let mut samples = Vec::with_capacity(sample_count());
     let mut last = cycles();
     while !DONE.load(Relaxed) {
         let now = cycles();
@@ -116,7 +131,7 @@ fn stamp_turns(me: usize) -> Vec<u64> {
         // other's stamp leaves the other's newer than `now`: no sample.)
         if now - last > GAP && last < other && other < now {
             samples.push(now - other);
-            if samples.len() == SAMPLES / 2 {
+            if samples.len() == sample_count() / 2 {
                 DONE.store(true, Relaxed);
             }
         }
@@ -125,8 +140,9 @@ fn stamp_turns(me: usize) -> Vec<u64> {
     samples
 }
 
-/// The handler's entry, for the strand it wakes.
+/// The handler's entry and its last statement, for the strand it wakes.
 static ENTERED: AtomicU64 = AtomicU64::new(0);
+static LEFT: AtomicU64 = AtomicU64::new(0);
 static ENTERED_TICKS: AtomicU64 = AtomicU64::new(0);
 static WOKEN: Signal = Signal::new();
 /// The round the woken strand waits for.
@@ -138,27 +154,34 @@ fn on_test_line(_line: u32) -> Handled {
     if TestLine::new().quiet() {
         WOKEN.signal();
     }
+    LEFT.store(cycles(), Relaxed);
     Handled::Yes
 }
 
 /// A `High` strand waits; a spinner fires the test line each time it
 /// waits. Samples: the handler's entry to the strand running, in cycles
-/// and in ticks.
-fn high_wakes() -> (Vec<u64>, Vec<u64>) {
+/// and in ticks, and its last statement to the strand running.
+fn high_wakes() -> (Vec<u64>, Vec<u64>, Vec<u64>) {
     WAITING.store(0, Relaxed);
     let waiter = strand::spawn(|| {
         strand::set_priority(Priority::High).expect("a strand");
-        (1..=SAMPLES as u64)
-            .map(|round| {
-                WAITING.store(round, Relaxed);
-                WOKEN.wait().expect("woken");
-                (cycles() - ENTERED.load(Relaxed), platform::ticks() - ENTERED_TICKS.load(Relaxed))
-            })
-            .unzip::<u64, u64, Vec<u64>, Vec<u64>>()
+        // One vector: a strand's result has a size limit.
+        let mut samples = Vec::with_capacity(sample_count());
+        for round in 1..=sample_count() as u64 {
+            WAITING.store(round, Relaxed);
+            WOKEN.wait().expect("woken");
+            let (now, ticks) = (cycles(), platform::ticks());
+            samples.push([
+                now - ENTERED.load(Relaxed),
+                ticks - ENTERED_TICKS.load(Relaxed),
+                now - LEFT.load(Relaxed),
+            ]);
+        }
+        samples
     })
     .expect("the waiter");
     let spinner = strand::spawn(|| {
-        for round in 1..=SAMPLES as u64 {
+        for round in 1..=sample_count() as u64 {
             while WAITING.load(Relaxed) < round {
                 core::hint::spin_loop();
             }
@@ -167,15 +190,17 @@ fn high_wakes() -> (Vec<u64>, Vec<u64>) {
     })
     .expect("the spinner");
     spinner.join().expect("the spinner");
-    waiter.join().expect("the waiter")
+    let samples = waiter.join().expect("the waiter");
+    let column = |at: usize| samples.iter().map(|sample| sample[at]).collect();
+    (column(0), column(1), column(2))
 }
 
 /// One spinner alone: the gaps in its stamps.
 fn lone_ticks() -> Vec<u64> {
     strand::spawn(|| {
-        let mut samples = Vec::with_capacity(SAMPLES);
+        let mut samples = Vec::with_capacity(sample_count());
         let mut last = cycles();
-        while samples.len() < SAMPLES {
+        while samples.len() < sample_count() {
             let now = cycles();
             if now - last > GAP {
                 samples.push(now - last);
