@@ -298,7 +298,11 @@ pub unsafe trait Platform {
     /// outranks the strand running on `core` (`crate::strand::Priority`),
     /// from strands and interrupt handlers alike, so it must be
     /// interrupt-safe. The default does nothing: `core` then sees the woken
-    /// strand at its next tick, within a time slice.
+    /// strand at its next tick, within a time slice. From an interrupt
+    /// handler on `core` itself, the best answer is to call
+    /// [`on_tick`](crate::preempt::on_tick) as that interrupt ends, as
+    /// for a timer tick: the woken strand then runs as the handler
+    /// returns, with no second interrupt.
     fn request_tick_on(core: usize) {
         let _ = core;
     }

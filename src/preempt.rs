@@ -24,9 +24,15 @@
 //!   `roving_preempt_entry` when the interrupt returns (an injected call;
 //!   per instruction set in `preempt/entry_*.rs`). The entry saves every
 //!   register on the strand's own stack and calls `preempted`, which
-//!   yields as `strand::yield_now` does. When the strand runs again, on
-//!   this core or another, the entry restores every register and resumes
-//!   the interrupted instruction.
+//!   yields, handing the core straight to what its loop would run next
+//!   (`strand`'s hand-off). When the strand runs again, on this core or
+//!   another, the entry restores every register and resumes the
+//!   interrupted instruction.
+//! - **A wake from a handler** for a strand that outranks the running one
+//!   asks for the tick on that core (`Platform::request_tick_on`); a
+//!   platform whose handler is on that very core may treat the end of the
+//!   handler as the tick, as roving-kernel does, so the woken strand runs
+//!   as the handler returns.
 //!
 //! # Deferral
 //!
@@ -170,7 +176,8 @@ pub fn on_tick() -> Tick {
 /// Whether core `me` has work other than the strand it runs: its own
 /// queues, its mailboxes, the pool's injector, a preempted strand waiting
 /// for its turn, another strand of the fibre it runs, or a deadline that
-/// has passed.
+/// has passed. Constant time: each of these is a word or two to read (the
+/// mailboxes are two hints, not a look at every sender's list).
 ///
 /// # Safety
 ///
@@ -202,8 +209,9 @@ pub(crate) unsafe extern "C" fn preempted() {
     // Marked for debuggers and dumps, which cannot tell a preempted
     // strand from one that yielded otherwise.
     header.flags.fetch_or(PREEMPTED, Relaxed);
-    // SAFETY: we are the running strand, and still runnable.
-    unsafe { scheduler::suspend(TurnEnd::Preempted) };
+    // SAFETY: we are the running strand, still runnable, holding the
+    // tick's deferral.
+    unsafe { scheduler::suspend_deferring(TurnEnd::Preempted) };
     header.flags.fetch_and(!PREEMPTED, Relaxed);
     let count = &header.no_preempt;
     compiler_fence(SeqCst);

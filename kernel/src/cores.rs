@@ -167,6 +167,12 @@ impl CoreLocal {
         self.tick_fired.store(true, Relaxed);
     }
 
+    /// Whether this core is inside an interrupt handler (asked on the
+    /// core itself).
+    pub(crate) fn in_handler(&self) -> bool {
+        self.in_handler.load(Relaxed) > 0
+    }
+
     /// The core's hardware id.
     pub fn hw_id(&self) -> u64 {
         self.hw_id.load(Relaxed)
@@ -327,7 +333,7 @@ pub(crate) fn as_interrupt_handler(handler: impl FnOnce()) {
 
 /// Whether the calling core is inside an interrupt handler.
 pub(crate) fn in_interrupt() -> bool {
-    current().is_some_and(|me| me.in_handler.load(Relaxed) > 0)
+    current().is_some_and(CoreLocal::in_handler)
 }
 
 /// The calling core's index, unless it runs an interrupt handler: one look

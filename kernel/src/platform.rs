@@ -88,9 +88,18 @@ unsafe impl Platform for KernelPlatform {
         }
     }
 
+    /// From a handler on `core` itself, the end of this interrupt asks
+    /// roving (`arch::preempt`): the woken strand runs when the handler
+    /// returns, without a second interrupt. From a strand on `core`, its
+    /// timer fires at once. Another core gets the tick flag and the
+    /// wake-up interrupt.
     fn request_tick_on(core: usize) {
-        if cores::current().is_some_and(|me| me.index == core) {
-            arch::timer::arm(arch::timer::ticks());
+        if let Some(me) = cores::current().filter(|me| me.index == core) {
+            if me.in_handler() {
+                me.want_tick();
+            } else {
+                arch::timer::arm(arch::timer::ticks());
+            }
         } else if core < cores::count() {
             let target = cores::local(core);
             target.want_tick();

@@ -61,17 +61,21 @@ pub(crate) struct Took {
     pub(crate) busy: bool,
 }
 
-/// A pool's mailboxes, and per receiver a hint that woken fibres may wait
-/// in its direct lists (`crate::protocol::core_hints`): a sender raises it
-/// after pushing a fibre, the receiver lowers it before taking its lists,
-/// and a thief passes over a receiver whose hint is low.
+/// A pool's mailboxes, and per receiver and lane a hint that tasks may
+/// wait in its direct lists of that lane (`crate::protocol::core_hints`):
+/// a sender raises it after pushing, the receiver lowers it before taking
+/// that lane's lists and passes them over if it was low, and a thief
+/// passes over a receiver whose fibre hint is low. So a core that asks
+/// whether anything waits for it, or drains with nothing waiting, reads
+/// two hints, not a list per sender.
 pub(crate) struct Inbound {
     /// Each receiver's direct lists, by lane: from outside the pool, and
     /// with direct mailboxes from each sender ([`Pairs`]).
     pairs: Pairs,
     /// The mesh for closures, if the pool has one.
     mesh: Option<Routes>,
-    fibres_waiting: CoreHints,
+    /// By lane.
+    waiting: [CoreHints; 2],
 }
 
 impl Inbound {
@@ -81,7 +85,7 @@ impl Inbound {
         Self {
             pairs: Pairs::new(slots, &members, mesh_links.is_none()),
             mesh: mesh_links.map(|links| Routes::new(slots, &members, links)),
-            fibres_waiting: CoreHints::new(slots),
+            waiting: [CoreHints::new(slots), CoreHints::new(slots)],
         }
     }
 
@@ -139,9 +143,9 @@ impl Inbound {
         unsafe { self.push_direct(&row.outside[lane], lane, to, task) }
     }
 
-    /// Pushes `task` onto `list`, a direct list of `lane` into `to`; with
-    /// direct mailboxes, a woken fibre then raises `to`'s hint (every push
-    /// of a fibre must, after it: `crate::protocol::core_hints`).
+    /// Pushes `task` onto `list`, a direct list of `lane` into `to`, then
+    /// raises `to`'s hint for the lane (every push onto a direct list must,
+    /// after it: `crate::protocol::core_hints`).
     ///
     /// # Safety
     ///
@@ -150,9 +154,7 @@ impl Inbound {
     unsafe fn push_direct(&self, list: &AtomicList, lane: usize, to: usize, task: NonNull<Task>) -> Delivery {
         // SAFETY: per the contract.
         let delivery = Delivery::of(unsafe { list.push(task) }, to, task);
-        if lane == FIBRES {
-            self.fibres_waiting.raise(to);
-        }
+        self.waiting[lane].raise(to);
         delivery
     }
 
@@ -174,17 +176,17 @@ impl Inbound {
     ) -> Took {
         let take = |list: &AtomicList| if arm { list.take_all_and_arm() } else { list.take_all() };
         let mut took = Took::default();
-        // A low hint lets the drain pass the fibre lists over, as it lets a
-        // thief (`crate::protocol::core_hints`): a fibre pushed and not yet
-        // hinted is taken by the next drain. Arming takes every list.
-        let fibres_hinted = self.fibres_waiting.lower_if_raised(me) || arm;
+        // A low hint lets the drain pass its lane's lists over, as it lets
+        // a thief (`crate::protocol::core_hints`): a task pushed and not
+        // yet hinted is taken by the next drain. Arming takes every list.
+        let hinted = self.waiting.each_ref().map(|hints| hints.lower_if_raised(me) || arm);
         let reading = self.mesh.as_ref().map(|routes| routes.read(me));
-        for [closures, fibres] in self.direct_into(me) {
-            // SAFETY: taken chains are ours.
-            took.received += unsafe { pinned.append_reversed(take(closures)) };
-            if fibres_hinted {
-                // SAFETY: as above.
-                took.received += unsafe { queue.append_reversed(take(fibres)) };
+        for (lane, into) in [(CLOSURES, &mut *pinned), (FIBRES, &mut *queue)] {
+            if hinted[lane] {
+                for lists in self.direct_into(me) {
+                    // SAFETY: taken chains are ours.
+                    took.received += unsafe { into.append_reversed(take(lists[lane])) };
+                }
             }
         }
         if let Some(reading) = reading {
@@ -197,9 +199,11 @@ impl Inbound {
         took
     }
 
-    /// Whether anything waits for core `me`.
+    /// Whether anything may wait for core `me`: a raised hint (a task
+    /// pushed and not yet hinted is seen once its sender raises it), or
+    /// work in the mesh.
     pub(crate) fn has_work(&self, me: usize) -> bool {
-        self.direct_into(me).any(|lists| lists.iter().any(|list| list.has_tasks()))
+        self.waiting.iter().any(|hints| hints.is_raised(me))
             || self.mesh.as_ref().is_some_and(|routes| routes.read(me).has_work(me))
     }
 
@@ -215,7 +219,7 @@ impl Inbound {
     /// The cores for which woken fibres may wait, from `start` on: the
     /// victims worth a thief's look.
     pub(crate) fn fibres_may_wait_from(&self, start: usize) -> Raised<'_> {
-        self.fibres_waiting.raised_from(start)
+        self.waiting[FIBRES].raised_from(start)
     }
 
     /// Takes a chain of woken fibres waiting for core `victim`, unless it
@@ -260,12 +264,14 @@ impl Inbound {
             let row = self.pairs.row(to).expect("a ranked core has been a member");
             while let Some(task) = tasks.pop_front() {
                 // SAFETY: the relay hands us the task.
-                match unsafe { row.outside[CLOSURES].push(task) } {
-                    Pushed::Queued => {}
-                    Pushed::WasArmed => wake(to),
+                match unsafe { self.push_direct(&row.outside[CLOSURES], CLOSURES, to, task) } {
+                    Delivery::Queued => {}
+                    Delivery::Wake(core) => wake(core),
                     // A task is in transit only to a ranked core, which
                     // closes its lists only after its rebuild.
-                    Pushed::Closed => unreachable!("a relayed task for core {to}, which has left"),
+                    Delivery::Refused(_) | Delivery::NoMemory(_) => {
+                        unreachable!("a relayed task for core {to}, which has left")
+                    }
                 }
             }
         };

@@ -135,10 +135,28 @@ pub(crate) fn with<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
         // moves while `f` runs. Apart from the path below because a
         // deferral's guard around every join, even a guard that does
         // nothing, cost 9 ns of the 25 a join took on the host.
-        // SAFETY: as below.
-        return f(unsafe { slot::get_outside_interrupt().as_ref() });
+        // SAFETY: nothing is moved, and an interrupt handler finds no
+        // worker through this look.
+        return unsafe { with_held(f) };
     }
     with_deferred(f)
+}
+
+/// [`with`] for a caller that cannot be moved to another core while `f`
+/// runs, so it takes no deferral.
+///
+/// An interrupt handler is told it is no worker, as by [`with`].
+///
+/// # Safety
+///
+/// The caller holds a deferral, or is no strand, or no pool preempts: it
+/// is never moved while `f` runs.
+#[inline]
+pub(crate) unsafe fn with_held<R>(f: impl FnOnce(Option<&Worker>) -> R) -> R {
+    // SAFETY: a non-null slot points at a live `Worker` (contract of
+    // `enter`), used only on the core that set it, which is ours until `f`
+    // returns (contract).
+    f(unsafe { slot::get_outside_interrupt().as_ref() })
 }
 
 /// [`with`] for a strand that may be preempted.

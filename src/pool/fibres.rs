@@ -4,11 +4,22 @@
 //! may hand it straight to the next fibre's strand (`crate::strand`'s
 //! `hand_off`), with the loop's bookkeeping done here.
 
+use super::preempted::Turn;
 use super::shared::{Shared, ring};
 use super::stats;
 use crate::mailbox::inbound::{CLOSURES, Delivery, FIBRES};
 use crate::task::Task;
 use core::ptr::NonNull;
+
+/// What a preempted strand's core runs next, if not what its loop finds
+/// (`Shared::take_fibre_after_preemption`).
+pub(crate) enum AfterPreemption {
+    /// This fibre's task, taken.
+    Next(NonNull<Task>),
+    /// The preempted strand's own fibre: the strand goes on, with a fresh
+    /// slice.
+    Same,
+}
 
 impl Shared {
     /// Whether core `me` has work queued that it could run next: its
@@ -90,6 +101,72 @@ impl Shared {
         local.since_inbound += 1;
         stats::add(&self.cores[me].stats.tasks_run, 1);
         trace_point!(self, me, crate::trace::event::TraceEvent::TaskBegin);
+        Some(next)
+    }
+
+    /// For a strand of level `level` that core `me` preempted: takes the
+    /// task the core's loop would run next, if `is_fibre` says it is a
+    /// fibre's and `ready()` agrees, so that the strand hands the core
+    /// straight to it rather than through the loop; or says that the loop
+    /// would run the strand's own fibre again ([`AfterPreemption::Same`]).
+    /// The order is the loop's (`super::worker`): its own queues unless it
+    /// is due to look further, else what deadlines, its mailboxes, its
+    /// steal list or the injector bring (gathered here as the loop would),
+    /// else the next turn by the round, in which the strand's own turn
+    /// counts. `None` leaves the rest to the loop: a pinned strand (whose
+    /// fibre goes back to its own core's queue), the poller and stealing.
+    /// Counts the turn as the loop would.
+    pub(crate) fn take_fibre_after_preemption(
+        &self,
+        me: usize,
+        level: u8,
+        is_fibre: impl FnOnce(NonNull<Task>) -> bool,
+        ready: impl FnOnce() -> bool,
+    ) -> Option<AfterPreemption> {
+        if self.stopped() || self.is_leaving(me) || !ready() {
+            return None;
+        }
+        let slot = &self.cores[me].lifo;
+        // SAFETY: we are core `me`, inside a task; the loop holds no
+        // reference to its `Local` across it. Each reference below ends
+        // before `gather`, which takes its own.
+        let local = unsafe { self.local(me) };
+        let own = local.since_inbound < super::worker::FAIRNESS
+            && (slot.is_occupied() || local.queue.len() > 0 || local.pinned.len() > 0);
+        if !own {
+            super::worker::gather(self, me);
+        }
+        // SAFETY: as above.
+        let local = unsafe { self.local(me) };
+        let in_slot = slot.peek();
+        // The loop looks at its pinned queue first after gathering, last
+        // before.
+        let pinned_first = !own && local.pinned.len() > 0;
+        let queued = if pinned_first {
+            local.pinned.front()
+        } else {
+            in_slot.or_else(|| local.queue.front()).or_else(|| local.pinned.front())
+        };
+        let next = match queued {
+            None => match self.preempted.take_beside(level) {
+                Turn::Other(task) => AfterPreemption::Next(task),
+                Turn::Own => AfterPreemption::Same,
+                Turn::None => return None,
+            },
+            Some(task) if !is_fibre(task) => return None,
+            Some(_) if pinned_first || (in_slot.is_none() && local.queue.len() == 0) => {
+                AfterPreemption::Next(local.pinned.pop_front()?)
+            }
+            // Only this core puts, so the slot holds the task or, if an
+            // idle core stole it meanwhile, nothing.
+            Some(_) if in_slot.is_some() => AfterPreemption::Next(slot.take()?),
+            Some(_) => AfterPreemption::Next(local.queue.pop_front()?),
+        };
+        local.since_inbound += 1;
+        if let AfterPreemption::Next(_) = next {
+            stats::add(&self.cores[me].stats.tasks_run, 1);
+            trace_point!(self, me, crate::trace::event::TraceEvent::TaskBegin);
+        }
         Some(next)
     }
 

@@ -20,6 +20,16 @@ pub(crate) const LEVELS: usize = 3;
 /// The order levels are served in.
 const ROUND: [u8; 7] = [2, 2, 2, 2, 1, 1, 0];
 
+/// What the round gave.
+pub(crate) enum Turn {
+    /// A waiting fibre's turn, taken.
+    Other(NonNull<Task>),
+    /// The preempted caller's own ([`Preempted::take_beside`]).
+    Own,
+    /// Nothing waits.
+    None,
+}
+
 /// Preempted strands' fibres, waiting for their turn (module docs).
 pub(crate) struct Preempted {
     levels: SpinLock<Levels>,
@@ -53,32 +63,115 @@ impl Preempted {
 
     /// The next turn, by the round (module docs).
     pub(crate) fn take(&self) -> Option<NonNull<Task>> {
+        match self.choose(None) {
+            Turn::Other(task) => Some(task),
+            Turn::Own | Turn::None => None,
+        }
+    }
+
+    /// The next turn, by the round, for a core whose strand at `level` it
+    /// has just preempted: that strand's fibre joins the back of its level
+    /// once the core is off its stack, so it counts as waiting there, and
+    /// [`Turn::Own`] says the round picked it: the strand goes on.
+    pub(crate) fn take_beside(&self, level: u8) -> Turn {
+        self.choose(Some(usize::from(level).min(LEVELS - 1)))
+    }
+
+    fn choose(&self, own: Option<usize>) -> Turn {
         if self.waiting.load(SeqCst) == 0 {
-            return None;
+            return if own.is_some() { Turn::Own } else { Turn::None };
         }
         let mut levels = self.levels.lock();
-        let waiting = levels.queues.iter().map(|queue| usize::from(queue.len() > 0)).sum::<usize>();
+        let waits = |levels: &Levels, level: usize| levels.queues[level].len() > 0 || own == Some(level);
+        let take = |levels: &mut Levels, level: usize| match levels.queues[level].pop_front() {
+            Some(task) => {
+                self.waiting.fetch_sub(1, SeqCst);
+                Turn::Other(task)
+            }
+            None => Turn::Own,
+        };
+        let waiting = (0..LEVELS).filter(|&level| waits(&levels, level)).count();
         if waiting == 1 {
             // One level waits (the usual case): no choice to make, and the
             // round stays where it is for when levels compete again.
-            let queue = levels.queues.iter_mut().find(|queue| queue.len() > 0)?;
-            let task = queue.pop_front();
-            self.waiting.fetch_sub(1, SeqCst);
-            return task;
+            let level = (0..LEVELS).find(|&level| waits(&levels, level)).unwrap_or(0);
+            return take(&mut levels, level);
         }
         for step in 0..ROUND.len() {
             let place = (levels.next + step) % ROUND.len();
-            if let Some(task) = levels.queues[ROUND[place] as usize].pop_front() {
+            let level = ROUND[place] as usize;
+            if waits(&levels, level) {
                 levels.next = (place + 1) % ROUND.len();
-                self.waiting.fetch_sub(1, SeqCst);
-                return Some(task);
+                return take(&mut levels, level);
             }
         }
-        None
+        Turn::None
     }
 
     /// Whether any turn waits.
     pub(crate) fn any(&self) -> bool {
         self.waiting.load(SeqCst) > 0
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::task::Action;
+    use crate::task::storage::BlockCache;
+    use alloc::vec::Vec;
+
+    /// Never called: the turns only queue tasks.
+    unsafe fn never_run(_: NonNull<Task>, _: Action, _: NonNull<BlockCache>) {
+        unreachable!("the turns run nothing")
+    }
+
+    /// Tasks that stay where they are (the vector never grows).
+    fn tasks(count: usize) -> Vec<Task> {
+        (0..count).map(|_| Task::new(never_run)).collect()
+    }
+
+    /// One spinner per level on one core, each preemption asking the round
+    /// beside the preempted one (which joins its level's back only if
+    /// another runs): the levels get the round's weights, so the
+    /// preempted strand's own turn counts as one waiting.
+    #[test]
+    fn a_preempted_strands_own_turn_counts_in_the_round() {
+        let turns = Preempted::new();
+        let tasks = tasks(3);
+        let task = |level: usize| NonNull::from(&tasks[level]);
+        // SAFETY: each task is in no list; the test owns them.
+        unsafe {
+            turns.push(task(0), 0);
+            turns.push(task(1), 1);
+        }
+        let mut running = 2;
+        let mut runs = [0u32; LEVELS];
+        for _ in 0..700 {
+            match turns.take_beside(running as u8) {
+                Turn::Own => {}
+                Turn::Other(next) => {
+                    // SAFETY: the preempted one is in no list now.
+                    unsafe { turns.push(task(running), running as u8) };
+                    running = (0..LEVELS).find(|&level| task(level) == next).expect("one of ours");
+                }
+                Turn::None => panic!("three spinners, and nothing waits"),
+            }
+            runs[running] += 1;
+        }
+        assert_eq!(runs, [100, 200, 400], "Low, Normal, High by the round's weights");
+    }
+
+    #[test]
+    fn alone_a_preempted_strand_goes_on_and_others_come_first_at_its_level() {
+        let turns = Preempted::new();
+        assert!(matches!(turns.take_beside(1), Turn::Own));
+        assert!(turns.take().is_none());
+        let tasks = tasks(1);
+        let waiting = NonNull::from(&tasks[0]);
+        // SAFETY: in no list; the test owns it.
+        unsafe { turns.push(waiting, 1) };
+        assert!(matches!(turns.take_beside(1), Turn::Other(task) if task == waiting), "the older turn first");
+        assert!(!turns.any());
     }
 }

@@ -18,6 +18,7 @@ use super::domain_id::DomainId;
 use super::end_waiters::EndWaiters;
 use super::error::{PinError, PostError};
 use super::failure::Failure;
+pub(crate) use super::fibres::AfterPreemption;
 use super::fork_join::{Job, JoinStack, Slot};
 use super::shared::Shared;
 use super::strands::Strands;
@@ -213,6 +214,19 @@ impl<'a> PoolRef<'a> {
         ready: impl FnOnce() -> bool,
     ) -> Option<NonNull<Task>> {
         self.0.take_next_fibre(me, is_fibre, ready)
+    }
+
+    /// Takes the fibre core `me` would run next after a preemption, for a
+    /// hand-off (`Shared::take_fibre_after_preemption`).
+    #[inline]
+    pub(crate) fn take_fibre_after_preemption(
+        self,
+        me: usize,
+        level: u8,
+        is_fibre: impl FnOnce(NonNull<Task>) -> bool,
+        ready: impl FnOnce() -> bool,
+    ) -> Option<AfterPreemption> {
+        self.0.take_fibre_after_preemption(me, level, is_fibre, ready)
     }
 
     /// What core `me`'s loop does after each task.

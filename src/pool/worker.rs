@@ -267,37 +267,20 @@ fn find_work(here: Here<'_>) -> Option<NonNull<Task>> {
         local.since_inbound += 1;
         return Some(task);
     }
-    local.since_inbound = 0;
     find_work_further(here.shared, here.me)
 }
 
 /// Steps 2 to 5 of the loop (module docs).
 #[inline(never)]
 fn find_work_further(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
-    // Deadlines: waking a strand may queue its fibre here, so no reference
-    // to our `Local` is live across this.
-    shared.timers.expire();
+    gather(shared, me);
     // SAFETY: we are core `me`, between tasks; this reference is not held
     // across the poller (user code) below.
     let local = unsafe { shared.local(me) };
-    let stats = &shared.cores[me].stats;
-    drain_inbound(shared, me, local, false);
     if let Some(task) =
         local.pinned.pop_front().or_else(|| shared.cores[me].lifo.take()).or_else(|| local.queue.pop_front())
     {
         return Some(task);
-    }
-    shared.stealable.lower(me);
-    // SAFETY: a taken chain is ours.
-    if unsafe { local.queue.append_reversed(shared.cores[me].steal.take_all()) } > 0 {
-        return local.queue.pop_front();
-    }
-    // SAFETY: a taken chain is ours.
-    let injected = unsafe { local.queue.append_reversed(shared.injector.take_all()) };
-    if injected > 0 {
-        stats::add(&stats.injected, injected as u64);
-        trace_point!(shared, me, crate::trace::event::TraceEvent::Injected { tasks: injected as u32 });
-        return local.queue.pop_front();
     }
     if let Some(task) = shared.take_turn() {
         return Some(task);
@@ -313,6 +296,37 @@ fn find_work_further(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
         }
     }
     steal(shared, me, victim_start)
+}
+
+/// Steps 2 and 3 of the loop (module docs) up to the turns, as far as
+/// they move work into core `me`'s own queues: expires deadlines, drains
+/// the mailboxes, and if that brought nothing, takes back the core's steal
+/// list, or else the injector. Also called by a strand the core preempted,
+/// before it hands the core on (`Shared::take_fibre_after_preemption`):
+/// the loop holds no reference to the core's state across a task.
+pub(super) fn gather(shared: &Shared, me: usize) {
+    // Deadlines: waking a strand may queue its fibre here, so no reference
+    // to our `Local` is live across this.
+    shared.timers.expire();
+    // SAFETY: we are core `me`, between tasks or inside one; the reference
+    // ends here.
+    let local = unsafe { shared.local(me) };
+    local.since_inbound = 0;
+    drain_inbound(shared, me, local, false);
+    if local.pinned.len() > 0 || local.queue.len() > 0 || shared.cores[me].lifo.is_occupied() {
+        return;
+    }
+    shared.stealable.lower(me);
+    // SAFETY: a taken chain is ours.
+    if unsafe { local.queue.append_reversed(shared.cores[me].steal.take_all()) } > 0 {
+        return;
+    }
+    // SAFETY: a taken chain is ours.
+    let injected = unsafe { local.queue.append_reversed(shared.injector.take_all()) };
+    if injected > 0 {
+        stats::add(&shared.cores[me].stats.injected, injected as u64);
+        trace_point!(shared, me, crate::trace::event::TraceEvent::Injected { tasks: injected as u32 });
+    }
 }
 
 /// Drains core `me`'s mailboxes: closures into its pinned queue, fibres

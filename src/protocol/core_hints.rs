@@ -100,12 +100,13 @@ impl CoreHints {
         raised
     }
 
-    /// Whether `core`'s hint is raised: what the models and tests check
-    /// (thieves walk [`CoreHints::raised_from`]).
-    #[cfg(any(test, loom))]
+    /// Whether `core`'s hint is raised: a receiver asking whether anything
+    /// waits for it, and what the models and tests check (thieves walk
+    /// [`CoreHints::raised_from`]). `SeqCst`, as a look at the lists was.
+    #[inline]
     pub fn is_raised(&self, core: usize) -> bool {
         let (word, bit) = self.word_and_bit(core);
-        word.load(Relaxed) & bit != 0
+        word.load(SeqCst) & bit != 0
     }
 
     /// The cores whose hints are raised, from `start` (taken modulo the

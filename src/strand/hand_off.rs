@@ -11,13 +11,20 @@
 //! # Protocol
 //!
 //! Strand A, running on core C in a turn of its fibre FA, leaves with
-//! outcome `Yielded` or `Blocked`:
+//! outcome `Yielded`, `Blocked` or `Preempted`:
 //!
-//! 1. It asks the pool for C's next task, as the loop would pick it
-//!    (`PoolRef::take_next_fibre`: the newest task C spawned for itself, in
-//!    C's LIFO slot unless an idle core took it meanwhile, or else the
-//!    oldest in C's queue; none if C is due to look at its mailboxes,
-//!    timers and flags). Only a fibre's task is taken. Taking
+//! 1. It asks the pool for C's next task, as the loop would pick it.
+//!    Yielding or blocking (`PoolRef::take_next_fibre`): the newest task C
+//!    spawned for itself, in C's LIFO slot unless an idle core took it
+//!    meanwhile, or else the oldest in C's queue; none if C is due to look
+//!    at its mailboxes, timers and flags. Preempted
+//!    (`PoolRef::take_fibre_after_preemption`), A goes on where the loop
+//!    would: if C's own queues are empty or due, it expires deadlines,
+//!    drains C's mailboxes and takes back its steal list or the injector,
+//!    and falls back to the next preempted strand's turn. So a strand that
+//!    an interrupt woke for C, which outranks A, gets the core straight
+//!    from the preemption, and a tick passes the core from one turn to the
+//!    next without the loop. Only a fibre's task is taken. Taking
 //!    it is C starting that fibre FB's turn: C now holds FB's schedule,
 //!    as it holds FA's.
 //! 2. It starts the turn as the fibre's task would (`take_runnable`): FB's
@@ -50,12 +57,20 @@
 //!   have run (the loop requeues A's fibre at the back of the queue, after
 //!   the task chosen in step 1), the loop's count toward looking at its
 //!   mailboxes is advanced, and the turn is counted as a task run.
+//! - A preempted A's fibre joins the turns only in step 4, once A's
+//!   registers are saved, where the loop would have queued it before
+//!   choosing: so step 1 counts A's own turn as waiting at the back of its
+//!   level (`Preempted::take_beside`), and if the round picks it, A goes on
+//!   with a fresh slice and no switch. The weights of the round are kept.
+//!   A pinned A goes through the loop, which queues it on its own core.
 
 use super::control::Header;
 use super::fibre::{self, Fibre};
 use super::scheduler::{after_turn, enter, take_runnable};
+use crate::atomics::unmodelled::Ordering::Relaxed;
 use crate::context;
-use crate::pool::seam::PoolRef;
+use crate::pool::core_turn::TurnEnd;
+use crate::pool::seam::{AfterPreemption, PoolRef};
 use core::ptr::{self, NonNull};
 
 /// The message for a strand entered by a hand-off on core `me`: never 0,
@@ -78,15 +93,41 @@ pub(super) fn handed_on(message: usize) -> Option<usize> {
 ///
 /// Called by the running strand `from`, on core `me`, deferring.
 #[inline(always)]
-pub(super) unsafe fn next_strand(shared: PoolRef<'_>, me: usize, from: *mut Header) -> Option<Next> {
+pub(super) unsafe fn next_strand(
+    shared: PoolRef<'_>,
+    me: usize,
+    from: *mut Header,
+    outcome: TurnEnd,
+) -> Option<Handing> {
     // SAFETY: the running strand's header is live.
-    let from_fibre = unsafe { &*from }.fibre;
+    let from = unsafe { &*from };
+    let from_fibre = from.fibre;
     // An overflowed stack is reported by the scheduler, not here.
-    let task = shared.take_next_fibre(me, fibre::is_fibre_task, || from_fibre.canary_intact())?;
+    let ready = || from_fibre.canary_intact();
+    let task = match outcome {
+        // A pinned fibre's turn is its core's queue, which the loop keeps.
+        TurnEnd::Preempted if from_fibre.pinned.load(Relaxed) => return None,
+        TurnEnd::Preempted => {
+            let level = from.priority.load(Relaxed);
+            match shared.take_fibre_after_preemption(me, level, fibre::is_fibre_task, ready)? {
+                AfterPreemption::Next(task) => task,
+                AfterPreemption::Same => return Some(Handing::Stay),
+            }
+        }
+        _ => shared.take_next_fibre(me, fibre::is_fibre_task, ready)?,
+    };
     // SAFETY: a fibre's task, which the core now runs.
     let fibre = unsafe { Fibre::from_task(task) };
     let (strand, more) = take_runnable(shared, me, fibre)?;
-    Some(Next { fibre, strand, more })
+    Some(Handing::To(Next { fibre, strand, more }))
+}
+
+/// Where a leaving strand's core goes, when not through its scheduler.
+pub(super) enum Handing {
+    /// To this strand (step 3).
+    To(Next),
+    /// Nowhere: the strand was preempted, and its own turn is next.
+    Stay,
 }
 
 /// A strand whose turn has started, ready to be handed the core.
@@ -104,6 +145,9 @@ pub(super) struct Next {
 /// Called by the running strand `from` on core `me`, deferring, its
 /// outcome recorded in the core's `outcome`, and `next` from
 /// [`next_strand`].
+// Inlined into the yield: a call would save and restore registers around
+// the one switch a yield is for.
+#[inline(always)]
 pub(super) unsafe fn switch(shared: PoolRef<'_>, me: usize, from: *mut Header, next: Next) -> usize {
     let core = &shared.turn(me);
     // SAFETY: the caller's contract; our core's slots; both headers are

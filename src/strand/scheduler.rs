@@ -15,6 +15,7 @@
 
 use super::control::{FINISHED, Header, flags, state};
 use super::fibre::{Fibre, Owned};
+use super::hand_off::Handing;
 use super::{failure, tree};
 use crate::atomics::unmodelled::Ordering::*;
 use crate::context;
@@ -34,6 +35,18 @@ pub(crate) fn here() -> Option<(PoolRef<'static>, usize)> {
     // The view does not outlive this core's turn: callers use it and drop
     // it before they can be moved.
     current::with(|worker| worker.map(|w| (w.pool(), w.core)))
+}
+
+/// [`here`], for a caller that cannot be moved to another core meanwhile,
+/// so it takes no deferral of its own.
+///
+/// # Safety
+///
+/// The caller holds a deferral, or runs no strand.
+#[inline]
+pub(crate) unsafe fn here_deferring() -> Option<(PoolRef<'static>, usize)> {
+    // SAFETY: per the contract.
+    unsafe { current::with_held(|worker| worker.map(|w| (w.pool(), w.core))) }
 }
 
 /// The strand running on the calling core, if any.
@@ -70,7 +83,19 @@ pub(crate) fn running_on(shared: PoolRef<'_>, core: usize) -> Option<NonNull<Hea
 pub(crate) unsafe fn suspend(outcome: TurnEnd) {
     // The core found here must stay ours until we switch away.
     let _deferral = crate::strand::deferral::defer();
-    let (shared, me) = here().expect("a strand runs on a core");
+    // SAFETY: the caller's contract, and we hold a deferral.
+    unsafe { suspend_deferring(outcome) };
+}
+
+/// [`suspend`], for a strand that already holds a deferral (a preempted
+/// one holds the tick's).
+///
+/// # Safety
+///
+/// As for [`suspend`], and the caller holds a deferral.
+pub(crate) unsafe fn suspend_deferring(outcome: TurnEnd) {
+    // SAFETY: we hold a deferral.
+    let (shared, me) = unsafe { here_deferring() }.expect("a strand runs on a core");
     // SAFETY: the caller's contract; the core is ours (deferring).
     unsafe { switch_out(shared, me, outcome) };
 }
@@ -88,9 +113,13 @@ unsafe fn switch_out(shared: PoolRef<'_>, me: usize, outcome: TurnEnd) {
     // SAFETY: our core's slots.
     let message = unsafe {
         *core.end.get() = outcome;
-        let handing = matches!(outcome, TurnEnd::Yielded | TurnEnd::Blocked);
-        match handing.then(|| super::hand_off::next_strand(shared, me, strand)).flatten() {
-            Some(next) => super::hand_off::switch(shared, me, strand, next),
+        let handing = matches!(outcome, TurnEnd::Yielded | TurnEnd::Blocked | TurnEnd::Preempted);
+        match handing.then(|| super::hand_off::next_strand(shared, me, strand, outcome)).flatten() {
+            Some(Handing::To(next)) => super::hand_off::switch(shared, me, strand, next),
+            Some(Handing::Stay) => {
+                renew_slice(shared, me);
+                0
+            }
             None => context::suspend((*strand).context.get(), core.loop_context.get()),
         }
     };
@@ -111,7 +140,8 @@ unsafe fn switch_out(shared: PoolRef<'_>, me: usize, outcome: TurnEnd) {
 pub(crate) fn yield_running() -> bool {
     // The core found here must stay ours while we look at it.
     let _deferral = crate::strand::deferral::defer();
-    let Some((shared, me)) = here() else { return false };
+    // SAFETY: we hold a deferral.
+    let Some((shared, me)) = (unsafe { here_deferring() }) else { return false };
     let core = &shared.turn(me);
     // SAFETY: our core's slot: the strand it runs, if it runs one, and
     // then that is us (code outside strands runs with it null).
@@ -395,11 +425,17 @@ pub(super) unsafe fn enter(
         *core.fibre_has_more.get() = more;
         if shared.slice_ticks() != 0 {
             core.running_level.store(header.priority.load(Relaxed), Relaxed);
-            let end = crate::platform::ticks().saturating_add(shared.slice_ticks());
-            core.slice_end.store(end, Relaxed);
-            crate::platform::request_tick(Some(end));
+            renew_slice(shared, me);
         }
     }
+}
+
+/// Starts a fresh time slice for the strand core `me` runs, and asks for
+/// the tick at its end (pools with a slice).
+fn renew_slice(shared: PoolRef<'_>, me: usize) {
+    let end = crate::platform::ticks().saturating_add(shared.slice_ticks());
+    shared.turn(me).slice_end.store(end, Relaxed);
+    crate::platform::request_tick(Some(end));
 }
 
 /// Ends the turn of `strand`, which left core `me` with `outcome` and is
