@@ -160,6 +160,13 @@ impl Fibre {
         self.stack_bottom
     }
 
+    /// Bytes of this fibre's stack below `address`, a place on it: what a
+    /// caller running on the stack may still use.
+    #[inline]
+    pub(crate) fn room_below(&self, address: usize) -> usize {
+        address.saturating_sub(self.stack_bottom() as usize)
+    }
+
     /// The fibre whose stack (not its guard gap) holds `address`, if any.
     #[inline]
     pub(crate) fn containing(address: usize) -> Option<&'static Fibre> {

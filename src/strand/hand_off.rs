@@ -73,6 +73,18 @@ use crate::pool::core_turn::TurnEnd;
 use crate::pool::seam::{AfterPreemption, PoolRef};
 use core::ptr::{self, NonNull};
 
+/// The stack a preempted strand must have left to look for the next task
+/// itself (`PoolRef::take_fibre_after_preemption`, whose mailbox drain
+/// alone takes over a kilobyte), with a margin.
+const PREEMPTED_LOOK_BYTES: usize = 4096;
+
+/// About where the caller's stack is now.
+#[inline(always)]
+fn stack_pointer() -> usize {
+    let marker = 0u8;
+    ptr::addr_of!(marker) as usize
+}
+
 /// The message for a strand entered by a hand-off on core `me`: never 0,
 /// which a plain resume brings.
 fn message(me: usize) -> usize {
@@ -107,6 +119,11 @@ pub(super) unsafe fn next_strand(
     let task = match outcome {
         // A pinned fibre's turn is its core's queue, which the loop keeps.
         TurnEnd::Preempted if from_fibre.pinned.load(Relaxed) => return None,
+        // The look for work drains mailboxes and expires deadlines on the
+        // preempted strand's stack, at whatever depth the tick found it: a
+        // strand without room for that leaves through the loop, which
+        // runs on the core's own stack.
+        TurnEnd::Preempted if from_fibre.room_below(stack_pointer()) < PREEMPTED_LOOK_BYTES => return None,
         TurnEnd::Preempted => {
             let level = from.priority.load(Relaxed);
             match shared.take_fibre_after_preemption(me, level, fibre::is_fibre_task, ready)? {
