@@ -176,8 +176,9 @@ pub fn on_tick() -> Tick {
 /// Whether core `me` has work other than the strand it runs: its own
 /// queues, its mailboxes, the pool's injector, a preempted strand waiting
 /// for its turn, another strand of the fibre it runs, or a deadline that
-/// has passed. Constant time: each of these is a word or two to read (the
-/// mailboxes are two hints, not a look at every sender's list).
+/// has passed. Constant time: each of these is a word or two to read (a
+/// pool with a slice keeps two hints for its mailboxes, not a look at
+/// every sender's list).
 ///
 /// # Safety
 ///

@@ -61,13 +61,18 @@ pub(crate) struct Took {
     pub(crate) busy: bool,
 }
 
-/// A pool's mailboxes, and per receiver and lane a hint that tasks may
-/// wait in its direct lists of that lane (`crate::protocol::core_hints`):
-/// a sender raises it after pushing, the receiver lowers it before taking
-/// that lane's lists and passes them over if it was low, and a thief
-/// passes over a receiver whose fibre hint is low. So a core that asks
-/// whether anything waits for it, or drains with nothing waiting, reads
-/// two hints, not a list per sender.
+/// A pool's mailboxes, and per receiver a hint that woken fibres may wait
+/// in its direct lists (`crate::protocol::core_hints`): a sender raises it
+/// after pushing a fibre, the receiver lowers it before taking its fibre
+/// lists and passes them over if it was low, and a thief passes over a
+/// receiver whose hint is low.
+///
+/// A pool that preempts keeps the same hint for posted closures, so that
+/// a core asking whether anything waits for it (a tick deciding whether to
+/// preempt) or draining with nothing waiting reads two hints, not a list
+/// per sender: constant time at any core count. The price is a cache line
+/// more per post, moved between sender and receiver (the line census
+/// bounds a cooperative pool's posts, so only a preempting pool pays it).
 pub(crate) struct Inbound {
     /// Each receiver's direct lists, by lane: from outside the pool, and
     /// with direct mailboxes from each sender ([`Pairs`]).
@@ -76,16 +81,25 @@ pub(crate) struct Inbound {
     mesh: Option<Routes>,
     /// By lane.
     waiting: [CoreHints; 2],
+    /// Whether closures raise their lane's hint (a preempting pool).
+    closures_hinted: bool,
 }
 
 impl Inbound {
     /// Mailboxes for `slots` cores of which `members` are the pool's:
-    /// direct (`mesh_links` `None`) or a mesh with at most that many links.
-    pub(crate) fn new(slots: usize, members: impl Fn(usize) -> bool, mesh_links: Option<usize>) -> Self {
+    /// direct (`mesh_links` `None`) or a mesh with at most that many links;
+    /// with `closures_hinted`, closures keep a hint as fibres do.
+    pub(crate) fn new(
+        slots: usize,
+        members: impl Fn(usize) -> bool,
+        mesh_links: Option<usize>,
+        closures_hinted: bool,
+    ) -> Self {
         Self {
             pairs: Pairs::new(slots, &members, mesh_links.is_none()),
             mesh: mesh_links.map(|links| Routes::new(slots, &members, links)),
             waiting: [CoreHints::new(slots), CoreHints::new(slots)],
+            closures_hinted,
         }
     }
 
@@ -144,8 +158,8 @@ impl Inbound {
     }
 
     /// Pushes `task` onto `list`, a direct list of `lane` into `to`, then
-    /// raises `to`'s hint for the lane (every push onto a direct list must,
-    /// after it: `crate::protocol::core_hints`).
+    /// raises `to`'s hint for the lane if the lane has one (every push onto
+    /// such a list must, after it: `crate::protocol::core_hints`).
     ///
     /// # Safety
     ///
@@ -154,7 +168,9 @@ impl Inbound {
     unsafe fn push_direct(&self, list: &AtomicList, lane: usize, to: usize, task: NonNull<Task>) -> Delivery {
         // SAFETY: per the contract.
         let delivery = Delivery::of(unsafe { list.push(task) }, to, task);
-        self.waiting[lane].raise(to);
+        if lane == FIBRES || self.closures_hinted {
+            self.waiting[lane].raise(to);
+        }
         delivery
     }
 
@@ -179,13 +195,27 @@ impl Inbound {
         // A low hint lets the drain pass its lane's lists over, as it lets
         // a thief (`crate::protocol::core_hints`): a task pushed and not
         // yet hinted is taken by the next drain. Arming takes every list.
-        let hinted = self.waiting.each_ref().map(|hints| hints.lower_if_raised(me) || arm);
+        let fibres_hinted = self.waiting[FIBRES].lower_if_raised(me) || arm;
         let reading = self.mesh.as_ref().map(|routes| routes.read(me));
-        for (lane, into) in [(CLOSURES, &mut *pinned), (FIBRES, &mut *queue)] {
-            if hinted[lane] {
-                for lists in self.direct_into(me) {
-                    // SAFETY: taken chains are ours.
-                    took.received += unsafe { into.append_reversed(take(lists[lane])) };
+        if self.closures_hinted {
+            let closures_hinted = self.waiting[CLOSURES].lower_if_raised(me) || arm;
+            for (hinted, lane, into) in
+                [(closures_hinted, CLOSURES, &mut *pinned), (fibres_hinted, FIBRES, &mut *queue)]
+            {
+                if hinted {
+                    for lists in self.direct_into(me) {
+                        // SAFETY: taken chains are ours.
+                        took.received += unsafe { into.append_reversed(take(lists[lane])) };
+                    }
+                }
+            }
+        } else {
+            for [closures, fibres] in self.direct_into(me) {
+                // SAFETY: taken chains are ours.
+                took.received += unsafe { pinned.append_reversed(take(closures)) };
+                if fibres_hinted {
+                    // SAFETY: as above.
+                    took.received += unsafe { queue.append_reversed(take(fibres)) };
                 }
             }
         }
@@ -199,12 +229,16 @@ impl Inbound {
         took
     }
 
-    /// Whether anything may wait for core `me`: a raised hint (a task
-    /// pushed and not yet hinted is seen once its sender raises it), or
-    /// work in the mesh.
+    /// Whether anything waits for core `me`: with both hints, whether one
+    /// is raised (a task pushed and not yet hinted is seen once its sender
+    /// raises it); otherwise a look at every direct list. And the mesh.
     pub(crate) fn has_work(&self, me: usize) -> bool {
-        self.waiting.iter().any(|hints| hints.is_raised(me))
-            || self.mesh.as_ref().is_some_and(|routes| routes.read(me).has_work(me))
+        let direct = if self.closures_hinted {
+            self.waiting.iter().any(|hints| hints.is_raised(me))
+        } else {
+            self.direct_into(me).any(|lists| lists.iter().any(|list| list.has_tasks()))
+        };
+        direct || self.mesh.as_ref().is_some_and(|routes| routes.read(me).has_work(me))
     }
 
     /// Whether every list is empty; `me` is the caller's core, or any

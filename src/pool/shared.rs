@@ -239,7 +239,7 @@ impl Shared {
             loop_joins: (0..slots).map(|_| CachePadded(LoopJoins::new())).collect(),
             injector: CachePadded(AtomicList::new()),
             stealable: CoreHints::new(slots),
-            inbound: Inbound::new(slots, &members, mesh_links(config, slots)),
+            inbound: Inbound::new(slots, &members, mesh_links(config, slots), config.time_slice.is_some()),
             preempted: Preempted::new(),
             join_helpers: CachePadded(AtomicUsize::new(0)),
             polling: AtomicBool::new(false),
