@@ -109,13 +109,12 @@ impl Shared {
     /// fibre's and `ready()` agrees, so that the strand hands the core
     /// straight to it rather than through the loop; or says that the loop
     /// would run the strand's own fibre again ([`AfterPreemption::Same`]).
-    /// The order is the loop's (`super::worker`): its own queues unless it
-    /// is due to look further, else what deadlines, its mailboxes, its
-    /// steal list or the injector bring (gathered here as the loop would),
-    /// else the next turn by the round, in which the strand's own turn
-    /// counts. `None` leaves the rest to the loop: a pinned strand (whose
-    /// fibre goes back to its own core's queue), the poller and stealing.
-    /// Counts the turn as the loop would.
+    /// The order is the loop's (`super::worker`): its own queues, as for
+    /// any hand-off ([`Shared::take_next_fibre`]), unless they are empty or
+    /// due; else what deadlines, its mailboxes, its steal list or the
+    /// injector bring (gathered here as the loop would); else the next turn
+    /// by the round, in which the strand's own turn counts. `None` leaves
+    /// the rest to the loop. Counts the turn as the loop would.
     pub(crate) fn take_fibre_after_preemption(
         &self,
         me: usize,
@@ -123,40 +122,31 @@ impl Shared {
         is_fibre: impl FnOnce(NonNull<Task>) -> bool,
         ready: impl FnOnce() -> bool,
     ) -> Option<AfterPreemption> {
-        if self.stopped() || self.is_leaving(me) || !ready() {
-            return None;
-        }
         let slot = &self.cores[me].lifo;
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it. Each reference below ends
-        // before `gather`, which takes its own.
+        // before `gather` or `take_next_fibre`, which take their own.
         let local = unsafe { self.local(me) };
-        let own = local.since_inbound < super::worker::FAIRNESS
-            && (slot.is_occupied() || local.queue.len() > 0 || local.pinned.len() > 0);
-        if !own {
-            super::worker::gather(self, me);
+        let own_queues = slot.is_occupied() || local.queue.len() > 0 || local.pinned.len() > 0;
+        if own_queues && local.since_inbound < super::worker::FAIRNESS {
+            return self.take_next_fibre(me, is_fibre, ready).map(AfterPreemption::Next);
         }
+        if self.stopped() || self.is_leaving(me) || !ready() {
+            return None;
+        }
+        super::worker::gather(self, me);
         // SAFETY: as above.
         let local = unsafe { self.local(me) };
+        // After gathering, the loop looks at its pinned queue first.
         let in_slot = slot.peek();
-        // The loop looks at its pinned queue first after gathering, last
-        // before.
-        let pinned_first = !own && local.pinned.len() > 0;
-        let queued = if pinned_first {
-            local.pinned.front()
-        } else {
-            in_slot.or_else(|| local.queue.front()).or_else(|| local.pinned.front())
-        };
-        let next = match queued {
+        let next = match local.pinned.front().or(in_slot).or_else(|| local.queue.front()) {
             None => match self.preempted.take_beside(level) {
                 Turn::Other(task) => AfterPreemption::Next(task),
                 Turn::Own => AfterPreemption::Same,
                 Turn::None => return None,
             },
             Some(task) if !is_fibre(task) => return None,
-            Some(_) if pinned_first || (in_slot.is_none() && local.queue.len() == 0) => {
-                AfterPreemption::Next(local.pinned.pop_front()?)
-            }
+            Some(_) if local.pinned.len() > 0 => AfterPreemption::Next(local.pinned.pop_front()?),
             // Only this core puts, so the slot holds the task or, if an
             // idle core stole it meanwhile, nothing.
             Some(_) if in_slot.is_some() => AfterPreemption::Next(slot.take()?),
