@@ -99,6 +99,10 @@ pub fn entry_address() -> usize {
     entry::ENTRY as *const () as usize
 }
 
+/// Lazy vector state for the x86_64 bare-metal entry (its module docs).
+#[cfg(all(target_arch = "x86_64", not(feature = "std")))]
+pub use entry_x86_64::use_lazy_vector_state;
+
 pub(crate) mod deferral;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod entry_aarch64;

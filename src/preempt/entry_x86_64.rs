@@ -25,9 +25,44 @@
 //! interrupts, restores the area and the registers, and `iretq` reloads
 //! `rip`, `rsp` and `rflags` (interrupts enabled again, the interrupted
 //! flags exact) in one step, so no register is needed as scratch.
+//!
+//! # Lazy vector state (bare metal)
+//!
+//! A bare-metal kernel built for `x86_64-unknown-none` is soft-float: only
+//! a strand's own assembly touches the SSE and x87 registers, and most
+//! strands never do. With [`use_lazy_vector_state`], the entry saves and
+//! restores them only for a strand that may have used them since it last
+//! resumed, using the flag the architecture offers for this, CR0.TS:
+//!
+//! - **Invariant:** while a core's TS is set, its vector registers hold
+//!   no state that any strand still needs.
+//! - **Entry:** TS set means the strand has not touched the registers since
+//!   they last held nothing needed: nothing to save. TS clear means they
+//!   may hold its state: `fxsave` it, then set TS (its state is now on its
+//!   stack, so the invariant holds). A byte of the area records which.
+//! - **Return:** if the area holds saved state, clear TS (`fxrstor` would
+//!   trap otherwise) and restore it. If not, leave TS as it is: the strand
+//!   needs nothing from the registers, and a clear TS only makes its next
+//!   preemption save what it need not.
+//! - **First use:** an SSE or x87 instruction under TS raises #NM; the
+//!   platform's handler clears TS and returns to it. From then until its
+//!   next preemption the strand's state lives in the registers, with TS
+//!   clear.
+//!
+//! A restored strand runs with TS clear, so it is saved at each later
+//! preemption: a strand that has used the registers once pays the save
+//! from then on, whether it touches them again or not. Knowing better
+//! would take a per-core record of whose state the registers hold, and
+//! the #NM handler saving it there, into a stack that copy-swap may have
+//! moved away; roving keeps no pointer into a strand's stack.
+//!
+//! Nothing else in roving sets TS, so a cooperative switch costs nothing:
+//! the calling convention keeps no vector register across the switch's
+//! call, and a strand resumed there runs under whatever TS the core has.
+//! The decision travels with the strand's stack, so a strand saved on one
+//! core is restored on another.
 
 use core::arch::global_asm;
-#[cfg(feature = "std")]
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicBool, AtomicUsize};
 
@@ -36,7 +71,39 @@ use core::sync::atomic::{AtomicBool, AtomicUsize};
 static SAVE_BYTES: AtomicUsize = AtomicUsize::new(512);
 
 /// Whether the entry uses `xsave`/`xrstor` rather than `fxsave`/`fxrstor`.
+#[cfg(feature = "std")]
 static USE_XSAVE: AtomicBool = AtomicBool::new(false);
+
+/// Whether the bare-metal entry keeps lazy vector state (module docs).
+#[cfg(not(feature = "std"))]
+static LAZY_VECTOR_STATE: AtomicBool = AtomicBool::new(false);
+
+/// CR0.TS, "task switched": while it is set, the first SSE or x87
+/// instruction raises the device-not-available exception (#NM, vector 7).
+#[cfg(not(feature = "std"))]
+const CR0_TS: u64 = 1 << 3;
+
+/// Where in the `fxsave` area the entry records whether it saved the
+/// vector state: the first of the bytes 464..512 that `fxsave` and
+/// `fxrstor` leave to software.
+#[cfg(not(feature = "std"))]
+const SAVED_FLAG_OFFSET: usize = 464;
+
+/// Turns on lazy vector state for every later preemption (module docs).
+///
+/// # Safety
+///
+/// On every core, from now on, the device-not-available exception (#NM,
+/// vector 7) must be handled by clearing CR0.TS (`clts`) and returning to
+/// the faulting instruction, and nothing else may set CR0.TS but a core's
+/// own start-up, before it runs a strand. (A core should set it there:
+/// on a core that starts with TS clear, the first preemption saves, its
+/// restore leaves TS clear, and every later one saves too, as without
+/// lazy vector state.)
+#[cfg(not(feature = "std"))]
+pub unsafe fn use_lazy_vector_state() {
+    LAZY_VECTOR_STATE.store(true, Relaxed);
+}
 
 /// Chooses `xsave` and its area size if the OS has enabled it (the host);
 /// otherwise the entry keeps `fxsave`. Called once before the first
@@ -64,7 +131,13 @@ unsafe extern "C" {
 }
 
 macro_rules! entry {
-    ($enable:literal, $disable:literal) => {
+    (
+        enable: $enable:literal,
+        disable: $disable:literal,
+        save: [$($save:literal),* $(,)?],
+        restore: [$($restore:literal),* $(,)?],
+        $($operands:tt)*
+    ) => {
         global_asm!(
     ".pushsection .text.roving_preempt_entry, \"ax\"",
     ".balign 16",
@@ -102,37 +175,11 @@ macro_rules! entry {
     "sub rsp, qword ptr [rip + {save_bytes}]",
     "and rsp, -64",
     "cld",
-    "cmp byte ptr [rip + {use_xsave}], 0",
-    "je 2f",
-    // The xsave header must be zero where xsave does not write it.
-    "xor eax, eax",
-    "mov qword ptr [rsp + 512], rax",
-    "mov qword ptr [rsp + 520], rax",
-    "mov qword ptr [rsp + 528], rax",
-    "mov qword ptr [rsp + 536], rax",
-    "mov qword ptr [rsp + 544], rax",
-    "mov qword ptr [rsp + 552], rax",
-    "mov qword ptr [rsp + 560], rax",
-    "mov qword ptr [rsp + 568], rax",
-    "mov eax, -1",
-    "mov edx, -1",
-    "xsave64 [rsp]",
-    "jmp 3f",
-    "2:",
-    "fxsave64 [rsp]",
-    "3:",
+    $($save,)*
     $enable,
     "call {preempted}",
     $disable,
-    "cmp byte ptr [rip + {use_xsave}], 0",
-    "je 4f",
-    "mov eax, -1",
-    "mov edx, -1",
-    "xrstor64 [rsp]",
-    "jmp 5f",
-    "4:",
-    "fxrstor64 [rsp]",
-    "5:",
+    $($restore,)*
     "mov rsp, rbp",
     "pop r15",
     "pop r14",
@@ -154,16 +201,86 @@ macro_rules! entry {
     ".popsection",
     preempted = sym super::preempted,
     save_bytes = sym SAVE_BYTES,
-    use_xsave = sym USE_XSAVE,
+    $($operands)*
         );
     };
 }
 
 // Bare metal: interrupts are off from the injection until the registers
-// are saved, and again from the return until `iretq`.
+// are saved, and again from the return until `iretq`. The vector state is
+// saved with `fxsave`, or with lazy vector state only if it may be live
+// (module docs): CR0.TS clear. Byte 464 of the area, which `fxsave` leaves
+// to software, records whether it was saved; TS is cleared before a
+// restore in either mode (with it set, `fxrstor` would trap).
 #[cfg(not(feature = "std"))]
-entry!("sti", "cli");
+entry!(
+    enable: "sti",
+    disable: "cli",
+    save: [
+        "cmp byte ptr [rip + {lazy}], 0",
+        "je 2f",
+        "mov rax, cr0",
+        "test al, {ts}",
+        "setz byte ptr [rsp + {saved_flag}]",
+        "jnz 3f",
+        "fxsave64 [rsp]",
+        "or rax, {ts}",
+        "mov cr0, rax",
+        "jmp 3f",
+        "2:",
+        "fxsave64 [rsp]",
+        "mov byte ptr [rsp + {saved_flag}], 1",
+        "3:",
+    ],
+    restore: [
+        "cmp byte ptr [rsp + {saved_flag}], 0",
+        "je 4f",
+        "clts",
+        "fxrstor64 [rsp]",
+        "4:",
+    ],
+    lazy = sym LAZY_VECTOR_STATE,
+    ts = const CR0_TS,
+    saved_flag = const SAVED_FLAG_OFFSET,
+);
 // The host cannot mask its signal from user code without a system call; a
 // tick that lands in the entry finds the strand deferring (module docs).
+// `xsave` saves every component the OS enabled.
 #[cfg(feature = "std")]
-entry!("", "");
+entry!(
+    enable: "",
+    disable: "",
+    save: [
+        "cmp byte ptr [rip + {use_xsave}], 0",
+        "je 2f",
+        // The xsave header must be zero where xsave does not write it.
+        "xor eax, eax",
+        "mov qword ptr [rsp + 512], rax",
+        "mov qword ptr [rsp + 520], rax",
+        "mov qword ptr [rsp + 528], rax",
+        "mov qword ptr [rsp + 536], rax",
+        "mov qword ptr [rsp + 544], rax",
+        "mov qword ptr [rsp + 552], rax",
+        "mov qword ptr [rsp + 560], rax",
+        "mov qword ptr [rsp + 568], rax",
+        "mov eax, -1",
+        "mov edx, -1",
+        "xsave64 [rsp]",
+        "jmp 3f",
+        "2:",
+        "fxsave64 [rsp]",
+        "3:",
+    ],
+    restore: [
+        "cmp byte ptr [rip + {use_xsave}], 0",
+        "je 4f",
+        "mov eax, -1",
+        "mov edx, -1",
+        "xrstor64 [rsp]",
+        "jmp 5f",
+        "4:",
+        "fxrstor64 [rsp]",
+        "5:",
+    ],
+    use_xsave = sym USE_XSAVE,
+);

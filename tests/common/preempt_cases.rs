@@ -151,11 +151,14 @@ pub fn stacks_on_shared_fibres(pool: &Pool, strands: u64, duration: Duration) ->
 }
 
 /// `strands` strands each keep values in every vector register through
-/// `rounds` spins, four times; returns how many registers each found
-/// intact at worst (all of them: 16 on x86_64, 32 on AArch64), and the
-/// preemptions meanwhile.
+/// `rounds` spins, four times, beside as many spinners that never touch
+/// one (so that, with lazy vector state, some preemptions save the
+/// registers and some do not, and a strand resumes after either kind);
+/// returns how many registers each found intact at worst (all of them: 16
+/// on x86_64, 32 on AArch64), and the preemptions meanwhile.
 pub fn vector_registers(pool: &Pool, strands: u64, rounds: u64) -> (Vec<u32>, u64) {
     let before = preemptions(pool);
+    let spinners = Crowd::spawn(strands, |_, stop| spin_until(stop));
     let handles: Vec<_> = (0..strands)
         .map(|i| {
             strand::spawn(move || (0..4).map(|_| vector_registers_kept(i << 32, rounds)).min().unwrap_or(0))
@@ -163,6 +166,7 @@ pub fn vector_registers(pool: &Pool, strands: u64, rounds: u64) -> (Vec<u32>, u6
         })
         .collect();
     let kept = handles.into_iter().map(|s| s.join().expect("a strand")).collect();
+    assert!(spinners.stop().iter().all(|&r| r > 0), "a spinner never ran");
     (kept, preemptions(pool) - before)
 }
 

@@ -42,8 +42,8 @@ multiboot2_header_end:
 .macro ENTER_LONG_MODE
     mov     eax, cr4
     // PAE; OSFXSR and OSXMMEXCPT: SSE on, for strands that use it in
-    // assembly (the kernel itself is soft-float), saved whole by fxsave
-    // when a strand is preempted.
+    // assembly (the kernel itself is soft-float), saved by fxsave when a
+    // strand that used it since it last resumed is preempted (CR0.TS).
     or      eax, (1 << 5) | (1 << 9) | (1 << 10)
     mov     cr4, eax
     mov     eax, offset {pml4}

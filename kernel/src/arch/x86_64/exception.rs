@@ -3,8 +3,10 @@
 //! Work runs with interrupts enabled, so an interrupt may arrive in any
 //! code outside the short masked sections (`crate::masking`); its handler
 //! runs with them disabled (interrupt gates) and returns to it with every
-//! register kept. Every exception is a fault: it is reported and the run
-//! ends.
+//! register kept. Every exception but one is a fault: it is reported and
+//! the run ends. The exception is device-not-available (#NM), which only
+//! roving's lazy vector state raises (CR0.TS, set by its preemption entry):
+//! the handler clears TS and the SSE or x87 instruction runs again.
 //!
 //! Every vector runs on its core's interrupt stack (IST 1 of its TSS), a
 //! small stack of its own: a strand that overflows into its guard page
@@ -19,6 +21,7 @@ use spin::Once;
 use x86_64::VirtAddr;
 use x86_64::instructions::segmentation::{CS, DS, ES, SS, Segment};
 use x86_64::instructions::tables::{lidt, load_tss};
+use x86_64::registers::control::{Cr0, Cr0Flags};
 use x86_64::structures::DescriptorTablePointer;
 use x86_64::structures::gdt::{Descriptor, GlobalDescriptorTable, SegmentSelector};
 use x86_64::structures::tss::TaskStateSegment;
@@ -116,6 +119,21 @@ pub(super) fn init_tables() {
         let stubs = &raw const _roving_vectors as u64;
         Idt(core::array::from_fn(|vector| Gate::new(stubs + vector as u64 * STUB_SIZE, descriptors.code)))
     });
+    // SAFETY: every core loads this IDT before it runs a strand, and
+    // `handle_vector` answers #NM by clearing CR0.TS and returning to the
+    // instruction; nothing in the kernel sets TS.
+    unsafe { roving::platform::hooks::use_lazy_vector_state() };
+}
+
+/// Device not available (#NM): an SSE or x87 instruction under CR0.TS.
+const DEVICE_NOT_AVAILABLE: u8 = 7;
+
+/// Clears CR0.TS: the strand that raised #NM owns the vector registers
+/// until its next preemption (roving's lazy vector state).
+fn give_vector_registers() {
+    // SAFETY: clearing TS only lets SSE and x87 instructions run; the
+    // kernel is in ring 0.
+    unsafe { core::arch::asm!("clts", options(nomem, nostack, preserves_flags)) };
 }
 
 /// Loads the GDT, this core's TSS and the IDT on the calling core.
@@ -138,13 +156,21 @@ pub(super) fn install_this_core(index: usize) {
     };
     // SAFETY: a complete IDT in a static, every gate pointing at a stub.
     unsafe { lidt(&pointer) };
+    // No strand's vector state is in this core's registers yet: with TS
+    // set, only a strand that uses them has them saved when preempted.
+    // SAFETY: TS only makes SSE and x87 instructions raise #NM, which
+    // `handle_vector` answers.
+    unsafe { Cr0::update(|flags| flags.insert(Cr0Flags::TASK_SWITCHED)) };
 }
 
 /// Called by the stubs with the saved state.
 extern "C" fn handle_vector(frame: &mut Frame) {
     match frame.vector as u8 {
         apic::SPURIOUS_VECTOR => {}
-        vector if vector < 32 => fault::report_and_exit(frame),
+        vector if vector < 32 => match vector {
+            DEVICE_NOT_AVAILABLE => give_vector_registers(),
+            _ => fault::report_and_exit(frame),
+        },
         vector => {
             crate::cores::as_interrupt_handler(|| handle_interrupt(vector));
             super::preempt::after_interrupt(frame);

@@ -69,7 +69,7 @@ fn main() {
         assert!(preempted > 20, "only {preempted} preemptions of the checking strands");
         println!("preempt: 100 strands on shared fibres, {preempted} preemptions, every stack intact");
 
-        let (kept, preempted) = preempt_cases::vector_registers(&pool, 2 * cores as u64, 5_000_000);
+        let (kept, preempted) = preempt_cases::vector_registers(&pool, 2 * cores as u64, 2_500_000);
         assert!(kept.iter().all(|&k| k == preempt_cases::VECTOR_REGISTERS), "vector registers lost: {kept:?}");
         println!("preempt: every vector register intact through {preempted} preemptions");
 
