@@ -89,7 +89,6 @@ pub use object::{Handle, LoopGroup, Object};
 
 use crate::atomics::unmodelled::{AtomicU64, Ordering::Relaxed};
 use crate::pool::Pool;
-use crate::pool::domain_id::DomainId;
 use crate::protocol::actor_schedule::Link;
 use crate::protocol::loop_handoff::{Deferred, Drained, Handoff};
 use crate::task::closure::RunOnce;
@@ -255,7 +254,7 @@ impl<T: Send + 'static> Loop<T> {
         match &self.inner.home {
             Some(home) => {
                 let shared = home.pool.pool_ref();
-                if shared.worker_core().is_none() && DomainId::current() != shared.domain() {
+                if shared.worker_core().is_none() && !shared.domain().is_current() {
                     return Err(DeliveryError::OtherDomain(op));
                 }
             }

@@ -170,7 +170,7 @@ where
     if shared.refuses_work() || shared.closing() {
         return Err(SpawnError::Stopped(f));
     }
-    if !placement.root && DomainId::current() != shared.domain() {
+    if !placement.root && !shared.domain().is_current() {
         return Err(SpawnError::OtherDomain(f));
     }
     if let Some(core) = placement.pin
@@ -428,7 +428,7 @@ impl<T> JoinHandle<T> {
     }
 
     fn try_join_here(self) -> Result<T, JoinError<Self>> {
-        if DomainId::current() != self.raw.domain {
+        if !self.raw.domain.is_current() {
             return Err(JoinError::OtherDomain(self));
         }
         if self.is_finished() {
@@ -504,7 +504,7 @@ impl<T> RawHandle<T> {
     }
 
     pub(crate) fn cancel(&self) -> Result<(), CancelError> {
-        if DomainId::current() != self.domain {
+        if !self.domain.is_current() {
             return Err(CancelError::OtherDomain { strand: self.header().id });
         }
         // `DONE` is set before the joiner is told (`scheduler::finish`).
@@ -565,7 +565,7 @@ impl<T> RawHandle<T> {
         raw: impl Fn(&H) -> &Self,
         into_raw: impl FnOnce(H) -> Self,
     ) -> Result<T, JoinError<H>> {
-        if DomainId::current() != raw(&handle).domain {
+        if !raw(&handle).domain.is_current() {
             return Err(JoinError::OtherDomain(handle));
         }
         match raw(&handle).wait() {
@@ -609,7 +609,7 @@ impl<T> Drop for RawHandle<T> {
         // SAFETY: the handle's reference, given up.
         unsafe { Header::release(self.header) };
         match failure {
-            Some(failure) if DomainId::current() == self.domain => pass_to_caller(failure),
+            Some(failure) if self.domain.is_current() => pass_to_caller(failure),
             Some(failure) => return_to_origin(failure),
             None => {}
         }

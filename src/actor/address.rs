@@ -4,7 +4,6 @@ use super::turn::{self, Turn};
 use super::{Actor, EndWaitError};
 use crate::pool::DeliveryError;
 use crate::pool::Pool;
-use crate::pool::domain_id::DomainId;
 use crate::protocol::actor_schedule::{ActorPushed, Closing, Link, Schedule};
 use crate::sync::Event;
 use crate::task::boxed::{self, Boxed};
@@ -118,7 +117,7 @@ impl<A: Actor> Addr<A> {
         // The core found below must stay ours while we use it.
         let _deferral = crate::strand::deferral::defer();
         let me = shared.worker_core();
-        if me.is_none() && DomainId::current() != shared.domain() {
+        if me.is_none() && !shared.domain().is_current() {
             return Err(DeliveryError::OtherDomain(message));
         }
         // SAFETY: `me` is what `worker_core` said, just now, on this core.

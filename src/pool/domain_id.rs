@@ -3,7 +3,7 @@
 //! domain's id, and a call from another domain is refused, so the id lives
 //! with the pool.
 
-use crate::atomics::unmodelled::{AtomicU32, Ordering::SeqCst};
+use crate::atomics::unmodelled::{AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
 use core::fmt;
 use core::num::NonZeroU32;
 
@@ -14,7 +14,10 @@ pub struct DomainId(NonZeroU32);
 /// The main domain's id.
 const MAIN: NonZeroU32 = NonZeroU32::MIN;
 
-static NEXT: AtomicU32 = AtomicU32::new(2);
+/// The first id [`DomainId::fresh`] hands out.
+const FIRST_FRESH: u32 = 2;
+
+static NEXT: AtomicU32 = AtomicU32::new(FIRST_FRESH);
 
 impl DomainId {
     /// The main domain: the pools built outside any domain, and their
@@ -28,6 +31,17 @@ impl DomainId {
             // SAFETY: a worker's pool outlives its time as the current worker.
             worker.map_or(Self::MAIN, |worker| unsafe { &*worker.shared }.domain)
         })
+    }
+
+    /// Whether this is the calling code's domain ([`current`](Self::current)),
+    /// without looking the caller up while the main domain is the only one.
+    ///
+    /// While no other domain has been made, every pool is the main
+    /// domain's, so every caller is in it. A pool of a later domain is
+    /// made after its id, so code running on one sees the id taken.
+    #[inline]
+    pub(crate) fn is_current(self) -> bool {
+        (self == Self::MAIN && NEXT.load(Relaxed) == FIRST_FRESH) || Self::current() == self
     }
 
     pub(crate) fn fresh() -> Self {

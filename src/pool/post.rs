@@ -9,7 +9,6 @@
 //! comes back to the caller inside the error.
 
 use super::current::{self, Worker};
-use super::domain_id::DomainId;
 use super::error::PostError;
 use super::shared::{Shared, ring};
 use super::stats;
@@ -76,7 +75,7 @@ impl Shared {
     /// Whether the calling code belongs to another domain. An interrupt
     /// handler belongs to none: it may post to any pool.
     pub(super) fn foreign_caller(&self) -> bool {
-        !platform::in_interrupt() && DomainId::current() != self.domain
+        !self.domain.is_current() && !platform::in_interrupt()
     }
 
     /// Calls `f` with the calling core's block cache if it is a worker of
