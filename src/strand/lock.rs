@@ -223,10 +223,18 @@ impl Core {
 
     /// Unlocks, handing the lock to the first waiter if there is one. The
     /// last access to the block on every path (see `retire`).
+    #[inline]
     pub(crate) fn unlock(&self) {
-        if self.state.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_ok() {
-            return;
+        if self.state.compare_exchange(LOCKED, UNLOCKED, Release, Relaxed).is_err() {
+            self.unlock_contended();
         }
+    }
+
+    /// [`unlock`](Self::unlock) with waiters: out of line, so that the
+    /// uncontended path saves no registers for it.
+    #[cold]
+    #[inline(never)]
+    fn unlock_contended(&self) {
         self.hand_on(&mut self.waiters.lock());
     }
 

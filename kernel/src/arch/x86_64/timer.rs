@@ -16,10 +16,14 @@ const WINDOW_COUNTS: u16 = (PIT_HZ / WINDOW_DIVISOR) as u16;
 
 /// The counter all cores share (the invariant TSC).
 pub(crate) fn ticks() -> u64 {
-    // SAFETY: RDTSC only reads the time-stamp counter. LFENCE keeps it
-    // from being executed ahead of earlier instructions.
+    // LFENCE keeps RDTSC from being executed ahead of earlier
+    // instructions. As an instruction, not the intrinsic: the kernel is
+    // built without SSE2, so `_mm_lfence` could not be inlined and cost a
+    // call on every read of the clock.
+    // SAFETY: LFENCE only orders, and RDTSC only reads the time-stamp
+    // counter.
     unsafe {
-        core::arch::x86_64::_mm_lfence();
+        core::arch::asm!("lfence", options(nostack, preserves_flags));
         core::arch::x86_64::_rdtsc()
     }
 }
