@@ -170,6 +170,67 @@ pub fn vector_registers(pool: &Pool, strands: u64, rounds: u64) -> (Vec<u32>, u6
     (kept, preemptions(pool) - before)
 }
 
+/// What [`spinning_near_the_stack_bottom`] saw.
+pub struct NearTheBottom {
+    /// The deep strand's rounds.
+    pub rounds: u64,
+    /// The bytes of its stack it had left below the spinning frame.
+    pub room: usize,
+    /// Preemptions, over all cores, meanwhile.
+    pub preempted: u64,
+}
+
+/// One strand descends its stack until at most `room` bytes are left
+/// below it and spins there, beside `others` spinners that keep other work
+/// waiting for its core, until the pool has made `preemptions_wanted`
+/// more preemptions. Each preemption of that strand finds it with too
+/// little stack for the preempted strand's own look for work, which must
+/// leave through the core's loop instead: the look would overflow into
+/// the guard gap.
+pub fn spinning_near_the_stack_bottom(
+    pool: &Pool,
+    others: u64,
+    room: usize,
+    preemptions_wanted: u64,
+) -> NearTheBottom {
+    let before = preemptions(pool);
+    let spinners = Crowd::spawn(others, |_, stop| spin_until(stop));
+    let deep = Crowd::spawn(1, move |_, stop| {
+        let on_the_stack = core::hint::black_box(0u8);
+        let bottom = stack_bottom(core::ptr::addr_of!(on_the_stack) as usize);
+        let mut left = 0;
+        let rounds = descend(bottom, room, stop, &mut left);
+        (rounds, left)
+    });
+    deep.wait_until_all_started();
+    while preemptions(pool) - before < preemptions_wanted {
+        strand::sleep(Duration::from_millis(5)).expect("a sleep");
+    }
+    let (rounds, left) = deep.stop()[0];
+    assert!(spinners.stop().iter().all(|&r| r > 0), "a spinner never ran");
+    NearTheBottom { rounds, room: left, preempted: preemptions(pool) - before }
+}
+
+/// The lowest address of the fibre stack that holds `address`.
+fn stack_bottom(address: usize) -> usize {
+    let region = roving::platform::hooks::region();
+    let slot = (address - region.start) / region.slot_bytes;
+    region.start + slot * region.slot_bytes + region.guard_bytes
+}
+
+/// Recurses, 256 bytes a frame, until at most `room` bytes are left
+/// above `bottom`, then spins until `stop`; `left` is set to the room there.
+#[inline(never)]
+fn descend(bottom: usize, room: usize, stop: &AtomicBool, left: &mut usize) -> u64 {
+    let frame = core::hint::black_box([0u8; 256]);
+    let here = frame.as_ptr() as usize;
+    if here - bottom <= room {
+        *left = here - bottom;
+        return spin_until(stop);
+    }
+    descend(bottom, room, stop, left) + u64::from(core::hint::black_box(frame)[0])
+}
+
 /// The vector registers there are.
 #[cfg(target_arch = "x86_64")]
 pub const VECTOR_REGISTERS: u32 = 16;

@@ -4,7 +4,8 @@
 //! channels (each spinner's share of the rounds printed, and every one
 //! must have run); strands on
 //! shared fibres check stack patterns through preemptions and copy-swaps;
-//! strands keep values in every vector register across preemptions;
+//! strands keep values in every vector register across preemptions; a
+//! strand preempted with 2 KiB of stack left goes on;
 //! cancelled strands that compute end (spinners stopped, a checker's
 //! `checkpoint` returning `Interrupted`, a shielded strand left alone
 //! until its shield drops); spinners at each priority level share the
@@ -72,6 +73,16 @@ fn main() {
         let (kept, preempted) = preempt_cases::vector_registers(&pool, 2 * cores as u64, 2_500_000);
         assert!(kept.iter().all(|&k| k == preempt_cases::VECTOR_REGISTERS), "vector registers lost: {kept:?}");
         println!("preempt: every vector register intact through {preempted} preemptions");
+
+        // The entry's frame takes under a kilobyte: what is left is under
+        // the 4 KiB the preempted strand's own look needs, and more than
+        // the way through the loop takes.
+        let deep = preempt_cases::spinning_near_the_stack_bottom(&pool, cores as u64, 2048, 50);
+        assert!(deep.rounds > 0 && deep.preempted > 0, "the deep strand spun {} rounds, {} preemptions", deep.rounds, deep.preempted);
+        println!(
+            "preempt: a strand with {} bytes of stack left, preempted with the rest {} times, spun on",
+            deep.room, deep.preempted
+        );
 
         let shares = preempt_cases::levels_share(cores as u64, Duration::from_millis(300));
         let total: u64 = shares.iter().sum();
