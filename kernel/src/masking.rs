@@ -67,6 +67,11 @@ fn record() -> Option<&'static Record> {
     cores::current().map(|core| &core.masking)
 }
 
+/// Set in what [`disable`] returns when it opened a section that is being
+/// timed, so that [`restore`] tests a bit of its argument, not memory.
+/// (Bit 63 is `critical`'s.)
+const TIMED: usize = 1 << 62;
+
 /// Masks interrupts on the calling core; returns the state for [`restore`].
 #[inline]
 pub(crate) fn disable() -> usize {
@@ -75,6 +80,7 @@ pub(crate) fn disable() -> usize {
         && let Some(record) = record()
     {
         record.since.store(arch::timer::cycles().max(1), Relaxed);
+        return saved | TIMED;
     }
     saved
 }
@@ -82,13 +88,14 @@ pub(crate) fn disable() -> usize {
 /// Restores the state [`disable`] returned on this core.
 #[inline]
 pub(crate) fn restore(saved: usize) {
-    if arch::cpu::enabled_in(saved)
-        && let Some(record) = record()
-    {
-        let since = record.since.swap(0, Relaxed);
-        if since != 0 {
-            record.longest.fetch_max(arch::timer::cycles().saturating_sub(since), Relaxed);
+    if saved & TIMED != 0 {
+        if let Some(core) = cores::current() {
+            let since = core.masking.since.swap(0, Relaxed);
+            if since != 0 {
+                core.masking.longest.fetch_max(arch::timer::cycles().saturating_sub(since), Relaxed);
+            }
         }
+        return arch::cpu::restore_interrupts(saved & !TIMED);
     }
     arch::cpu::restore_interrupts(saved);
 }
