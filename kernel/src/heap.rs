@@ -71,9 +71,18 @@ impl Heap {
 }
 
 /// Counts `bytes` of small allocations made (or, negative, freed) on the
-/// calling core.
-fn count_small(core: Option<&cores::CoreLocal>, bytes: isize) {
-    core.map_or(&SMALL_IN_USE_EARLY, |core| &core.heap.in_use).fetch_add(bytes, Relaxed);
+/// calling core, for a block that did not come from or go to its front
+/// (which counts under its own masking).
+fn count_small(bytes: isize) {
+    // The core is looked up with interrupts masked, so that no preemption
+    // moves the caller to another core before it counts.
+    let saved = masking::disable();
+    match cores::current() {
+        // SAFETY: this core's front, with interrupts masked.
+        Some(core) => unsafe { core.heap.count(bytes) },
+        None => _ = SMALL_IN_USE_EARLY.fetch_add(bytes, Relaxed),
+    }
+    masking::restore(saved);
 }
 
 struct Heap(Mutex<RefCell<State>>);
@@ -106,19 +115,25 @@ unsafe impl GlobalAlloc for Heap {
                 block.map_or(ptr::null_mut(), NonNull::as_ptr)
             });
         };
-        let core = cores::current();
+        // Masked before the core is looked up: a preemption between the two
+        // could move the caller to another core, whose front this is not.
+        let saved = masking::disable();
         let mut block = ptr::null_mut();
-        if let Some(core) = core {
-            let saved = masking::disable();
+        if let Some(core) = cores::current() {
             // SAFETY: this core's front, with interrupts masked.
-            block = unsafe { core.heap.pop(class) };
-            masking::restore(saved);
+            unsafe {
+                block = core.heap.pop(class);
+                if !block.is_null() {
+                    core.heap.count(layout.size() as isize);
+                }
+            }
         }
+        masking::restore(saved);
         if block.is_null() {
             block = self.allocate(front::class_layout(class));
-        }
-        if !block.is_null() {
-            count_small(core, layout.size() as isize);
+            if !block.is_null() {
+                count_small(layout.size() as isize);
+            }
         }
         block
     }
@@ -133,18 +148,24 @@ unsafe impl GlobalAlloc for Heap {
                 unsafe { state.tlsf.deallocate(NonNull::new_unchecked(block), layout.align()) };
             });
         };
-        let core = cores::current();
-        count_small(core, -(layout.size() as isize));
-        if let Some(core) = core {
-            let saved = masking::disable();
+        // Masked before the core is looked up, as in `alloc`.
+        let saved = masking::disable();
+        let kept = match cores::current() {
             // SAFETY: this core's front, with interrupts masked; `block` is
             // a block of `class` (the class follows from the layout, the
             // same when it was allocated), which the caller gives up.
-            let kept = unsafe { core.heap.push(class, block) };
-            masking::restore(saved);
-            if kept {
-                return;
+            Some(core) => unsafe {
+                core.heap.count(-(layout.size() as isize));
+                core.heap.push(class, block)
+            },
+            None => {
+                SMALL_IN_USE_EARLY.fetch_add(-(layout.size() as isize), Relaxed);
+                false
             }
+        };
+        masking::restore(saved);
+        if kept {
+            return;
         }
         // SAFETY: every block of `class` has the class's layout in the
         // allocator, wherever it was handed out from.

@@ -58,7 +58,8 @@ pub(crate) struct Front {
     lists: UnsafeCell<Lists>,
     /// Bytes asked for by small allocations made on this core, less those
     /// freed on it (either may be negative: a block may be freed on
-    /// another core than the one that made it).
+    /// another core than the one that made it). Written only by its core,
+    /// with interrupts masked ([`Front::count`]); read by any.
     pub(super) in_use: AtomicIsize,
 }
 
@@ -70,7 +71,8 @@ impl fmt::Debug for Front {
 }
 
 // SAFETY: `lists` is touched only by its own core with interrupts masked
-// (module docs); `in_use` is atomic.
+// (module docs); `in_use` is atomic, written only by its core with
+// interrupts masked.
 unsafe impl Sync for Front {}
 
 impl Front {
@@ -79,6 +81,16 @@ impl Front {
             lists: UnsafeCell::new(Lists { heads: [ptr::null_mut(); CLASSES], kept: 0 }),
             in_use: AtomicIsize::new(0),
         }
+    }
+
+    /// Adds `bytes` (negative for a free) to this core's count. A load and
+    /// a store, not a read-modify-write: only this core writes it.
+    ///
+    /// # Safety
+    ///
+    /// This is the calling core's front, and interrupts are masked.
+    pub(super) unsafe fn count(&self, bytes: isize) {
+        self.in_use.store(self.in_use.load(Relaxed) + bytes, Relaxed);
     }
 
     /// A block of `class` from this core's list, if it holds one.
