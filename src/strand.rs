@@ -136,8 +136,14 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    match scheduler::here() {
-        Some((shared, _)) => spawn_in(shared, f, Placement::default()).map(|raw| JoinHandle { raw }),
+    // The core found here must stay ours until the strand is queued on it.
+    let _deferral = deferral::defer();
+    // SAFETY: we hold a deferral.
+    match unsafe { scheduler::here_deferring() } {
+        Some((shared, me)) => {
+            // SAFETY: `me` is our core, which stays ours while we defer.
+            unsafe { spawn_from(shared, Some(me), f, Placement::default()) }.map(|raw| JoinHandle { raw })
+        }
         None => Err(SpawnError::NotInPool(f)),
     }
 }
@@ -157,6 +163,32 @@ pub(crate) struct Placement {
 /// Spawns `f` on `shared`'s fibres, as `placement` says.
 pub(crate) fn spawn_in<F, T>(
     shared: PoolRef<'_>,
+    f: F,
+    placement: Placement,
+) -> Result<RawHandle<T>, SpawnError<F>>
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    // The core found here must stay ours until the strand is queued on it.
+    let _deferral = deferral::defer();
+    // SAFETY: we hold a deferral.
+    let me =
+        unsafe { scheduler::here_deferring() }.filter(|(pool, _)| pool.same(shared)).map(|(_, core)| core);
+    // SAFETY: `me` is our core in `shared`, if any, and stays so while we
+    // defer.
+    unsafe { spawn_from(shared, me, f, placement) }
+}
+
+/// [`spawn_in`] from core `me` of `shared`, or from outside it (`None`).
+///
+/// # Safety
+///
+/// `me` is right and stays right: the caller holds a deferral, or runs no
+/// strand.
+unsafe fn spawn_from<F, T>(
+    shared: PoolRef<'_>,
+    me: Option<usize>,
     f: F,
     placement: Placement,
 ) -> Result<RawHandle<T>, SpawnError<F>>
@@ -217,7 +249,7 @@ where
                     crate::context::Context::new(fibre.stack_top(), scheduler::strand_entry, argument);
                 fibre.owned().resident = header.as_ptr();
             }
-            let first_core = pin.or_else(|| scheduler::here().map(|(_, core)| core)).unwrap_or(0);
+            let first_core = pin.or(me).unwrap_or(0);
             claimed.publish(pin.is_some(), first_core);
         }
         fibre::Acquired::Overloaded(_) => {
@@ -251,7 +283,8 @@ where
     if parent.is_none_or(|parent| !unsafe { parent.as_ref() }.fibre.pool().same(shared)) {
         shared.strands().add_entry(Header::task(header));
     }
-    scheduler::make_runnable(header);
+    // SAFETY: `me` as the caller's contract says.
+    unsafe { scheduler::make_spawned_runnable(header, me) };
     Ok(RawHandle { header, domain: shared.domain(), _result: PhantomData })
 }
 

@@ -190,6 +190,31 @@ impl Shared {
         self.preempted.any()
     }
 
+    /// [`Shared::schedule_fibre`] for a caller that knows its core (`me`:
+    /// the calling core if it is one of this pool's, else `None`): a fibre
+    /// for that core itself is queued there without looking the core up
+    /// again; any other goes through `schedule_fibre`.
+    ///
+    /// # Safety
+    ///
+    /// `me` is right, and stays right: the caller holds a deferral, or
+    /// runs no strand.
+    #[inline]
+    pub(crate) unsafe fn schedule_fibre_from(
+        &self,
+        me: Option<usize>,
+        task: NonNull<Task>,
+        to: usize,
+        pinned: bool,
+    ) -> bool {
+        match me {
+            Some(me) if me == to && pinned => self.requeue_local(me, task, true),
+            Some(me) if me == to => self.place_spawned(me, task),
+            _ => return self.schedule_fibre(task, to, pinned),
+        }
+        true
+    }
+
     /// Sends a fibre that was just scheduled to core `to`, the core that
     /// last ran it: into the caller's queue if that is `to`, else through
     /// the fibre mailbox of the pair (closure mailbox if `pinned`).

@@ -193,6 +193,24 @@ impl<'a> PoolRef<'a> {
         self.0.schedule_fibre(task, to, pinned)
     }
 
+    /// [`PoolRef::schedule_fibre`] from core `me` of this pool, or from
+    /// outside it (`None`).
+    ///
+    /// # Safety
+    ///
+    /// As for `Shared::schedule_fibre_from`.
+    #[inline]
+    pub(crate) unsafe fn schedule_fibre_from(
+        self,
+        me: Option<usize>,
+        task: NonNull<Task>,
+        to: usize,
+        pinned: bool,
+    ) -> bool {
+        // SAFETY: forwarded.
+        unsafe { self.0.schedule_fibre_from(me, task, to, pinned) }
+    }
+
     /// Queues a preempted strand's fibre for its turn at `level`.
     #[inline]
     pub(crate) fn requeue_preempted(self, me: usize, task: NonNull<Task>, pinned: bool, level: u8) {

@@ -316,7 +316,19 @@ impl Acquired {
 /// reported as "no fibre". (It was, under load: a spawner lost its CPU
 /// between the passes while another core ran every other strand to its
 /// end.)
+#[inline]
 pub(crate) fn acquire(pool: PoolRef<'_>, share: Option<&dyn Fn(&Fibre) -> bool>) -> Option<Acquired> {
+    match claim(pool) {
+        Some(claimed) => Some(Acquired::Fresh(claimed)),
+        None => acquire_when_all_held(pool, share),
+    }
+}
+
+/// [`acquire`] once a first claim found every fibre held: out of line, so
+/// that a spawn that finds a free fibre pays only for the claim.
+#[cold]
+#[inline(never)]
+fn acquire_when_all_held(pool: PoolRef<'_>, share: Option<&dyn Fn(&Fibre) -> bool>) -> Option<Acquired> {
     acquire_with(pool, share, crate::chaos::point)
 }
 
@@ -353,6 +365,7 @@ fn acquire_with(
 }
 
 /// Claims a free fibre for `pool`, or `None` if every fibre is held.
+#[inline]
 fn claim(pool: PoolRef<'_>) -> Option<Claimed> {
     let start = CURSOR.fetch_add(1, Relaxed) % FIBRES;
     for offset in 0..FIBRES {

@@ -13,6 +13,7 @@ use core::num::NonZeroU64;
 pub struct StrandId(NonZeroU64);
 
 impl StrandId {
+    #[inline]
     pub(crate) fn next() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Self(NonZeroU64::new(NEXT.fetch_add(1, Relaxed)).expect("strand ids do not wrap in 64 bits"))

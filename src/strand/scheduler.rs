@@ -296,7 +296,31 @@ fn woken_by(cause: u8) -> crate::trace::event::Woken {
 }
 
 /// Puts a strand in its fibre's inbox, scheduling the fibre if it was idle.
+// Out of line, as it was before its body was shared with the spawn's:
+// inlined into every waker, it made their register saves dearer.
+#[inline(never)]
 pub(crate) fn make_runnable(strand: NonNull<Header>) {
+    queue_in_fibre(strand, schedule);
+}
+
+/// [`make_runnable`] for a strand just spawned by core `me` of its pool
+/// (`None`: from outside it), which need not look its core up again.
+///
+/// # Safety
+///
+/// `me` is right and stays right: the caller holds a deferral, or runs no
+/// strand.
+pub(crate) unsafe fn make_spawned_runnable(strand: NonNull<Header>, me: Option<usize>) {
+    queue_in_fibre(strand, |fibre| {
+        let (task, to, pinned) = (fibre.task(), fibre.last_core.load(Relaxed), fibre.pinned.load(Relaxed));
+        // SAFETY: the caller's contract.
+        unsafe { fibre.pool().schedule_fibre_from(me, task, to, pinned) };
+    });
+}
+
+/// [`make_runnable`]'s body, scheduling an idle fibre with `schedule`.
+#[inline(always)]
+fn queue_in_fibre(strand: NonNull<Header>, schedule: impl FnOnce(&'static Fibre)) {
     // SAFETY: as in `signal`; the fibre is static.
     let fibre = unsafe { strand.as_ref() }.fibre;
     // The core is marked before the push: after it the strand may run, end
@@ -304,21 +328,26 @@ pub(crate) fn make_runnable(strand: NonNull<Header>) {
     // after the push (a core index needs no pool): a tick that came first
     // would preempt, find nothing new and give the core to the next turn
     // for a whole slice (seen on the Pi 3: High wakes slower than Normal).
-    let mut tick_for = None;
-    if crate::preempt::deferral::any_pool_preempts() {
-        // SAFETY: as above.
-        let level = unsafe { strand.as_ref() }.priority.load(Relaxed);
-        if level > crate::strand::Priority::Low as u8 {
-            let to = fibre.last_core.load(Relaxed);
-            // A fibre with strands is held by a live pool.
-            tick_for = fibre.pool().woken(level, to).then_some(to);
+    let push_and_schedule = || {
+        // SAFETY: the strand is in no list (it was running or blocked).
+        if unsafe { fibre.inbox.push(Header::task(strand)) } {
+            crate::chaos::point();
+            schedule(fibre);
         }
+    };
+    if !crate::preempt::deferral::any_pool_preempts() {
+        // Apart, so that a cooperative program's wake ends in a tail call.
+        return push_and_schedule();
     }
-    // SAFETY: the strand is in no list (it was running or blocked).
-    if unsafe { fibre.inbox.push(Header::task(strand)) } {
-        crate::chaos::point();
-        schedule(fibre);
+    let mut tick_for = None;
+    // SAFETY: as above.
+    let level = unsafe { strand.as_ref() }.priority.load(Relaxed);
+    if level > crate::strand::Priority::Low as u8 {
+        let to = fibre.last_core.load(Relaxed);
+        // A fibre with strands is held by a live pool.
+        tick_for = fibre.pool().woken(level, to).then_some(to);
     }
+    push_and_schedule();
     if let Some(to) = tick_for {
         crate::platform::request_tick_on(to);
     }
