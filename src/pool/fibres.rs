@@ -190,10 +190,23 @@ impl Shared {
         self.preempted.any()
     }
 
+    /// Sends a fibre that was just scheduled to core `to`, the core that
+    /// last ran it: into the caller's queue if that is `to`, else through
+    /// the fibre mailbox of the pair (closure mailbox if `pinned`).
+    /// Returns false only if the pool refused it: it has stopped, and the
+    /// caller is outside it.
+    #[inline]
+    pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) -> bool {
+        // The core found below must stay ours while we use it.
+        let _deferral = crate::preempt::deferral::defer();
+        // SAFETY: the core found is ours while we defer.
+        unsafe { self.schedule_fibre_from(self.worker_core(), task, to, pinned) }
+    }
+
     /// [`Shared::schedule_fibre`] for a caller that knows its core (`me`:
-    /// the calling core if it is one of this pool's, else `None`): a fibre
-    /// for that core itself is queued there without looking the core up
-    /// again; any other goes through `schedule_fibre`.
+    /// the calling core if it is one of this pool's, else `None`). A fibre
+    /// for that core itself is queued there inline; any other is sent out
+    /// of line, so that the common case pays for no register saves.
     ///
     /// # Safety
     ///
@@ -210,23 +223,22 @@ impl Shared {
         match me {
             Some(me) if me == to && pinned => self.requeue_local(me, task, true),
             Some(me) if me == to => self.place_spawned(me, task),
-            _ => return self.schedule_fibre(task, to, pinned),
+            // SAFETY: forwarded.
+            _ => return unsafe { self.send_fibre(me, task, to, pinned) },
         }
         true
     }
 
-    /// Sends a fibre that was just scheduled to core `to`, the core that
-    /// last ran it: into the caller's queue if that is `to`, else through
-    /// the fibre mailbox of the pair (closure mailbox if `pinned`).
-    /// Returns false only if the pool refused it: it has stopped, and the
-    /// caller is outside it.
-    pub(crate) fn schedule_fibre(&self, task: NonNull<Task>, to: usize, pinned: bool) -> bool {
-        // The core found below must stay ours while we use it.
-        let _deferral = crate::preempt::deferral::defer();
+    /// [`Shared::schedule_fibre_from`] for a fibre bound for another core
+    /// than the caller's (`me`), or from outside the pool.
+    ///
+    /// # Safety
+    ///
+    /// As for `schedule_fibre_from`.
+    #[inline(never)]
+    unsafe fn send_fibre(&self, me: Option<usize>, task: NonNull<Task>, to: usize, pinned: bool) -> bool {
         let lane = if pinned { CLOSURES } else { FIBRES };
-        match self.worker_core() {
-            Some(me) if me == to && pinned => self.requeue_local(me, task, true),
-            Some(me) if me == to => self.place_spawned(me, task),
+        match me {
             Some(me) => {
                 // SAFETY: we are core `me`; the task is ours to give.
                 match unsafe { self.inbound.send(lane, me, to, task) } {

@@ -300,7 +300,7 @@ fn woken_by(cause: u8) -> crate::trace::event::Woken {
 // inlined into every waker, it made their register saves dearer.
 #[inline(never)]
 pub(crate) fn make_runnable(strand: NonNull<Header>) {
-    queue_in_fibre(strand, schedule);
+    queue_in_fibre(strand, Caller::Unknown);
 }
 
 /// [`make_runnable`] for a strand just spawned by core `me` of its pool
@@ -311,16 +311,23 @@ pub(crate) fn make_runnable(strand: NonNull<Header>) {
 /// `me` is right and stays right: the caller holds a deferral, or runs no
 /// strand.
 pub(crate) unsafe fn make_spawned_runnable(strand: NonNull<Header>, me: Option<usize>) {
-    queue_in_fibre(strand, |fibre| {
-        let (task, to, pinned) = (fibre.task(), fibre.last_core.load(Relaxed), fibre.pinned.load(Relaxed));
-        // SAFETY: the caller's contract.
-        unsafe { fibre.pool().schedule_fibre_from(me, task, to, pinned) };
-    });
+    queue_in_fibre(strand, Caller::Known(me));
 }
 
-/// [`make_runnable`]'s body, scheduling an idle fibre with `schedule`.
+/// Who makes a strand runnable, as far as its fibre's pool is concerned.
+#[derive(Clone, Copy)]
+enum Caller {
+    /// Not known: the pool looks its core up.
+    Unknown,
+    /// Core `Some(core)` of the pool, or outside it (`None`), and sure to
+    /// stay there (`make_spawned_runnable`'s contract).
+    Known(Option<usize>),
+}
+
+/// [`make_runnable`]'s body. Inline into both callers (with `caller` a
+/// constant there, one of `schedule`'s arms is left in each).
 #[inline(always)]
-fn queue_in_fibre(strand: NonNull<Header>, schedule: impl FnOnce(&'static Fibre)) {
+fn queue_in_fibre(strand: NonNull<Header>, caller: Caller) {
     // SAFETY: as in `signal`; the fibre is static.
     let fibre = unsafe { strand.as_ref() }.fibre;
     // The core is marked before the push: after it the strand may run, end
@@ -328,16 +335,9 @@ fn queue_in_fibre(strand: NonNull<Header>, schedule: impl FnOnce(&'static Fibre)
     // after the push (a core index needs no pool): a tick that came first
     // would preempt, find nothing new and give the core to the next turn
     // for a whole slice (seen on the Pi 3: High wakes slower than Normal).
-    let push_and_schedule = || {
-        // SAFETY: the strand is in no list (it was running or blocked).
-        if unsafe { fibre.inbox.push(Header::task(strand)) } {
-            crate::chaos::point();
-            schedule(fibre);
-        }
-    };
     if !crate::preempt::deferral::any_pool_preempts() {
         // Apart, so that a cooperative program's wake ends in a tail call.
-        return push_and_schedule();
+        return push_and_schedule(fibre, strand, caller);
     }
     let mut tick_for = None;
     // SAFETY: as above.
@@ -347,18 +347,30 @@ fn queue_in_fibre(strand: NonNull<Header>, schedule: impl FnOnce(&'static Fibre)
         // A fibre with strands is held by a live pool.
         tick_for = fibre.pool().woken(level, to).then_some(to);
     }
-    push_and_schedule();
+    push_and_schedule(fibre, strand, caller);
     if let Some(to) = tick_for {
         crate::platform::request_tick_on(to);
     }
 }
 
-/// Sends a fibre that was just scheduled to the core that last ran it.
-fn schedule(fibre: &'static Fibre) {
+/// Puts `strand` in `fibre`'s inbox, and if the fibre was idle sends it
+/// to the core that last ran it.
+#[inline(always)]
+fn push_and_schedule(fibre: &'static Fibre, strand: NonNull<Header>, caller: Caller) {
+    // SAFETY: the strand is in no list (it was running or blocked).
+    if !unsafe { fibre.inbox.push(Header::task(strand)) } {
+        return;
+    }
+    crate::chaos::point();
     // A fibre with strands is held by a live pool (the fibre owns a
     // reference to it).
     let pool = fibre.pool();
-    pool.schedule_fibre(fibre.task(), fibre.last_core.load(Relaxed), fibre.pinned.load(Relaxed));
+    let (task, to, pinned) = (fibre.task(), fibre.last_core.load(Relaxed), fibre.pinned.load(Relaxed));
+    match caller {
+        Caller::Unknown => _ = pool.schedule_fibre(task, to, pinned),
+        // SAFETY: `make_spawned_runnable`'s contract.
+        Caller::Known(me) => _ = unsafe { pool.schedule_fibre_from(me, task, to, pinned) },
+    }
 }
 
 /// The fibre's task: run its next runnable strand (`fibre::run`).
