@@ -296,8 +296,8 @@ fn woken_by(cause: u8) -> crate::trace::event::Woken {
 }
 
 /// Puts a strand in its fibre's inbox, scheduling the fibre if it was idle.
-// Out of line, as it was before its body was shared with the spawn's:
-// inlined into every waker, it made their register saves dearer.
+// Out of line: inlined into every waker, it made their register saves
+// dearer.
 #[inline(never)]
 pub(crate) fn make_runnable(strand: NonNull<Header>) {
     queue_in_fibre(strand, Caller::Unknown);
@@ -324,8 +324,8 @@ enum Caller {
     Known(Option<usize>),
 }
 
-/// [`make_runnable`]'s body. Inline into both callers (with `caller` a
-/// constant there, one of `schedule`'s arms is left in each).
+/// [`make_runnable`]'s body. Inline into both callers: with `caller` a
+/// constant there, each keeps one arm of `push_and_schedule`'s match.
 #[inline(always)]
 fn queue_in_fibre(strand: NonNull<Header>, caller: Caller) {
     // SAFETY: as in `signal`; the fibre is static.
