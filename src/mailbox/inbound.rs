@@ -197,6 +197,7 @@ impl Inbound {
         // yet hinted is taken by the next drain. Arming takes every list.
         let fibres_hinted = self.waiting[FIBRES].lower_if_raised(me) || arm;
         let reading = self.mesh.as_ref().map(|routes| routes.read(me));
+        let row = self.pairs.row(me);
         // Two shapes on purpose: one pass taking both lanes with a branch
         // per list costs a cooperative pool's idle-core wake 17-40
         // instructions (tried).
@@ -205,22 +206,22 @@ impl Inbound {
             for (hinted, lane, into) in
                 [(closures_hinted, CLOSURES, &mut *pinned), (fibres_hinted, FIBRES, &mut *queue)]
             {
-                if hinted {
-                    for lists in self.direct_into(me) {
+                if hinted && let Some(row) = row {
+                    self.pairs.for_each_into(row, |lists| {
                         // SAFETY: taken chains are ours.
-                        took.received += unsafe { into.append_reversed(take(lists[lane])) };
-                    }
+                        took.received += unsafe { into.append_reversed(take(&lists[lane])) };
+                    });
                 }
             }
-        } else {
-            for [closures, fibres] in self.direct_into(me) {
+        } else if let Some(row) = row {
+            self.pairs.for_each_into(row, |[closures, fibres]| {
                 // SAFETY: taken chains are ours.
                 took.received += unsafe { pinned.append_reversed(take(closures)) };
                 if fibres_hinted {
                     // SAFETY: as above.
                     took.received += unsafe { queue.append_reversed(take(fibres)) };
                 }
-            }
+            });
         }
         if let Some(reading) = reading {
             // SAFETY: we are core `me` (contract); what is delivered is ours.

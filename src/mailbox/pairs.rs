@@ -162,6 +162,31 @@ impl Pairs {
         })
     }
 
+    /// Calls `each` with every pair of lists into `row`: the outside ones,
+    /// then each sender's by column. A loop over a slice per chunk, with
+    /// one call site for `each`, so that a drain's walk stays a tight loop.
+    #[inline]
+    pub(crate) fn for_each_into<'a>(&self, row: &'a Row, mut each: impl FnMut(&'a Lanes)) {
+        let mut left = if self.per_sender { self.given.load(Acquire) } else { 0 };
+        let mut lanes: &[Lanes] = core::slice::from_ref(&row.outside);
+        let mut chunks = row.chunks.iter();
+        loop {
+            for pair in lanes {
+                each(pair);
+            }
+            if left == 0 {
+                return;
+            }
+            // SAFETY: as in `Row::all_senders`; the count covers the chunk.
+            let Some(chunk) = chunks.next().and_then(|chunk| unsafe { chunk.load(Acquire).as_ref() }) else {
+                return;
+            };
+            let here = left.min(CHUNK);
+            lanes = &chunk.senders[..here];
+            left -= here;
+        }
+    }
+
     /// Every list of every row.
     pub(crate) fn all(&self) -> impl Iterator<Item = &AtomicList> {
         (0..self.rows.len()).filter_map(|core| self.row(core)).flat_map(Row::lists)
@@ -286,6 +311,22 @@ mod tests {
         assert_eq!(drain_row(&pairs, 1), [3, last]);
         assert_eq!(drain_row(&pairs, 0), [last]);
         assert_eq!(pairs.senders(pairs.row(4).unwrap()).count(), CHUNK + 2);
+    }
+
+    #[test]
+    fn the_walk_into_a_row_visits_the_outside_lists_then_every_column_once() {
+        for (cores, per_sender) in [(1, true), (CHUNK, true), (2 * CHUNK + 3, true), (5, false)] {
+            let pairs = Pairs::new(64, |core| core < cores, per_sender);
+            let row = pairs.row(0).unwrap();
+            let mut walked = Vec::new();
+            pairs.for_each_into(row, |lanes| walked.push(lanes as *const Lanes));
+            let expected: Vec<_> = core::iter::once(&row.outside)
+                .chain(pairs.senders(row))
+                .map(|lanes| lanes as *const Lanes)
+                .collect();
+            assert_eq!(walked, expected, "{cores} cores");
+            assert_eq!(walked.len(), 1 + if per_sender { cores } else { 0 });
+        }
     }
 
     #[test]

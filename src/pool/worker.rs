@@ -312,7 +312,7 @@ pub(super) fn gather(shared: &Shared, me: usize) {
     // ends here.
     let local = unsafe { shared.local(me) };
     local.since_inbound = 0;
-    drain_inbound(shared, me, local, false);
+    drain_inbound::<false>(shared, me, local);
     if local.pinned.len() > 0 || local.queue.len() > 0 || shared.cores[me].lifo.is_occupied() {
         return;
     }
@@ -331,13 +331,14 @@ pub(super) fn gather(shared: &Shared, me: usize) {
 
 /// Drains core `me`'s mailboxes: closures into its pinned queue, fibres
 /// into its stealable queue; with the mesh, forwards what passes through.
-/// With `arm`, leaves the wake sentinel in each. Returns whether work came
-/// in, or, arming, was found coming.
-fn drain_inbound(shared: &Shared, me: usize, local: &mut super::per_core::Local, arm: bool) -> bool {
+/// With `ARM`, leaves the wake sentinel in each. Returns whether work came
+/// in, or, arming, was found coming. `ARM` is a constant so that each
+/// copy keeps only its own take (a runtime flag cost a test per list).
+fn drain_inbound<const ARM: bool>(shared: &Shared, me: usize, local: &mut super::per_core::Local) -> bool {
     let stats = &shared.cores[me].stats;
     let wake = |core: usize| _ = shared.wake_for(me, core);
     // SAFETY: we are core `me`.
-    let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, arm, wake) };
+    let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, ARM, wake) };
     stats::add(&stats.received, took.received as u64);
     if took.received > 0 {
         trace_point!(shared, me, crate::trace::event::TraceEvent::Drained { tasks: took.received as u32 });
@@ -475,7 +476,7 @@ impl Sleeper for CoreSleeper<'_> {
         // SAFETY: we are core `me`, between tasks.
         let local = unsafe { shared.local(self.me) };
         local.cache.flush();
-        drain_inbound(shared, self.me, local, true)
+        drain_inbound::<true>(shared, self.me, local)
     }
 
     fn has_injected_jobs(&self) -> bool {
