@@ -34,11 +34,13 @@ impl Shared {
     pub(crate) unsafe fn has_work_for(&self, me: usize) -> bool {
         // SAFETY: per the contract.
         let local = unsafe { self.local(me) };
-        self.cores[me].lifo.is_occupied()
+        // SAFETY: per the contract.
+        let core = unsafe { self.own_core(me) };
+        core.lifo.is_occupied()
             || local.queue.len() > 0
             || local.pinned.len() > 0
             || self.inbound.has_work(me)
-            || self.cores[me].steal.has_tasks()
+            || core.steal.has_tasks()
             || self.has_turns()
             || self.injector.has_tasks()
     }
@@ -55,7 +57,9 @@ impl Shared {
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it.
         let local = unsafe { self.local(me) };
-        let alone = local.queue.len() == 0 && !self.cores[me].lifo.is_occupied() && local.pinned.len() == 0;
+        // SAFETY: as above.
+        let core = unsafe { self.own_core(me) };
+        let alone = local.queue.len() == 0 && !core.lifo.is_occupied() && local.pinned.len() == 0;
         if !alone || local.since_inbound + 1 >= super::worker::FAIRNESS {
             return false;
         }
@@ -82,7 +86,9 @@ impl Shared {
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it.
         let local = unsafe { self.local(me) };
-        let slot = &self.cores[me].lifo;
+        // SAFETY: as above.
+        let core = unsafe { self.own_core(me) };
+        let slot = &core.lifo;
         let in_slot = slot.peek();
         let next = in_slot.or_else(|| local.queue.front())?;
         if !is_fibre(next) || local.since_inbound + 1 >= super::worker::FAIRNESS {
@@ -99,7 +105,7 @@ impl Shared {
             local.queue.pop_front();
         }
         local.since_inbound += 1;
-        stats::add(&self.cores[me].stats.tasks_run, 1);
+        stats::add(&core.stats.tasks_run, 1);
         trace_point!(self, me, crate::trace::event::TraceEvent::TaskBegin);
         Some(next)
     }
@@ -122,7 +128,9 @@ impl Shared {
         is_fibre: impl FnOnce(NonNull<Task>) -> bool,
         ready: impl FnOnce() -> bool,
     ) -> Option<AfterPreemption> {
-        let slot = &self.cores[me].lifo;
+        // SAFETY: we are core `me`.
+        let core = unsafe { self.own_core(me) };
+        let slot = &core.lifo;
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it. Each reference below ends
         // before `gather` or `take_next_fibre`, which take their own.
@@ -154,7 +162,7 @@ impl Shared {
         };
         local.since_inbound += 1;
         if let AfterPreemption::Next(_) = next {
-            stats::add(&self.cores[me].stats.tasks_run, 1);
+            stats::add(&core.stats.tasks_run, 1);
             trace_point!(self, me, crate::trace::event::TraceEvent::TaskBegin);
         }
         Some(next)

@@ -147,7 +147,8 @@ impl Shared {
         // no reference to its `Local` across those.
         let local = unsafe { self.local(me) };
         let task = work.into_task(Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
-        let stats = &self.cores[me].stats;
+        // SAFETY: as above.
+        let stats = &unsafe { self.own_core(me) }.stats;
         if to == me {
             // SAFETY: the task is ours to give.
             unsafe { local.pinned.push_back(task) };
@@ -180,7 +181,8 @@ impl Shared {
         // SAFETY: as in `post_from`.
         let local = unsafe { self.local(me) };
         let task = work.into_task(Some(&mut local.cache)).map_err(PostError::OutOfMemory)?;
-        stats::add(&self.cores[me].stats.spawned, 1);
+        // SAFETY: as above.
+        stats::add(&unsafe { self.own_core(me) }.stats.spawned, 1);
         self.place_spawned(me, task);
         Ok(())
     }
@@ -202,7 +204,7 @@ impl Shared {
             return;
         }
         // SAFETY: we are core `me`, the slot's owner; the task is ours.
-        if let Some(previous) = unsafe { self.cores[me].lifo.put(task) } {
+        if let Some(previous) = unsafe { self.own_core(me).lifo.put(task) } {
             // SAFETY: as in `post_from`.
             let local = unsafe { self.local(me) };
             // SAFETY: the displaced task is ours.

@@ -296,7 +296,9 @@ impl<'a> PoolRef<'a> {
     /// Counts a preemption on core `me`.
     #[inline]
     pub(crate) fn count_preempted(self, me: usize) {
-        super::stats::add(&self.0.cores[me].stats.preempted, 1);
+        // SAFETY: the tick passes the core it runs on, which its look-up
+        // found running this pool, so `me` has a slot.
+        super::stats::add(&unsafe { self.0.own_core(me) }.stats.preempted, 1);
     }
 
     // Fork-join (`fork_join.rs`).

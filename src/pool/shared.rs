@@ -274,6 +274,21 @@ impl Shared {
         shared
     }
 
+    /// Core `core`'s shared part, without a bounds check.
+    ///
+    /// # Safety
+    ///
+    /// `core` is below the pool's slots: the caller is core `core` running
+    /// this pool (as for [`Shared::local`]), or read it from the pool's
+    /// own tables.
+    #[inline]
+    pub(crate) unsafe fn own_core(&self, core: usize) -> &PerCore {
+        debug_assert!(core < self.cores.len(), "core {core} of a pool of {} slots", self.cores.len());
+        // SAFETY: per the contract. Unchecked for `local`'s reason: the
+        // switch paths ask for their core's part several times each.
+        unsafe { self.cores.get_unchecked(core) }
+    }
+
     /// Core `core`'s private state.
     ///
     /// # Safety

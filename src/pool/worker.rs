@@ -239,16 +239,18 @@ pub(super) fn offer_surplus(shared: &Shared, me: usize) {
 fn offer_surplus_further(shared: &Shared, me: usize) {
     // SAFETY: we are core `me`, between tasks.
     let local = unsafe { shared.local(me) };
-    if shared.cores[me].steal.has_tasks() || !shared.sleep.anyone_idle(me) {
+    // SAFETY: as above.
+    let core = unsafe { shared.own_core(me) };
+    if core.steal.has_tasks() || !shared.sleep.anyone_idle(me) {
         return;
     }
     let Some((newest, oldest, count)) = local.queue.split_front_half() else { return };
     // SAFETY: the chain is ours; steal lists have no sentinel.
-    let _ = unsafe { shared.cores[me].steal.push_chain(newest, oldest) };
+    let _ = unsafe { core.steal.push_chain(newest, oldest) };
     // Raised before the announcement: a core that falls asleep after
     // missing the hint is woken by it (`crate::sleep`).
     shared.stealable.raise(me);
-    let stats = &shared.cores[me].stats;
+    let stats = &core.stats;
     stats::add(&stats.offered, count as u64);
     shared.announce_for(me, count);
 }
@@ -277,8 +279,10 @@ fn find_work_further(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     // SAFETY: we are core `me`, between tasks; this reference is not held
     // across the poller (user code) below.
     let local = unsafe { shared.local(me) };
+    // SAFETY: we are core `me`.
+    let core = unsafe { shared.own_core(me) };
     if let Some(task) =
-        local.pinned.pop_front().or_else(|| shared.cores[me].lifo.take()).or_else(|| local.queue.pop_front())
+        local.pinned.pop_front().or_else(|| core.lifo.take()).or_else(|| local.queue.pop_front())
     {
         return Some(task);
     }
@@ -311,20 +315,22 @@ pub(super) fn gather(shared: &Shared, me: usize) {
     // SAFETY: we are core `me`, between tasks or inside one; the reference
     // ends here.
     let local = unsafe { shared.local(me) };
+    // SAFETY: we are core `me`.
+    let core = unsafe { shared.own_core(me) };
     local.since_inbound = 0;
     drain_inbound::<false>(shared, me, local);
-    if local.pinned.len() > 0 || local.queue.len() > 0 || shared.cores[me].lifo.is_occupied() {
+    if local.pinned.len() > 0 || local.queue.len() > 0 || core.lifo.is_occupied() {
         return;
     }
     shared.stealable.lower(me);
     // SAFETY: a taken chain is ours.
-    if unsafe { local.queue.append_reversed(shared.cores[me].steal.take_all()) } > 0 {
+    if unsafe { local.queue.append_reversed(core.steal.take_all()) } > 0 {
         return;
     }
     // SAFETY: a taken chain is ours.
     let injected = unsafe { local.queue.append_reversed(shared.injector.take_all()) };
     if injected > 0 {
-        stats::add(&shared.cores[me].stats.injected, injected as u64);
+        stats::add(&core.stats.injected, injected as u64);
         trace_point!(shared, me, crate::trace::event::TraceEvent::Injected { tasks: injected as u32 });
     }
 }
@@ -335,7 +341,8 @@ pub(super) fn gather(shared: &Shared, me: usize) {
 /// in, or, arming, was found coming. `ARM` is a constant so that each
 /// copy keeps only its own take (a runtime flag cost a test per list).
 fn drain_inbound<const ARM: bool>(shared: &Shared, me: usize, local: &mut super::per_core::Local) -> bool {
-    let stats = &shared.cores[me].stats;
+    // SAFETY: we are core `me`.
+    let stats = &unsafe { shared.own_core(me) }.stats;
     let wake = |core: usize| _ = shared.wake_for(me, core);
     // SAFETY: we are core `me`.
     let took = unsafe { shared.inbound.drain(me, &mut local.pinned, &mut local.queue, ARM, wake) };
