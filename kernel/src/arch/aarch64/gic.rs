@@ -290,7 +290,7 @@ impl Acknowledged {
 /// version in use and asks which only once per interrupt exception.
 pub(super) trait CpuInterface {
     /// Acknowledges the calling core's highest-priority pending interrupt,
-    /// if any. Called from the IRQ vector, until it returns `None`.
+    /// if any. Called from the IRQ vector, once per exception.
     fn acknowledge(&self) -> Option<Acknowledged>;
     /// Ends an interrupt [`acknowledge`](Self::acknowledge) returned, once
     /// it has been handled.

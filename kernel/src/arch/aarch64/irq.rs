@@ -56,8 +56,8 @@ pub(super) fn send_wake(target: &CoreLocal) {
     }
 }
 
-/// Handles every pending interrupt of the calling core. Called from the
-/// IRQ vector.
+/// Handles the calling core's pending interrupt (a board's chip: every
+/// one pending). Called from the IRQ vector.
 pub(super) fn handle_irq() {
     match chip() {
         Some(chip) => {
@@ -81,18 +81,23 @@ pub(super) fn handle_irq() {
     aarch64_cpu::asm::sevl();
 }
 
-/// Handles every interrupt the GIC's CPU interface acknowledges, until
-/// none is pending: the GIC says what each is for, and this dispatches it.
+/// Handles the interrupt the GIC's CPU interface acknowledges, if one is
+/// pending: the GIC says what it is for, and this dispatches it.
+///
+/// One per exception, not a loop until none is pending: another pending
+/// interrupt is taken again as soon as the vector returns and unmasks,
+/// and the common case (one interrupt) no longer pays for a second
+/// acknowledgement, which on GICv2 is a read of the CPU interface under
+/// the driver's lock (`gic::V2Interface`).
 fn handle_acknowledged(interface: &impl gic::CpuInterface) {
-    while let Some(acknowledged) = interface.acknowledge() {
-        match acknowledged.line() {
-            gic::Line::Kernel(pending) => handle(pending),
-            gic::Line::Device(line) => {
-                handle_device_line(line);
-            }
+    let Some(acknowledged) = interface.acknowledge() else { return };
+    match acknowledged.line() {
+        gic::Line::Kernel(pending) => handle(pending),
+        gic::Line::Device(line) => {
+            handle_device_line(line);
         }
-        interface.end(acknowledged);
     }
+    interface.end(acknowledged);
 }
 
 /// Handles one acknowledged interrupt (or, from a board's chip, all that
