@@ -256,6 +256,13 @@ pub unsafe trait Platform {
     /// pool (a spawn, a yield, a post); a platform that keeps both answers
     /// in one per-core record answers with one look at it. The default
     /// asks the two in turn.
+    ///
+    /// On a platform that preempts, a strand may be stopped between any two
+    /// instructions and resumed on another core. An answer read through a
+    /// per-core pointer (the pointer, then a flag behind it) can then pair
+    /// one core's index with another core's handler state; read the answer
+    /// from the running core's own register or segment in one load instead
+    /// (as roving-kernel does).
     fn current_core_outside_interrupt() -> Option<usize> {
         if Self::in_interrupt() { None } else { Self::current_core() }
     }

@@ -27,7 +27,9 @@ const PARKED: u8 = 4;
 const LOST: u8 = 5;
 
 /// Everything the kernel keeps per core. The architecture's per-core
-/// register (TPIDR_EL1) points at the running core's.
+/// register (TPIDR_EL1; on x86 the GS base's slot) points at the running
+/// core's, and a second one (TPIDR_EL0; `gs:[8]`) does too except inside
+/// an interrupt handler (`arch::cpu::enter_handler`).
 #[derive(Debug)]
 pub struct CoreLocal {
     /// Dense index, `0..core_count`.
@@ -41,8 +43,6 @@ pub struct CoreLocal {
     /// The strand this core is failing after its panic (0: none), to tell
     /// a panic inside that failure (out of memory) from a new one.
     pub(crate) failing_strand: AtomicU64,
-    /// Interrupt handlers this core is inside (they may nest).
-    in_handler: AtomicUsize,
     /// The timer interrupt fired in the handler under way: once the
     /// handler is done, ask roving whether to preempt (`arch::preempt`).
     tick_fired: AtomicBool,
@@ -124,7 +124,6 @@ impl CoreLocal {
             arg: AtomicUsize::new(0),
             panicking: AtomicBool::new(false),
             failing_strand: AtomicU64::new(0),
-            in_handler: AtomicUsize::new(0),
             tick_fired: AtomicBool::new(false),
             arch: arch::CoreArch::new(),
             masking: crate::masking::Record::new(),
@@ -165,12 +164,6 @@ impl CoreLocal {
     /// core before it sends the wake-up interrupt (`request_tick_on`).
     pub(crate) fn want_tick(&self) {
         self.tick_fired.store(true, Relaxed);
-    }
-
-    /// Whether this core is inside an interrupt handler (asked on the
-    /// core itself).
-    pub(crate) fn in_handler(&self) -> bool {
-        self.in_handler.load(Relaxed) > 0
     }
 
     /// The core's hardware id.
@@ -318,26 +311,24 @@ pub(crate) fn run_secondary(index: usize) -> ! {
 /// [`in_interrupt`] true meanwhile, so it reaches pools as outside code.
 pub(crate) fn as_interrupt_handler(handler: impl FnOnce()) {
     let began = crate::masking::handler_began();
-    let me = current();
-    if let Some(me) = me {
-        me.in_handler.fetch_add(1, Relaxed);
-    }
+    let saved = arch::cpu::enter_handler();
     handler();
-    if let Some(me) = me {
-        me.in_handler.fetch_sub(1, Relaxed);
-    }
+    arch::cpu::leave_handler(saved);
     if let Some(began) = began {
         crate::masking::handler_ran(began);
     }
 }
 
-/// Whether the calling core is inside an interrupt handler.
+/// Whether the calling core is inside an interrupt handler. Two reads of
+/// per-core registers, each of the core that runs it: code moved between
+/// them runs no handler on either core, so both say so.
 pub(crate) fn in_interrupt() -> bool {
-    current().is_some_and(CoreLocal::in_handler)
+    current().is_some() && arch::cpu::core_local_outside_handler().is_none()
 }
 
-/// The calling core's index, unless it runs an interrupt handler: one look
-/// at the core's record, for the question roving asks most.
+/// The calling core's index, unless it runs an interrupt handler: one read
+/// of a per-core register (`arch::cpu::core_local_outside_handler`), for
+/// the question roving asks most.
 pub(crate) fn current_outside_interrupt() -> Option<usize> {
-    current().filter(|me| me.in_handler.load(Relaxed) == 0).map(|me| me.index)
+    arch::cpu::core_local_outside_handler().map(|me| me.index)
 }

@@ -95,7 +95,7 @@ unsafe impl Platform for KernelPlatform {
     /// wake-up interrupt.
     fn request_tick_on(core: usize) {
         if let Some(me) = cores::current().filter(|me| me.index == core) {
-            if me.in_handler() {
+            if cores::in_interrupt() {
                 me.want_tick();
             } else {
                 arch::timer::arm(arch::timer::ticks());

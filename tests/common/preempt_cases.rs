@@ -142,12 +142,67 @@ fn check_stack_until(seed: u64, stop: &AtomicBool) -> u64 {
 /// without yielding until each has started and then `duration` more;
 /// returns each one's passed checks and the preemptions meanwhile.
 pub fn stacks_on_shared_fibres(pool: &Pool, strands: u64, duration: Duration) -> (Vec<u64>, u64) {
+    crowd_for(pool, strands, duration, check_stack_until)
+}
+
+/// `strands` strands run `work` until each has started and then
+/// `duration` more; returns what each returned, and the preemptions
+/// meanwhile.
+fn crowd_for(
+    pool: &Pool,
+    strands: u64,
+    duration: Duration,
+    work: impl Fn(u64, &AtomicBool) -> u64 + Send + Sync + 'static,
+) -> (Vec<u64>, u64) {
     let before = preemptions(pool);
-    let crowd = Crowd::spawn(strands, check_stack_until);
+    let crowd = Crowd::spawn(strands, work);
     crowd.wait_until_all_started();
     strand::sleep(duration).expect("a sleep");
-    let checks = crowd.stop();
-    (checks, preemptions(pool) - before)
+    let returned = crowd.stop();
+    (returned, preemptions(pool) - before)
+}
+
+/// Allocates and frees small blocks without yielding until `stop`, keeping
+/// the last [`LIVE_BLOCKS`] alive: each is filled with a pattern from
+/// `seed` and its number, and checked when it is freed. Returns how many
+/// blocks passed (panics at the first damaged one). Under preemption a
+/// strand may be stopped anywhere inside the allocator and resumed on
+/// another core, so a heap that picked its per-core lists before masking
+/// interrupts would hand one block out twice or lose one.
+fn allocate_until(seed: u64, stop: &AtomicBool) -> u64 {
+    let pattern =
+        |block: u64, i: u64| (seed << 48 ^ block << 8).wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i);
+    let mut live: [Option<(u64, Vec<u64>)>; LIVE_BLOCKS] = Default::default();
+    let (mut made, mut checked) = (0u64, 0u64);
+    while !stop.load(SeqCst) {
+        let slot = (made % LIVE_BLOCKS as u64) as usize;
+        if let Some((block, words)) = live[slot].take() {
+            for (i, &word) in core::hint::black_box(&words).iter().enumerate() {
+                assert_eq!(
+                    word,
+                    pattern(block, i as u64),
+                    "strand {seed}: word {i} of block {block} changed"
+                );
+            }
+            checked += 1;
+        }
+        // 16 to 256 bytes: the sizes the kernel heap keeps per core.
+        let words = 2 + (made.wrapping_mul(7) + seed) % 31;
+        live[slot] = Some((made, (0..words).map(|i| pattern(made, i)).collect()));
+        made += 1;
+    }
+    checked
+}
+
+/// Blocks each [`allocate_until`] strand keeps alive.
+const LIVE_BLOCKS: usize = 8;
+
+/// `strands` strands, more than the cores, allocate and free small blocks
+/// without yielding ([`allocate_until`]) until each has started and then
+/// `duration` more; returns the blocks each found intact when it freed
+/// them, and the preemptions meanwhile.
+pub fn allocations_under_preemption(pool: &Pool, strands: u64, duration: Duration) -> (Vec<u64>, u64) {
+    crowd_for(pool, strands, duration, allocate_until)
 }
 
 /// `strands` strands each keep values in every vector register through

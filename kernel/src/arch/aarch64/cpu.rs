@@ -1,7 +1,7 @@
 //! Registers that describe or steer the calling core.
 
 use crate::cores::CoreLocal;
-use aarch64_cpu::registers::{DAIF, MPIDR_EL1, Readable, SCTLR_EL1, TPIDR_EL1, Writeable};
+use aarch64_cpu::registers::{DAIF, MPIDR_EL1, Readable, SCTLR_EL1, TPIDR_EL0, TPIDR_EL1, Writeable};
 use core::arch::asm;
 
 /// The affinity fields of MPIDR_EL1: this core's hardware id as the device
@@ -10,9 +10,14 @@ pub(crate) fn hw_id() -> u64 {
     MPIDR_EL1.get() & 0xff_00ff_ffff
 }
 
-/// Points TPIDR_EL1 at this core's [`CoreLocal`]. Touches no memory.
+/// Points TPIDR_EL1 at this core's [`CoreLocal`], and TPIDR_EL0 too (the
+/// record outside an interrupt handler: see [`core_local_outside_handler`]).
+/// Touches no memory. roving-kernel runs nothing at EL0, so TPIDR_EL0 is
+/// its own.
 pub(crate) fn set_core_local(local: &'static CoreLocal) {
-    TPIDR_EL1.set(local as *const CoreLocal as u64);
+    let raw = local as *const CoreLocal as u64;
+    TPIDR_EL1.set(raw);
+    TPIDR_EL0.set(raw);
 }
 
 /// This core's [`CoreLocal`], or `None` before [`set_core_local`].
@@ -21,6 +26,34 @@ pub(crate) fn core_local() -> Option<&'static CoreLocal> {
     // SAFETY: TPIDR_EL1 is zero at reset and is only ever set by
     // `set_core_local` to a `&'static CoreLocal`.
     unsafe { ptr.as_ref() }
+}
+
+/// This core's [`CoreLocal`] unless the core runs an interrupt handler,
+/// from one read of TPIDR_EL0, which holds the record outside handlers
+/// and zero inside them. One read, because a strand may be preempted at
+/// any instruction and resumed on another core: a record read first and a
+/// handler mark read from it after could be two cores' answers.
+pub(crate) fn core_local_outside_handler() -> Option<&'static CoreLocal> {
+    let ptr = TPIDR_EL0.get() as *const CoreLocal;
+    // SAFETY: TPIDR_EL0 is set only by `set_core_local` (to a `&'static
+    // CoreLocal`), `enter_handler` (to zero) and `leave_handler` (back).
+    // Zero at reset on the cores roving-kernel starts; a core that had it
+    // set by firmware runs nothing before `set_core_local`.
+    unsafe { ptr.as_ref() }
+}
+
+/// Marks the calling core as running an interrupt handler, until
+/// [`leave_handler`] is given what this returns (handlers may nest: an
+/// inner one restores the mark the outer one set).
+pub(crate) fn enter_handler() -> u64 {
+    let outside = TPIDR_EL0.get();
+    TPIDR_EL0.set(0);
+    outside
+}
+
+/// Ends the mark [`enter_handler`] returned `saved` for.
+pub(crate) fn leave_handler(saved: u64) {
+    TPIDR_EL0.set(saved);
 }
 
 /// Whether this core's MMU is on (and atomics are safe to use).

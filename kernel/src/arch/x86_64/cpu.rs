@@ -6,27 +6,79 @@ use core::arch::asm;
 use core::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 use x86_64::registers::model_specific::GsBase;
 
-/// Each core's [`CoreLocal`]; a core's GS base points at its own entry, so
-/// one `mov` from `gs:[0]` finds it.
-static CORE_LOCAL: [AtomicPtr<CoreLocal>; MAX_CORES] =
-    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CORES];
+/// A core's entry in [`CORE_LOCAL`]. GS base points at the calling
+/// core's, so one `mov` relative to GS reads a field of the core that runs
+/// it.
+#[repr(C)]
+struct Slot {
+    /// At `gs:[0]`: the core's record.
+    local: AtomicPtr<CoreLocal>,
+    /// At `gs:[8]`: the same, outside interrupt handlers; null inside
+    /// them.
+    outside_handler: AtomicPtr<CoreLocal>,
+}
+
+/// Each core's [`Slot`].
+static CORE_LOCAL: [Slot; MAX_CORES] = [const {
+    Slot {
+        local: AtomicPtr::new(core::ptr::null_mut()),
+        outside_handler: AtomicPtr::new(core::ptr::null_mut()),
+    }
+}; MAX_CORES];
 
 /// Points the calling core's GS base at its [`CoreLocal`]. The first thing
 /// each core does in Rust: until then `core_local` must not be called.
 pub(crate) fn set_core_local(local: &'static CoreLocal) {
     let slot = &CORE_LOCAL[local.index];
-    slot.store(local as *const CoreLocal as *mut CoreLocal, Relaxed);
-    GsBase::write(x86_64::VirtAddr::from_ptr(slot.as_ptr()));
+    let record = local as *const CoreLocal as *mut CoreLocal;
+    slot.local.store(record, Relaxed);
+    slot.outside_handler.store(record, Relaxed);
+    GsBase::write(x86_64::VirtAddr::from_ptr(slot));
 }
 
 /// This core's [`CoreLocal`].
 pub(crate) fn core_local() -> Option<&'static CoreLocal> {
     let ptr: *const CoreLocal;
     // SAFETY: GS base points at this core's `CORE_LOCAL` slot (set first
-    // thing on every core), which holds a `&'static CoreLocal` or null.
+    // thing on every core), whose first field holds a `&'static
+    // CoreLocal` or null.
     unsafe { asm!("mov {}, gs:[0]", out(reg) ptr, options(nostack, readonly, preserves_flags)) };
     // SAFETY: as above.
     unsafe { ptr.as_ref() }
+}
+
+/// This core's [`CoreLocal`] unless the core runs an interrupt handler,
+/// from one `mov` from `gs:[8]`. One read, because a strand may be
+/// preempted at any instruction and resumed on another core: a record
+/// read first and a handler mark read from it after could be two cores'
+/// answers.
+pub(crate) fn core_local_outside_handler() -> Option<&'static CoreLocal> {
+    let ptr: *const CoreLocal;
+    // SAFETY: as in `core_local`; the second field is the record or null
+    // (`enter_handler`, `leave_handler`).
+    unsafe { asm!("mov {}, gs:[8]", out(reg) ptr, options(nostack, readonly, preserves_flags)) };
+    // SAFETY: as above.
+    unsafe { ptr.as_ref() }
+}
+
+/// Marks the calling core as running an interrupt handler, until
+/// [`leave_handler`] is given what this returns (handlers may nest: an
+/// inner one restores the mark the outer one set).
+pub(crate) fn enter_handler() -> usize {
+    let outside: usize;
+    // SAFETY: as in `core_local`; only this core writes its slot after
+    // `set_core_local`.
+    unsafe {
+        asm!("mov {}, gs:[8]", out(reg) outside, options(nostack, readonly, preserves_flags));
+        asm!("mov qword ptr gs:[8], 0", options(nostack, preserves_flags));
+    }
+    outside
+}
+
+/// Ends the mark [`enter_handler`] returned `saved` for.
+pub(crate) fn leave_handler(saved: usize) {
+    // SAFETY: as in `enter_handler`.
+    unsafe { asm!("mov gs:[8], {}", in(reg) saved, options(nostack, preserves_flags)) };
 }
 
 /// The calling core's APIC id: the 32-bit x2APIC id (CPUID leaf 0xB, EDX)

@@ -4,6 +4,8 @@
 //! channels (each spinner's share of the rounds printed, and every one
 //! must have run); strands on
 //! shared fibres check stack patterns through preemptions and copy-swaps;
+//! strands allocate and free small blocks, checking each, through
+//! preemptions inside the kernel heap;
 //! strands keep values in every vector register across preemptions; a
 //! strand preempted with 2 KiB of stack left goes on;
 //! cancelled strands that compute end (spinners stopped, a checker's
@@ -69,6 +71,18 @@ fn main() {
         assert!(checks.iter().sum::<u64>() > 0, "no stack was checked");
         assert!(preempted > 20, "only {preempted} preemptions of the checking strands");
         println!("preempt: 100 strands on shared fibres, {preempted} preemptions, every stack intact");
+
+        // The kernel heap's per-core lists, used by strands that are
+        // preempted inside the allocator and resumed on other cores.
+        let strands = 4 * cores as u64;
+        let (blocks, preempted) =
+            preempt_cases::allocations_under_preemption(&pool, strands, Duration::from_millis(500));
+        assert!(blocks.iter().all(|&b| b > 0), "a strand freed no block: {blocks:?}");
+        assert!(preempted > 20, "only {preempted} preemptions of the allocating strands");
+        println!(
+            "preempt: {strands} strands freed {} blocks through {preempted} preemptions, every block intact",
+            blocks.iter().sum::<u64>()
+        );
 
         let (kept, preempted) = preempt_cases::vector_registers(&pool, 2 * cores as u64, 2_500_000);
         assert!(kept.iter().all(|&k| k == preempt_cases::VECTOR_REGISTERS), "vector registers lost: {kept:?}");
