@@ -103,16 +103,6 @@ impl Inbound {
         }
     }
 
-    /// Every direct list into `to`, both lanes, the outside ones first
-    /// (none if `to` has never been a member).
-    fn direct_into(&self, to: usize) -> impl Iterator<Item = [&AtomicList; 2]> {
-        self.pairs
-            .row(to)
-            .into_iter()
-            .flat_map(|row| core::iter::once(&row.outside).chain(self.pairs.senders(row)))
-            .map(|lanes| lanes.each_ref().map(|list| &list.0))
-    }
-
     /// Sends `task` on `lane` from core `from` (the caller's) to core `to`.
     ///
     /// # Safety
@@ -207,20 +197,22 @@ impl Inbound {
                 [(closures_hinted, CLOSURES, &mut *pinned), (fibres_hinted, FIBRES, &mut *queue)]
             {
                 if hinted && let Some(row) = row {
-                    self.pairs.for_each_into(row, |lists| {
+                    self.pairs.find_into(row, |lists| -> Option<()> {
                         // SAFETY: taken chains are ours.
                         took.received += unsafe { into.append_reversed(take(&lists[lane])) };
+                        None
                     });
                 }
             }
         } else if let Some(row) = row {
-            self.pairs.for_each_into(row, |[closures, fibres]| {
+            self.pairs.find_into(row, |[closures, fibres]| -> Option<()> {
                 // SAFETY: taken chains are ours.
                 took.received += unsafe { pinned.append_reversed(take(closures)) };
                 if fibres_hinted {
                     // SAFETY: as above.
                     took.received += unsafe { queue.append_reversed(take(fibres)) };
                 }
+                None
             });
         }
         if let Some(reading) = reading {
@@ -240,7 +232,11 @@ impl Inbound {
         let direct = if self.closures_hinted {
             self.waiting.iter().any(|hints| hints.is_raised(me))
         } else {
-            self.direct_into(me).any(|lists| lists.iter().any(|list| list.has_tasks()))
+            let row = self.pairs.row(me);
+            row.and_then(|row| {
+                self.pairs.find_into(row, |lanes| lanes.iter().any(|list| list.0.has_tasks()).then_some(()))
+            })
+            .is_some()
         };
         direct || self.mesh.as_ref().is_some_and(|routes| routes.read(me).has_work(me))
     }
@@ -266,7 +262,7 @@ impl Inbound {
     /// mesh's own lists are never stolen from: a thief would reorder what
     /// passes through.
     pub(crate) fn steal_fibres(&self, victim: usize) -> Chain {
-        self.direct_into(victim).find_map(|[_, fibres]| fibres.steal_all())
+        self.pairs.find_into(self.pairs.row(victim)?, |[_, fibres]| fibres.0.steal_all())
     }
 
     /// Closes core `core`'s direct lists, handing `keep` what each pair

@@ -152,35 +152,31 @@ impl Pairs {
         Some(&chunk.senders[column % CHUNK])
     }
 
-    /// Every sender's lists into `row`, by column (not the outside ones).
-    pub(crate) fn senders<'a>(&self, row: &'a Row) -> impl Iterator<Item = &'a Lanes> {
-        let given = if self.per_sender { self.given.load(Acquire) } else { 0 };
-        (0..given).map_while(move |column| {
-            // SAFETY: as in `Row::all_senders`; the count covers the chunk.
-            let chunk = unsafe { row.chunks[column / CHUNK].load(Acquire).as_ref() }?;
-            Some(&chunk.senders[column % CHUNK])
-        })
-    }
-
-    /// Calls `each` with every pair of lists into `row`: the outside ones,
-    /// then each sender's by column. A loop over a slice per chunk, with
-    /// one call site for `each`, so that a drain's walk stays a tight loop.
+    /// Calls `each` with every pair of lists into `row`, the outside ones
+    /// then each sender's by column, until it returns something, which
+    /// this returns. A loop over a slice per chunk, with one call site
+    /// for `each`, so that a drain's walk (which never stops early) stays
+    /// a tight loop.
     #[inline]
-    pub(crate) fn for_each_into<'a>(&self, row: &'a Row, mut each: impl FnMut(&'a Lanes)) {
+    pub(crate) fn find_into<'a, B>(
+        &self,
+        row: &'a Row,
+        mut each: impl FnMut(&'a Lanes) -> Option<B>,
+    ) -> Option<B> {
         let mut left = if self.per_sender { self.given.load(Acquire) } else { 0 };
         let mut lanes: &[Lanes] = core::slice::from_ref(&row.outside);
         let mut chunks = row.chunks.iter();
         loop {
             for pair in lanes {
-                each(pair);
+                if let Some(found) = each(pair) {
+                    return Some(found);
+                }
             }
             if left == 0 {
-                return;
+                return None;
             }
             // SAFETY: as in `Row::all_senders`; the count covers the chunk.
-            let Some(chunk) = chunks.next().and_then(|chunk| unsafe { chunk.load(Acquire).as_ref() }) else {
-                return;
-            };
+            let chunk = chunks.next().and_then(|chunk| unsafe { chunk.load(Acquire).as_ref() })?;
             let here = left.min(CHUNK);
             lanes = &chunk.senders[..here];
             left -= here;
@@ -276,9 +272,28 @@ mod tests {
         Some(pushed)
     }
 
+    /// Every pair of lists into `row`, as the walk gives them.
+    fn walked<'a>(pairs: &Pairs, row: &'a Row) -> Vec<&'a Lanes> {
+        let mut walked = Vec::new();
+        pairs.find_into(row, |lanes| -> Option<()> {
+            walked.push(lanes);
+            None
+        });
+        walked
+    }
+
+    /// Each sender's lists into `row`, by column.
+    fn senders<'a>(pairs: &Pairs, row: &'a Row) -> Vec<&'a Lanes> {
+        walked(pairs, row).split_off(1)
+    }
+
     fn drain_row(pairs: &Pairs, core: usize) -> Vec<usize> {
         let row = pairs.row(core).expect("a row");
-        pairs.senders(row).flat_map(|lanes| drain(lanes[0].take_all())).map(|(sender, _)| sender).collect()
+        senders(pairs, row)
+            .into_iter()
+            .flat_map(|lanes| drain(lanes[0].take_all()))
+            .map(|(sender, _)| sender)
+            .collect()
     }
 
     #[test]
@@ -287,7 +302,7 @@ mod tests {
         assert!(pairs.row(3).is_some() && pairs.row(4).is_none() && pairs.row(511).is_none());
         let row = pairs.row(0).unwrap();
         assert!(pairs.from(row, 3).is_some() && pairs.from(row, 4).is_none());
-        assert_eq!(pairs.senders(row).count(), 4);
+        assert_eq!(senders(&pairs, row).len(), 4);
         assert_eq!(push_from(&pairs, 2, 0), Some(Pushed::Queued));
         assert_eq!(push_from(&pairs, 2, 9), None, "a core never a member has no row");
         assert_eq!(drain_row(&pairs, 0), [2]);
@@ -310,7 +325,7 @@ mod tests {
         assert_eq!(push_from(&pairs, 3, 1), Some(Pushed::Queued));
         assert_eq!(drain_row(&pairs, 1), [3, last]);
         assert_eq!(drain_row(&pairs, 0), [last]);
-        assert_eq!(pairs.senders(pairs.row(4).unwrap()).count(), CHUNK + 2);
+        assert_eq!(senders(&pairs, pairs.row(4).unwrap()).len(), CHUNK + 2);
     }
 
     #[test]
@@ -318,14 +333,17 @@ mod tests {
         for (cores, per_sender) in [(1, true), (CHUNK, true), (2 * CHUNK + 3, true), (5, false)] {
             let pairs = Pairs::new(64, |core| core < cores, per_sender);
             let row = pairs.row(0).unwrap();
-            let mut walked = Vec::new();
-            pairs.for_each_into(row, |lanes| walked.push(lanes as *const Lanes));
+            let walked: Vec<_> = walked(&pairs, row).into_iter().map(|lanes| lanes as *const Lanes).collect();
+            // Columns were given in the order the cores were opened.
             let expected: Vec<_> = core::iter::once(&row.outside)
-                .chain(pairs.senders(row))
+                .chain((0..cores).filter_map(|core| pairs.from(row, core)))
                 .map(|lanes| lanes as *const Lanes)
                 .collect();
             assert_eq!(walked, expected, "{cores} cores");
             assert_eq!(walked.len(), 1 + if per_sender { cores } else { 0 });
+            let second = pairs
+                .find_into(row, |lanes| (!ptr::eq(lanes, &row.outside)).then_some(lanes as *const Lanes));
+            assert_eq!(second, walked.get(1).copied(), "the walk stops at the first answer");
         }
     }
 
@@ -333,7 +351,7 @@ mod tests {
     fn the_mesh_keeps_only_the_lists_from_outside() {
         let pairs = Pairs::new(64, |core| core % 2 == 0, false);
         let row = pairs.row(0).unwrap();
-        assert!(pairs.from(row, 2).is_none() && pairs.senders(row).next().is_none());
+        assert!(pairs.from(row, 2).is_none() && senders(&pairs, row).is_empty());
         assert_eq!(pairs.all().count(), 2 * 32);
     }
 }
