@@ -204,7 +204,11 @@ unsafe fn work_waiting(shared: PoolRef<'_>, me: usize, fibre: &Fibre) -> bool {
 /// Called only by `roving_preempt_entry`, on the stack of the strand that
 /// [`on_tick`] preempted, under the deferral `on_tick` raised.
 pub(crate) unsafe extern "C" fn preempted() {
-    let me = scheduler::current().expect("only a strand is preempted");
+    // The tick's deferral keeps the strand on this core until it switches
+    // away, so the core's record names it (no look-up from the stack).
+    // SAFETY: we hold that deferral.
+    let (shared, core) = unsafe { scheduler::here_deferring() }.expect("only a strand is preempted");
+    let me = scheduler::running_on(shared, core).expect("only a strand is preempted");
     // SAFETY: our own header.
     let header = unsafe { me.as_ref() };
     if interruptible(header) && header.flags.load(Relaxed) & CANCEL_SEEN != 0 && !unwinding() {
@@ -214,9 +218,9 @@ pub(crate) unsafe extern "C" fn preempted() {
     // Marked for debuggers and dumps, which cannot tell a preempted
     // strand from one that yielded otherwise.
     header.flags.fetch_or(PREEMPTED, Relaxed);
-    // SAFETY: we are the running strand, still runnable, holding the
-    // tick's deferral.
-    unsafe { scheduler::suspend_deferring(TurnEnd::Preempted) };
+    // SAFETY: we are the running strand of `core`, still runnable, holding
+    // the tick's deferral (`interrupt_running` returned without switching).
+    unsafe { scheduler::suspend_on(shared, core, TurnEnd::Preempted) };
     header.flags.fetch_and(!PREEMPTED, Relaxed);
     let count = &header.no_preempt;
     compiler_fence(SeqCst);
