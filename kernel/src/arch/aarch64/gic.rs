@@ -8,8 +8,11 @@
 //! and each core alone drives its own redistributor, found once by the boot
 //! core in the regions the device tree lists (any number of cores, in any
 //! affinity layout). GICv2's driver needs `&mut` for everything, so it sits
-//! behind a lock; the lock is only taken to send a deep wake-up or
-//! acknowledge one, always with interrupts masked.
+//! behind a lock, taken only to set a core up. The paths every interrupt
+//! and every deep wake-up take are single register accesses that need no
+//! lock, made directly: the CPU interface's acknowledge and end registers
+//! are banked (each core reads and writes its own at the same address),
+//! and an SGI is one write of the distributor's SGI register.
 
 use crate::board::Pending;
 use crate::boot_info::boot_info;
@@ -34,8 +37,20 @@ pub(crate) const WAKE_SGI: IntId = IntId::sgi(1);
 /// own CPU interface bit (the register is banked per core).
 const GICD_ITARGETSR0: usize = 0x800;
 
+/// GICv2 CPU interface registers: acknowledge (GICC_IAR) and end of
+/// interrupt (GICC_EOIR), both banked per core.
+const GICC_IAR: usize = 0x00c;
+const GICC_EOIR: usize = 0x010;
+
+/// GICv2 GICD_SGIR: target list filter (bits 25:24; 0, the list), CPU
+/// target list (23:16) and SGI number (3:0), in one write.
+const GICD_SGIR: usize = 0xf00;
+
+/// GICv2 interrupt ids 1020-1023 are special: 1023 says nothing is pending.
+const V2_SPECIAL: u32 = 1020;
+
 enum Gic {
-    V2 { driver: Mutex<GicV2<'static>>, distributor: usize },
+    V2 { driver: Mutex<GicV2<'static>>, distributor: usize, cpu_interface: usize },
     V3 { distributor: usize },
 }
 
@@ -75,7 +90,11 @@ pub(super) fn init_primary() {
             // only driver instance. (`init_this_core` runs its set-up.)
             let driver =
                 unsafe { GicV2::new(gic.distributor as *mut GicdV2, gic.cpu_interface as *mut Gicc) };
-            GIC.call_once(|| Gic::V2 { driver: Mutex::new(driver), distributor: gic.distributor });
+            GIC.call_once(|| Gic::V2 {
+                driver: Mutex::new(driver),
+                distributor: gic.distributor,
+                cpu_interface: gic.cpu_interface,
+            });
         }
         GicVersion::V3 => {
             let Some(gicd) = NonNull::new(gic.distributor as *mut GicdV3) else { return };
@@ -147,7 +166,7 @@ pub(super) fn init_this_core() {
     let me = crate::cores::current().expect("per-core data is set before interrupts");
     let timer = IntId::ppi(boot_info().arch.timer_intid - 16);
     crate::masking::without_interrupts(|| match gic {
-        Gic::V2 { driver, distributor } => {
+        Gic::V2 { driver, distributor, .. } => {
             let mut driver = driver.lock();
             // The driver has no CPU-interface-only set-up; the distributor
             // part it repeats is idempotent.
@@ -201,17 +220,9 @@ pub(super) fn init_this_core() {
 pub(super) fn send_wake(target: &CoreLocal) {
     let Some(gic) = GIC.get() else { return };
     match gic {
-        Gic::V2 { driver, .. } => {
-            let target_list = target.arch.v2_target.load(Relaxed);
-            crate::masking::locked(driver, |driver| {
-                driver.send_sgi(
-                    WAKE_SGI,
-                    arm_gic::gicv2::SgiTarget::List {
-                        target_list_filter: arm_gic::gicv2::SgiTargetListFilter::CPUTargetList,
-                        target_list,
-                    },
-                )
-            });
+        Gic::V2 { distributor, .. } => {
+            let target_list = u32::from(target.arch.v2_target.load(Relaxed)) & 0xff;
+            distributor_registers(*distributor).write32(GICD_SGIR, target_list << 16 | WAKE_SGI.raw_value());
         }
         Gic::V3 { .. } => {
             let value = sgi1r(WAKE_SGI.raw_value(), target.hw_id());
@@ -252,10 +263,10 @@ const ICC_CTLR_RSS: u64 = 1 << 18;
 
 /// An interrupt the calling core's CPU interface has acknowledged: handle
 /// [`Acknowledged::line`], then hand it back to [`CpuInterface::end`].
-pub(super) struct Acknowledged {
+pub(super) struct Acknowledged<Token> {
     /// As the CPU interface returned it, for the end of interrupt, which
     /// takes it whole.
-    id: IntId,
+    token: Token,
     /// The interrupt's number (on GICv2 an SGI's sender, in bits 12:10 of
     /// `id`, is masked off).
     number: u32,
@@ -270,7 +281,7 @@ pub(super) enum Line {
     Device(u32),
 }
 
-impl Acknowledged {
+impl<Token> Acknowledged<Token> {
     /// The interrupt's number and what it is for.
     #[inline(always)]
     pub(super) fn line(&self) -> Line {
@@ -289,19 +300,19 @@ impl Acknowledged {
 /// interrupts. One type per version, so that its loop is compiled for the
 /// version in use and asks which only once per interrupt exception.
 pub(super) trait CpuInterface {
+    /// What the end of interrupt takes back: the acknowledged id, whole.
+    type Token;
     /// Acknowledges the calling core's highest-priority pending interrupt,
     /// if any. Called from the IRQ vector, once per exception.
-    fn acknowledge(&self) -> Option<Acknowledged>;
+    fn acknowledge(&self) -> Option<Acknowledged<Self::Token>>;
     /// Ends an interrupt [`acknowledge`](Self::acknowledge) returned, once
     /// it has been handled.
-    fn end(&self, acknowledged: Acknowledged);
+    fn end(&self, acknowledged: Acknowledged<Self::Token>);
 }
 
-/// GICv2's CPU interface, through the driver's lock. The lock is held only
-/// for the acknowledgement and again for the end, never while the
-/// interrupt is handled: a handler may wake a core, which takes the lock
-/// to send the SGI.
-pub(super) struct V2Interface(&'static Mutex<GicV2<'static>>);
+/// GICv2's CPU interface: its banked registers, read and written directly
+/// (module docs), so no core waits for another's interrupt.
+pub(super) struct V2Interface(Registers);
 
 /// GICv3's CPU interface: system registers, the calling core's own.
 pub(super) struct V3Interface;
@@ -315,38 +326,43 @@ pub(super) enum Interface {
 /// The CPU interface of the running GIC, once the boot core has set it up.
 pub(super) fn interface() -> Option<Interface> {
     Some(match GIC.get()? {
-        Gic::V2 { driver, .. } => Interface::V2(V2Interface(driver)),
+        // SAFETY: the CPU interface the device tree names, mapped as
+        // device memory; only its banked IAR and EOIR are used through this.
+        Gic::V2 { cpu_interface, .. } => Interface::V2(V2Interface(unsafe { Registers::at(*cpu_interface) })),
         Gic::V3 { .. } => Interface::V3(V3Interface),
     })
 }
 
 impl CpuInterface for V2Interface {
+    /// GICC_IAR's value: the id and, for an SGI, its sender.
+    type Token = u32;
+
     #[inline(always)]
-    fn acknowledge(&self) -> Option<Acknowledged> {
-        let id = crate::masking::locked(self.0, |driver| {
-            driver.get_and_acknowledge_interrupt(InterruptGroup::Group0)
-        })?;
-        Some(Acknowledged { id, number: id.raw_value() & 0x3ff })
+    fn acknowledge(&self) -> Option<Acknowledged<u32>> {
+        // The interrupt id (bits 9:0) and, for an SGI, its sender (12:10).
+        let value = self.0.read32(GICC_IAR) & 0x1fff;
+        let number = value & 0x3ff;
+        (number < V2_SPECIAL).then_some(Acknowledged { token: value, number })
     }
 
     #[inline(always)]
-    fn end(&self, acknowledged: Acknowledged) {
-        crate::masking::locked(self.0, |driver| {
-            driver.end_interrupt(acknowledged.id, InterruptGroup::Group0)
-        });
+    fn end(&self, acknowledged: Acknowledged<u32>) {
+        self.0.write32(GICC_EOIR, acknowledged.token);
     }
 }
 
 impl CpuInterface for V3Interface {
+    type Token = IntId;
+
     #[inline(always)]
-    fn acknowledge(&self) -> Option<Acknowledged> {
+    fn acknowledge(&self) -> Option<Acknowledged<IntId>> {
         let id = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1)?;
-        Some(Acknowledged { id, number: id.raw_value() })
+        Some(Acknowledged { token: id, number: id.raw_value() })
     }
 
     #[inline(always)]
-    fn end(&self, acknowledged: Acknowledged) {
-        GicCpuInterface::end_interrupt(acknowledged.id, InterruptGroup::Group1);
+    fn end(&self, acknowledged: Acknowledged<IntId>) {
+        GicCpuInterface::end_interrupt(acknowledged.token, InterruptGroup::Group1);
     }
 }
 

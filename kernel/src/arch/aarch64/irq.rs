@@ -87,8 +87,7 @@ pub(super) fn handle_irq() {
 /// One per exception, not a loop until none is pending: another pending
 /// interrupt is taken again as soon as the vector returns and unmasks,
 /// and the common case (one interrupt) no longer pays for a second
-/// acknowledgement, which on GICv2 is a read of the CPU interface under
-/// the driver's lock (`gic::V2Interface`).
+/// acknowledgement (a read of the CPU interface, a device access).
 fn handle_acknowledged(interface: &impl gic::CpuInterface) {
     let Some(acknowledged) = interface.acknowledge() else { return };
     match acknowledged.line() {
