@@ -146,16 +146,16 @@ impl CoreLocal {
     /// Counts an interrupt taken by this core; `expected` if it was a
     /// wake-up or a timer deadline.
     pub(crate) fn count_interrupt(&self, expected: bool) {
-        self.stats.interrupts.fetch_add(1, Relaxed);
+        bump_own(&self.stats.interrupts);
         if !expected {
-            self.stats.unexpected_interrupts.fetch_add(1, Relaxed);
+            bump_own(&self.stats.unexpected_interrupts);
         }
     }
 
     /// This core's timer fired: counts it, and has roving asked whether to
     /// preempt once the handler is done (`arch::preempt`).
     pub(crate) fn timer_fired(&self) {
-        self.stats.timer_interrupts.fetch_add(1, Relaxed);
+        bump_own(&self.stats.timer_interrupts);
         self.want_tick();
     }
 
@@ -193,6 +193,13 @@ impl CoreLocal {
             longest_handler,
         }
     }
+}
+
+/// Adds one to a count of the calling core's own interrupts. Only that
+/// core writes it, in its handlers, which do not nest: a load and a store,
+/// not a read-modify-write (readers elsewhere see one value or the next).
+fn bump_own(count: &AtomicU64) {
+    count.store(count.load(Relaxed) + 1, Relaxed);
 }
 
 /// At the end of an interrupt: whether it should ask roving whether to
