@@ -102,6 +102,7 @@ impl Shared {
             // core stole it meanwhile, nothing.
             slot.take()?;
         } else {
+            local.queue_served = true;
             local.queue.pop_front();
         }
         local.since_inbound += 1;
@@ -117,10 +118,11 @@ impl Shared {
     /// would run the strand's own fibre again ([`AfterPreemption::Same`]).
     /// The order is the loop's (`super::worker`): its own queues, as for
     /// any hand-off ([`Shared::take_next_fibre`]), unless they are empty or
-    /// due; else what deadlines, its mailboxes, its steal list or the
-    /// injector bring (gathered here as the loop would); else the next turn
-    /// by the round, in which the strand's own turn counts. `None` leaves
-    /// the rest to the loop. Counts the turn as the loop would.
+    /// due; else, once deadlines, its mailboxes, its steal list and the
+    /// injector are gathered as the loop would, what the loop takes after
+    /// a drain (`super::worker::after_drain`), with the next turn by the
+    /// round, in which the strand's own turn counts. `None` leaves the rest
+    /// to the loop. Counts the turn as the loop would.
     pub(crate) fn take_fibre_after_preemption(
         &self,
         me: usize,
@@ -143,22 +145,33 @@ impl Shared {
             return None;
         }
         super::worker::gather(self, me);
+        // After a drain, as the loop does: every other time the next turn
+        // first if others wait (the round counts this strand's own), then
+        // its pinned queue, its slot and its queue (the queue first if its
+        // head waited a whole drain), then the turns.
+        let first = super::worker::after_drain(self, me);
+        let turn_first = first.turn && self.has_turns();
+        let turn = || match self.preempted.take_beside(level) {
+            Turn::Other(task) => AfterPreemption::Next(task),
+            Turn::Own | Turn::None => AfterPreemption::Same,
+        };
         // SAFETY: as above.
         let local = unsafe { self.local(me) };
-        // After gathering, the loop looks at its pinned queue first.
         let in_slot = slot.peek();
-        let next = match local.pinned.front().or(in_slot).or_else(|| local.queue.front()) {
-            None => match self.preempted.take_beside(level) {
-                Turn::Other(task) => AfterPreemption::Next(task),
-                Turn::Own => AfterPreemption::Same,
-                Turn::None => return None,
-            },
+        let from_queue = in_slot.is_none() || (first.queue && local.queue.len() > 0);
+        let own = if from_queue { local.queue.front() } else { in_slot };
+        let next = match local.pinned.front().or(own) {
+            _ if turn_first => turn(),
+            None => turn(),
             Some(task) if !is_fibre(task) => return None,
             Some(_) if local.pinned.len() > 0 => AfterPreemption::Next(local.pinned.pop_front()?),
+            Some(_) if from_queue => {
+                local.queue_served = true;
+                AfterPreemption::Next(local.queue.pop_front()?)
+            }
             // Only this core puts, so the slot holds the task or, if an
             // idle core stole it meanwhile, nothing.
-            Some(_) if in_slot.is_some() => AfterPreemption::Next(slot.take()?),
-            Some(_) => AfterPreemption::Next(local.queue.pop_front()?),
+            Some(_) => AfterPreemption::Next(slot.take()?),
         };
         local.since_inbound += 1;
         if let AfterPreemption::Next(_) = next {
@@ -176,8 +189,9 @@ impl Shared {
 
     /// Queues the fibre of a strand that core `me` preempted at the back
     /// of the pool's turns, which every core takes from in order once it
-    /// has nothing of its own: strands that never yield take turns on all
-    /// the cores. A pinned fibre's stays on `me`.
+    /// has nothing of its own, and at every other drain of its mailboxes:
+    /// strands that never yield take turns on all the cores. A pinned
+    /// fibre's stays on `me`.
     pub(crate) fn requeue_preempted(&self, me: usize, task: NonNull<Task>, pinned: bool, level: u8) {
         if pinned || self.is_leaving(me) {
             self.requeue_local(me, task, pinned);
@@ -233,6 +247,37 @@ impl Shared {
             Some(me) if me == to => self.place_spawned(me, task),
             // SAFETY: forwarded.
             _ => return unsafe { self.send_fibre(me, task, to, pinned) },
+        }
+        true
+    }
+
+    /// Queues a woken fibre's task on core `me` as `me` itself would
+    /// queue it (its own slot, displacing what was there to the back of its
+    /// queue; a pinned fibre's at the back of its pinned queue), for an
+    /// interrupt handler that interrupted `me` while its strand ran its
+    /// own code. Returns false, doing nothing, if the pool has stopped or
+    /// `me` is leaving: the caller then sends the task as from outside.
+    ///
+    /// # Safety
+    ///
+    /// The caller is an interrupt handler on core `me` of this pool, which
+    /// interrupted a strand outside roving's code (its deferral count 0),
+    /// so nothing else touches the core's queues until it returns (as for
+    /// the tick, `crate::preempt::on_tick`); the task is the caller's to
+    /// give, and in no list.
+    pub(crate) unsafe fn queue_from_handler_on(&self, me: usize, task: NonNull<Task>, pinned: bool) -> bool {
+        if self.stopped() || self.is_leaving(me) {
+            return false;
+        }
+        // SAFETY: per the contract, the handler stands in for core `me`,
+        // whose own code holds no reference to these now.
+        unsafe {
+            let local = self.local(me);
+            if pinned {
+                local.pinned.push_back(task);
+            } else if let Some(previous) = self.own_core(me).lifo.put(task) {
+                local.queue.push_back(previous);
+            }
         }
         true
     }

@@ -96,6 +96,15 @@ pub(crate) struct Local {
     pub(crate) cache: BlockCache,
     /// Tasks run since the mailboxes were last drained (fairness).
     pub(crate) since_inbound: u32,
+    /// Whether the next drain offers a preempted strand's turn before the
+    /// core's own queues (`super::worker::after_drain`): drains alternate.
+    pub(crate) turn_first: bool,
+    /// Whether the queue held tasks at the last drain, and whether a task
+    /// was taken from it since: if it held some and none was taken, its
+    /// head has waited a whole drain behind the LIFO slot, and goes first
+    /// at the next (`super::worker::after_drain`).
+    pub(crate) queue_waited: bool,
+    pub(crate) queue_served: bool,
     /// State of the victim chooser.
     pub(crate) rng: u32,
     /// Where this core's next look at the join slots starts
@@ -124,6 +133,9 @@ impl PerCore {
             // SAFETY: per the contract.
             cache: unsafe { BlockCache::new(core, returns) },
             since_inbound: 0,
+            turn_first: true,
+            queue_waited: false,
+            queue_served: false,
             rng: (core as u32).wrapping_mul(0x9e37_79b9) | 1,
             join_window: ((core + 1) % cores) as u32,
         };

@@ -211,6 +211,18 @@ impl<'a> PoolRef<'a> {
         unsafe { self.0.schedule_fibre_from(me, task, to, pinned) }
     }
 
+    /// Queues a woken fibre on the core a handler interrupted
+    /// (`Shared::queue_from_handler_on`).
+    ///
+    /// # Safety
+    ///
+    /// As for `Shared::queue_from_handler_on`.
+    #[inline]
+    pub(crate) unsafe fn queue_from_handler_on(self, me: usize, task: NonNull<Task>, pinned: bool) -> bool {
+        // SAFETY: forwarded.
+        unsafe { self.0.queue_from_handler_on(me, task, pinned) }
+    }
+
     /// Queues a preempted strand's fibre for its turn at `level`.
     #[inline]
     pub(crate) fn requeue_preempted(self, me: usize, task: NonNull<Task>, pinned: bool, level: u8) {

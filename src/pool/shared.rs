@@ -104,8 +104,9 @@ pub(crate) struct Shared {
     /// (`crate::mailbox::inbound`).
     pub(super) inbound: Inbound,
     /// Fibres whose strand was preempted, by level, oldest first within
-    /// one: a core with nothing of its own takes the next, so strands that
-    /// never yield take turns on every core (`crate::preempt`).
+    /// one: a core with nothing of its own takes the next, and so does a
+    /// core at every other drain of its mailboxes, so strands that never
+    /// yield take turns on every core (`crate::preempt`).
     pub(super) preempted: Preempted,
     /// Join owners waiting for their stolen jobs, taking others' meanwhile
     /// (`crate::join::wait_for`): a job offered is taken by them as by an

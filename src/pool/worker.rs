@@ -16,7 +16,10 @@
 //! 6. nothing: the sleep protocol (`crate::sleep`), one round per call.
 //!
 //! Step 1 yields to step 2 every [`FAIRNESS`] tasks, so a core that keeps
-//! spawning for itself still serves its mailboxes. After each task, a core
+//! spawning for itself still serves its mailboxes; and after a drain a
+//! preempted strand's turn comes first every other time, and the queue's
+//! head comes before the LIFO slot if it has waited a whole drain
+//! ([`after_drain`]), so nothing waits on a busy core for ever. After each task, a core
 //! with at least two stealable tasks offers the older half on its steal
 //! list if any core is idle or asleep.
 //!
@@ -263,8 +266,15 @@ fn find_work(here: Here<'_>) -> Option<NonNull<Task>> {
     // SAFETY: we are core `me`, between tasks; the reference ends here.
     let local = unsafe { here.part.local() };
     if local.since_inbound < FAIRNESS
-        && let Some(task) =
-            here.part.lifo.take().or_else(|| local.queue.pop_front()).or_else(|| local.pinned.pop_front())
+        && let Some(task) = here
+            .part
+            .lifo
+            .take()
+            .or_else(|| {
+                local.queue_served = true;
+                local.queue.pop_front()
+            })
+            .or_else(|| local.pinned.pop_front())
     {
         local.since_inbound += 1;
         return Some(task);
@@ -276,14 +286,26 @@ fn find_work(here: Here<'_>) -> Option<NonNull<Task>> {
 #[inline(never)]
 fn find_work_further(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     gather(shared, me);
+    let first = after_drain(shared, me);
+    if first.turn
+        && let Some(task) = shared.take_turn()
+    {
+        return Some(task);
+    }
     // SAFETY: we are core `me`, between tasks; this reference is not held
     // across the poller (user code) below.
     let local = unsafe { shared.local(me) };
     // SAFETY: we are core `me`.
     let core = unsafe { shared.own_core(me) };
-    if let Some(task) =
-        local.pinned.pop_front().or_else(|| core.lifo.take()).or_else(|| local.queue.pop_front())
-    {
+    let queue = |local: &mut super::per_core::Local| {
+        local.queue_served = true;
+        local.queue.pop_front()
+    };
+    let own = local.pinned.pop_front().or_else(|| match first.queue {
+        true => queue(local).or_else(|| core.lifo.take()),
+        false => core.lifo.take().or_else(|| queue(local)),
+    });
+    if let Some(task) = own {
         return Some(task);
     }
     if let Some(task) = shared.take_turn() {
@@ -300,6 +322,39 @@ fn find_work_further(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
         }
     }
     steal(shared, me, victim_start)
+}
+
+/// What goes first after a drain ([`after_drain`]).
+pub(super) struct First {
+    /// A preempted strand's turn, before the core's own queues.
+    pub(super) turn: bool,
+    /// The queue's head, before the LIFO slot.
+    pub(super) queue: bool,
+}
+
+/// What goes first after this drain, so that no work waits on a busy core
+/// for ever (module docs). Drains alternate between offering a preempted
+/// strand's turn first and the core's own queues first; and the queue's
+/// head goes before the LIFO slot if the queue held tasks at the last
+/// drain and none was taken from it since.
+///
+/// Between drains the slot comes first, so two strands that keep waking
+/// each other through it (a parent joining child after child) would
+/// otherwise hold the queue off for ever on a core that no thief helps;
+/// and preempted strands, which wait in the turns, would wait behind both.
+/// With this, the queue's head and the next turn each wait at most a few
+/// drains of `FAIRNESS` tasks. The slot keeps its place otherwise: a
+/// strand that yields is requeued at the queue's back, and the strand it
+/// woke through the slot must still go before it.
+pub(super) fn after_drain(shared: &Shared, me: usize) -> First {
+    // SAFETY: we are core `me`, between tasks or inside one; the reference
+    // ends here.
+    let local = unsafe { shared.local(me) };
+    let queue = local.queue_waited && !local.queue_served;
+    local.queue_waited = local.queue.len() > 0;
+    local.queue_served = false;
+    local.turn_first = !local.turn_first;
+    First { turn: !local.turn_first, queue }
 }
 
 /// Steps 2 and 3 of the loop (module docs) up to the turns, as far as

@@ -350,7 +350,7 @@ fn queue_in_fibre(strand: NonNull<Header>, caller: Caller) {
     // for a whole slice (seen on the Pi 3: High wakes slower than Normal).
     if !crate::preempt::deferral::any_pool_preempts() {
         // Apart, so that a cooperative program's wake ends in a tail call.
-        return push_and_schedule(fibre, strand, caller);
+        return push_and_schedule(fibre, strand, caller, false);
     }
     let mut tick_for = None;
     // SAFETY: as above.
@@ -360,16 +360,18 @@ fn queue_in_fibre(strand: NonNull<Header>, caller: Caller) {
         // A fibre with strands is held by a live pool.
         tick_for = fibre.pool().woken(level, to).then_some(to);
     }
-    push_and_schedule(fibre, strand, caller);
+    push_and_schedule(fibre, strand, caller, tick_for.is_some());
     if let Some(to) = tick_for {
         crate::platform::request_tick_on(to);
     }
 }
 
 /// Puts `strand` in `fibre`'s inbox, and if the fibre was idle sends it
-/// to the core that last ran it.
+/// to the core that last ran it. `outranks`: the strand outranks the one
+/// that core runs, which the tick at the end of this interrupt, if this is
+/// one, will preempt.
 #[inline(always)]
-fn push_and_schedule(fibre: &'static Fibre, strand: NonNull<Header>, caller: Caller) {
+fn push_and_schedule(fibre: &'static Fibre, strand: NonNull<Header>, caller: Caller, outranks: bool) {
     // SAFETY: the strand is in no list (it was running or blocked).
     if !unsafe { fibre.inbox.push(Header::task(strand)) } {
         return;
@@ -379,11 +381,42 @@ fn push_and_schedule(fibre: &'static Fibre, strand: NonNull<Header>, caller: Cal
     // reference to it).
     let pool = fibre.pool();
     let (task, to, pinned) = (fibre.task(), fibre.last_core.load(Relaxed), fibre.pinned.load(Relaxed));
+    // A handler waking a strand that outranks the one it interrupted, on
+    // that strand's own core: the fibre goes where the core itself would
+    // put it, so that the preemption at the handler's end hands the core
+    // to it at once instead of draining the mailbox a handler's wake
+    // would otherwise go through.
+    if outranks && handler_interrupted_own_code_of(pool, to) {
+        // SAFETY: the check just made is the contract: a handler on core
+        // `to` of this pool, which interrupted its strand's own code; the
+        // task is the fibre's, scheduled by the push above and in no list.
+        if unsafe { pool.queue_from_handler_on(to, task, pinned) } {
+            return;
+        }
+    }
     match caller {
         Caller::Unknown => _ = pool.schedule_fibre(task, to, pinned),
         // SAFETY: `make_spawned_runnable`'s contract.
         Caller::Known(me) => _ = unsafe { pool.schedule_fibre_from(me, task, to, pinned) },
     }
+}
+
+/// Whether the caller is an interrupt handler that interrupted core `to`
+/// of `pool` while the strand there ran its own code (its deferral count
+/// 0): then nothing else touches that core's queues until the handler
+/// returns, as for the tick (`crate::preempt::on_tick`).
+#[inline(never)]
+fn handler_interrupted_own_code_of(pool: PoolRef<'_>, to: usize) -> bool {
+    if !crate::platform::in_interrupt() {
+        return false;
+    }
+    let Some((shared, me)) = current::interrupted_worker() else { return false };
+    // SAFETY: the strand the interrupted core runs; its header lives while
+    // it runs, which it does until this handler returns.
+    me == to
+        && shared.same(pool)
+        && running_on(shared, me)
+            .is_some_and(|strand| unsafe { strand.as_ref() }.no_preempt.load(Relaxed) == 0)
 }
 
 /// The fibre's task: run its next runnable strand (`fibre::run`).

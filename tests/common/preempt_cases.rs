@@ -526,6 +526,52 @@ pub fn wake_latencies(
     fire: fn(),
 ) -> Vec<u64> {
     let crowd = Crowd::spawn(spinners as u64, |_, stop| spin_until(stop));
+    let latencies = wake_latencies_beside(&crowd, level, rounds, gap, fire);
+    crowd.stop();
+    latencies
+}
+
+/// Computes a little, then spawns and joins one child strand, until
+/// `stop`: each spawn and join works on the core's own queues, with
+/// preemption deferred, and between them the strand runs its own code, as
+/// most strands do. Returns how many children it joined; panics if one
+/// returned the wrong value.
+pub fn spawn_and_join_until(stop: &AtomicBool) -> u64 {
+    let mut joined = 0u64;
+    while !stop.load(SeqCst) {
+        for round in 0..2_000u64 {
+            core::hint::black_box(round);
+        }
+        let child = strand::spawn(move || joined.wrapping_mul(3)).expect("a child strand");
+        assert_eq!(child.join().expect("a child strand"), joined.wrapping_mul(3), "a child's result");
+        joined += 1;
+    }
+    joined
+}
+
+/// [`wake_latencies`] beside `spawners` strands that spawn and join
+/// children ([`spawn_and_join_until`]) instead of spinning: the woken
+/// strand's wake lands on cores whose strands keep using their core's
+/// queues. Returns the latencies and each spawner's children.
+pub fn wake_latencies_beside_spawners(
+    level: strand::Priority,
+    spawners: usize,
+    rounds: u64,
+    gap: Duration,
+    fire: fn(),
+) -> (Vec<u64>, Vec<u64>) {
+    let crowd = Crowd::spawn(spawners as u64, |_, stop| spawn_and_join_until(stop));
+    let latencies = wake_latencies_beside(&crowd, level, rounds, gap, fire);
+    (latencies, crowd.stop())
+}
+
+fn wake_latencies_beside<T: Send + 'static>(
+    crowd: &Crowd<T>,
+    level: strand::Priority,
+    rounds: u64,
+    gap: Duration,
+    fire: fn(),
+) -> Vec<u64> {
     crowd.wait_until_all_started();
     READY.store(0, SeqCst);
     let _ = WAKE.try_take();
@@ -556,9 +602,7 @@ pub fn wake_latencies(
     })
     .expect("the firing strand");
     firer.join().expect("the firing strand");
-    let latencies = waiter.join().expect("the waiting strand");
-    crowd.stop();
-    latencies
+    waiter.join().expect("the waiting strand")
 }
 
 /// The median of `samples`.

@@ -174,6 +174,14 @@ fn interrupt_wakes(cores: usize) {
     let gap = Duration::from_micros(200);
     let high = preempt_cases::wake_latencies(Priority::High, 2 * cores, 100, gap, fire);
     let normal = preempt_cases::wake_latencies(Priority::Normal, 2 * cores, 100, gap, fire);
+    // The wake lands on a core whose strand spawns and joins, using its
+    // core's queues under deferral: a handler that queues the woken strand
+    // on the core it interrupted must leave them intact (every child's
+    // result is checked, and every round must end).
+    let (beside_spawners, children) =
+        preempt_cases::wake_latencies_beside_spawners(Priority::High, 2 * cores, 100, gap / 4, fire);
+    assert_eq!(beside_spawners.len(), 100, "a wake was lost");
+    assert!(children.iter().all(|&c| c > 0), "a spawner never ran: {children:?}");
     interrupts::unbind(test.line).expect("unbinding the test line");
     let slice = platform::tick_hz() / 1000;
     let (high_median, normal_median) = (preempt_cases::median(&high), preempt_cases::median(&normal));
@@ -182,6 +190,12 @@ fn interrupt_wakes(cores: usize) {
         2 * cores,
         high.iter().max().copied().unwrap_or(0),
         normal.iter().max().copied().unwrap_or(0)
+    );
+    println!(
+        "preempt: beside {} strands spawning and joining: High median {} ticks, {} children joined",
+        2 * cores,
+        preempt_cases::median(&beside_spawners),
+        children.iter().sum::<u64>()
     );
     // Not checked here: QEMU's cores are host threads, and on a busy host
     // a core cannot take its interrupt while its thread waits for a CPU.
