@@ -102,8 +102,7 @@ impl Shared {
             // core stole it meanwhile, nothing.
             slot.take()?;
         } else {
-            local.queue_served = true;
-            local.queue.pop_front();
+            local.take_from_queue();
         }
         local.since_inbound += 1;
         stats::add(&core.stats.tasks_run, 1);
@@ -165,10 +164,7 @@ impl Shared {
             None => turn(),
             Some(task) if !is_fibre(task) => return None,
             Some(_) if local.pinned.len() > 0 => AfterPreemption::Next(local.pinned.pop_front()?),
-            Some(_) if from_queue => {
-                local.queue_served = true;
-                AfterPreemption::Next(local.queue.pop_front()?)
-            }
+            Some(_) if from_queue => AfterPreemption::Next(local.take_from_queue()?),
             // Only this core puts, so the slot holds the task or, if an
             // idle core stole it meanwhile, nothing.
             Some(_) => AfterPreemption::Next(slot.take()?),
@@ -251,9 +247,8 @@ impl Shared {
         true
     }
 
-    /// Queues a woken fibre's task on core `me` as `me` itself would
-    /// queue it (its own slot, displacing what was there to the back of its
-    /// queue; a pinned fibre's at the back of its pinned queue), for an
+    /// Queues a woken fibre's task on core `me` as `me` itself would queue
+    /// it ([`Shared::schedule_fibre_from`] with `me` as the caller), for an
     /// interrupt handler that interrupted `me` while its strand ran its
     /// own code. Returns false, doing nothing, if the pool has stopped or
     /// `me` is leaving: the caller then sends the task as from outside.
@@ -270,16 +265,8 @@ impl Shared {
             return false;
         }
         // SAFETY: per the contract, the handler stands in for core `me`,
-        // whose own code holds no reference to these now.
-        unsafe {
-            let local = self.local(me);
-            if pinned {
-                local.pinned.push_back(task);
-            } else if let Some(previous) = self.own_core(me).lifo.put(task) {
-                local.queue.push_back(previous);
-            }
-        }
-        true
+        // whose own code holds no reference to its queues now.
+        unsafe { self.schedule_fibre_from(Some(me), task, me, pinned) }
     }
 
     /// [`Shared::schedule_fibre_from`] for a fibre bound for another core

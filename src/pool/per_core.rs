@@ -31,9 +31,11 @@ use crate::atomics::CachePadded;
 use crate::atomics::unmodelled::AtomicBool;
 use crate::mailbox::list::AtomicList;
 use crate::protocol::lifo_slot::LifoSlot;
+use crate::task::Task;
 use crate::task::queue::TaskQueue;
 use crate::task::storage::BlockCache;
 use core::cell::UnsafeCell;
+use core::ptr::NonNull;
 
 /// What one core of a pool writes. Each field's doc says who else reads it.
 #[repr(align(1024))]
@@ -104,12 +106,24 @@ pub(crate) struct Local {
     /// head has waited a whole drain behind the LIFO slot, and goes first
     /// at the next (`super::worker::after_drain`).
     pub(crate) queue_waited: bool,
+    /// Set by [`Local::take_from_queue`].
     pub(crate) queue_served: bool,
     /// State of the victim chooser.
     pub(crate) rng: u32,
     /// Where this core's next look at the join slots starts
     /// (`super::fork_join::JOIN_WINDOW`).
     pub(crate) join_window: u32,
+}
+
+impl Local {
+    /// Takes the task at the head of the queue, marking the queue served
+    /// for the fairness of drains (`super::worker::after_drain`). Every
+    /// take of the core's own from its queue goes through here.
+    #[inline(always)]
+    pub(crate) fn take_from_queue(&mut self) -> Option<NonNull<Task>> {
+        self.queue_served = true;
+        self.queue.pop_front()
+    }
 }
 
 // SAFETY: `local` is touched only by its core (the contract of

@@ -19,9 +19,9 @@
 //! spawning for itself still serves its mailboxes; and after a drain a
 //! preempted strand's turn comes first every other time, and the queue's
 //! head comes before the LIFO slot if it has waited a whole drain
-//! ([`after_drain`]), so nothing waits on a busy core for ever. After each task, a core
-//! with at least two stealable tasks offers the older half on its steal
-//! list if any core is idle or asleep.
+//! ([`after_drain`]), so nothing waits on a busy core for ever. After each
+//! task, a core with at least two stealable tasks offers the older half on
+//! its steal list if any core is idle or asleep.
 //!
 //! # Leaving the pool
 //!
@@ -266,15 +266,8 @@ fn find_work(here: Here<'_>) -> Option<NonNull<Task>> {
     // SAFETY: we are core `me`, between tasks; the reference ends here.
     let local = unsafe { here.part.local() };
     if local.since_inbound < FAIRNESS
-        && let Some(task) = here
-            .part
-            .lifo
-            .take()
-            .or_else(|| {
-                local.queue_served = true;
-                local.queue.pop_front()
-            })
-            .or_else(|| local.pinned.pop_front())
+        && let Some(task) =
+            here.part.lifo.take().or_else(|| local.take_from_queue()).or_else(|| local.pinned.pop_front())
     {
         local.since_inbound += 1;
         return Some(task);
@@ -297,13 +290,9 @@ fn find_work_further(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     let local = unsafe { shared.local(me) };
     // SAFETY: we are core `me`.
     let core = unsafe { shared.own_core(me) };
-    let queue = |local: &mut super::per_core::Local| {
-        local.queue_served = true;
-        local.queue.pop_front()
-    };
     let own = local.pinned.pop_front().or_else(|| match first.queue {
-        true => queue(local).or_else(|| core.lifo.take()),
-        false => core.lifo.take().or_else(|| queue(local)),
+        true => local.take_from_queue().or_else(|| core.lifo.take()),
+        false => core.lifo.take().or_else(|| local.take_from_queue()),
     });
     if let Some(task) = own {
         return Some(task);
@@ -350,11 +339,11 @@ pub(super) fn after_drain(shared: &Shared, me: usize) -> First {
     // SAFETY: we are core `me`, between tasks or inside one; the reference
     // ends here.
     let local = unsafe { shared.local(me) };
-    let queue = local.queue_waited && !local.queue_served;
+    let first = First { turn: local.turn_first, queue: local.queue_waited && !local.queue_served };
+    local.turn_first = !first.turn;
     local.queue_waited = local.queue.len() > 0;
     local.queue_served = false;
-    local.turn_first = !local.turn_first;
-    First { turn: !local.turn_first, queue }
+    first
 }
 
 /// Steps 2 and 3 of the loop (module docs) up to the turns, as far as
