@@ -16,11 +16,13 @@
 //!   read turns it back on. Under QEMU that is back-pressure (QEMU sends no
 //!   more until there is room). On hardware, bytes that arrive while the
 //!   FIFO is full are lost by the UART itself, which flags an overrun.
-//! - Bytes sent while the machine boots, before the kernel programs the
-//!   UART (which empties it), are read out first and kept, up to 256; if
+//! - Bytes sent while the machine boots, before the kernel programs a
+//!   PL011 (which empties it), are read out first and kept, up to 256; if
 //!   more are waiting then, the one the UART holds is lost and counted as
 //!   an overrun. (A byte that arrives in the instant the UART is being
-//!   programmed is lost uncounted: the UART gives no sign of it.)
+//!   programmed is lost uncounted: the UART gives no sign of it.) The PC's
+//!   16550 is programmed without emptying it: its FIFOs are turned on only
+//!   while nothing waits, and otherwise stay as the firmware left them.
 //! - Overruns, and bytes that arrive damaged (parity, framing, break), are
 //!   counted in [`stats`] and reported by the next read as
 //!   [`ReadError::Lost`], once.

@@ -1,15 +1,16 @@
 //! Bytes that reached the console UART before the kernel programmed it.
 //!
-//! Programming a UART (turning its FIFOs on, or clearing them) empties its
-//! receiver, so what a terminal or a pipe sent while the machine booted
-//! would be lost. The console reads those bytes out first and keeps them
-//! here; the receiver hands them over before anything newer.
+//! Programming a PL011 (turning its FIFOs on) empties its receiver, so
+//! what a terminal or a pipe sent while the machine booted would be lost.
+//! The console reads those bytes out first and keeps them here; the
+//! receiver hands them over before anything newer. (The PC's 16550 is
+//! programmed without emptying it, so it keeps nothing here.)
 
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use heapless::Deque;
 
-/// Bytes kept at most: a pipe's first lines, well beyond either UART's
-/// receive FIFO (the PL011's 32 bytes, the 16550's 16).
+/// Bytes kept at most: a pipe's first lines, well beyond the PL011's
+/// 32-byte receive FIFO.
 pub(crate) const CAPACITY: usize = 256;
 
 /// Reads of an empty receiver, after bytes came, before it counts as quiet

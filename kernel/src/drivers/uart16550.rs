@@ -1,13 +1,23 @@
-//! A 16550-compatible UART on x86 I/O ports: the console (the `uart_16550`
-//! crate initialises it) and its receiver.
+//! A 16550-compatible UART on x86 I/O ports: the console and its receiver.
 //!
 //! Reading the line status register clears its overrun flag, and both the
 //! writer (waiting for room to send) and the receiver read it, so each
 //! counts an overrun it sees in [`OVERRUNS`]: neither may drop the other's.
+//!
+//! Turning the FIFOs on (or off) empties the receiver, and the 16550
+//! gives no way to hold a sender off meanwhile: a byte that lands in that
+//! instant is gone, unseen. Under QEMU that instant is not rare when input
+//! is piped in at boot, since the next byte tends to wait for the very
+//! register access that turns the FIFOs on. So the kernel turns them on
+//! only when the receiver is empty and no read has just asked the sender
+//! for more: at its first look, before reading anything. If a byte is
+//! already waiting (input piped in, or typed during boot), the FIFOs stay
+//! as the firmware left them, and nothing is emptied or lost; with them
+//! off, the receiver holds one byte, and the handler has one character
+//! time to read it (260 µs at the 38,400 baud set here).
 
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use uart_16550::SerialPort;
 use x86_64::instructions::port::Port;
 
 /// Overruns seen in the line status register, by whoever read it.
@@ -15,7 +25,27 @@ pub(crate) static OVERRUNS: AtomicU64 = AtomicU64::new(0);
 
 const DATA: u16 = 0;
 const INTERRUPT_ENABLE: u16 = 1;
+/// Read: interrupt identification. Write: FIFO control.
+const INTERRUPT_ID: u16 = 2;
+const FIFO_CONTROL: u16 = 2;
+const LINE_CONTROL: u16 = 3;
+const MODEM_CONTROL: u16 = 4;
 const LINE_STATUS: u16 = 5;
+/// With the divisor latch open, `DATA` and `INTERRUPT_ENABLE` hold the
+/// divisor's low and high bytes.
+const DIVISOR_LATCH: u8 = 1 << 7;
+/// Line control: 8 data bits, no parity, one stop bit.
+const EIGHT_N_ONE: u8 = 0b0000_0011;
+/// The divisor of the UART's 115,200 baud base: 38,400 baud, a PC
+/// console's usual speed.
+const DIVISOR: u16 = 3;
+/// FIFO control: on, the receive interrupt at 14 bytes.
+const FIFOS_ON_TRIGGER_14: u8 = 0b1100_0001;
+/// Interrupt identification: both bits set while the FIFOs are on.
+const FIFOS_ARE_ON: u8 = 0b1100_0000;
+/// Modem control: data terminal ready, request to send, and OUT2, which
+/// gates the UART's interrupt line on a PC.
+const READY_AND_OUT2: u8 = 0b0000_1011;
 /// Interrupt enable: received data available.
 const RECEIVED_DATA: u8 = 1 << 0;
 /// Line status bits.
@@ -51,15 +81,22 @@ impl Uart16550 {
     /// `port` is the first of a 16550's eight I/O ports. A second instance
     /// may exist for an emergency report; both only ever send.
     pub(crate) unsafe fn new(port: u16) -> Self {
-        // Initialising clears the FIFOs. A port with no UART behind it
-        // reads as all ones: nothing was received there.
-        let has_byte = || {
-            let status = read(port + LINE_STATUS);
-            status != 0xff && status & DATA_READY != 0
-        };
-        super::early_input::save(|| has_byte().then(|| Ok(read(port + DATA))), has_byte);
-        // SAFETY: per this function's contract.
-        unsafe { SerialPort::new(port) }.init();
+        // A port with no UART behind it reads as all ones ("FIFOs on",
+        // "a byte waiting"): the writes below then reach nothing.
+        let fifos_on = read(port + INTERRUPT_ID) & FIFOS_ARE_ON == FIFOS_ARE_ON;
+        if fifos_on || read(port + LINE_STATUS) & DATA_READY == 0 {
+            // With the FIFOs on already, the enable bit is unchanged and
+            // no clearing bit is set: only the trigger level changes.
+            write(port + FIFO_CONTROL, FIFOS_ON_TRIGGER_14);
+        }
+        // Interrupts stay off until serial input binds the line.
+        write(port + INTERRUPT_ENABLE, 0);
+        write(port + LINE_CONTROL, DIVISOR_LATCH);
+        let [low, high] = DIVISOR.to_le_bytes();
+        write(port + DATA, low);
+        write(port + INTERRUPT_ENABLE, high);
+        write(port + LINE_CONTROL, EIGHT_N_ONE);
+        write(port + MODEM_CONTROL, READY_AND_OUT2);
         Self(port)
     }
 
