@@ -16,13 +16,11 @@
 //!   read turns it back on. Under QEMU that is back-pressure (QEMU sends no
 //!   more until there is room). On hardware, bytes that arrive while the
 //!   FIFO is full are lost by the UART itself, which flags an overrun.
-//! - Bytes sent while the machine boots, before the kernel programs a
-//!   PL011 (which empties it), are read out first and kept, up to 256; if
-//!   more are waiting then, the one the UART holds is lost and counted as
-//!   an overrun. (A byte that arrives in the instant the UART is being
-//!   programmed is lost uncounted: the UART gives no sign of it.) The PC's
-//!   16550 is programmed without emptying it: its FIFOs are turned on only
-//!   while nothing waits, and otherwise stay as the firmware left them.
+//! - Bytes sent while the machine boots wait in the UART: the kernel
+//!   turns its FIFOs on only when that empties nothing (the receiver was
+//!   empty, or they were on already), and otherwise leaves them as the
+//!   firmware did, holding one byte (the sender holds back the rest, under
+//!   QEMU; on hardware the UART flags an overrun).
 //! - Overruns, and bytes that arrive damaged (parity, framing, break), are
 //!   counted in [`stats`] and reported by the next read as
 //!   [`ReadError::Lost`], once.
@@ -127,9 +125,7 @@ pub struct InputStats {
     pub line: Option<u32>,
     /// Bytes received into the ring.
     pub received: u64,
-    /// Overruns the UART reported (bytes it lost), and a byte lost at
-    /// boot (more than the kernel keeps arrived before it programmed the
-    /// UART, which empties it).
+    /// Overruns the UART reported (bytes it lost).
     pub overruns: u64,
     /// Bytes that arrived damaged (parity, framing, break) and were dropped.
     pub damaged: u64,
@@ -165,8 +161,8 @@ pub(crate) fn init() {
                 receiver.set_interrupt(true);
             });
             // What arrived during boot raised no interrupt the handler saw
-            // (kept aside while the UART was programmed, or sitting below
-            // its FIFO's trigger level): drain it now.
+            // (it came before the line was bound, or sits below the FIFO's
+            // trigger level): drain it now.
             on_interrupt(line);
         }
         Err(error) => log::warn!(target: "roving_kernel", "no serial input: {error}"),

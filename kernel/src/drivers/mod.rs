@@ -1,8 +1,5 @@
 //! Device drivers shared by several boards.
 
-// The 16550 is never emptied at boot (see its module): nothing to keep.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-mod early_input;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod pl011;
 #[cfg(target_arch = "x86_64")]
@@ -87,8 +84,6 @@ impl Uart {
 /// The console UART's receiving side.
 pub(crate) struct Receiver {
     device: ReceiverDevice,
-    /// What arrived before the console was programmed, handed over first.
-    early: early_input::EarlyBytes,
 }
 
 enum ReceiverDevice {
@@ -120,15 +115,12 @@ impl Receiver {
             #[allow(unreachable_patterns)]
             other => panic!("this architecture has no driver for the console {other:?}"),
         };
-        Self { device, early: early_input::take() }
+        Self { device }
     }
 
     /// The next received byte, if any; `Err(())` for one that arrived
     /// damaged or lost to an overrun.
     pub(crate) fn next(&mut self) -> Option<Result<u8, ()>> {
-        if let Some(byte) = self.early.pop_front() {
-            return Some(Ok(byte));
-        }
         match &mut self.device {
             #[cfg(target_arch = "aarch64")]
             ReceiverDevice::Pl011(uart) => uart.next(),
@@ -159,13 +151,13 @@ impl Receiver {
 }
 
 /// Bytes the console UART lost before software saw them: the overruns it
-/// reported, and one that programming it at boot discarded.
+/// reported.
 pub(crate) fn overruns() -> u64 {
     #[cfg(target_arch = "aarch64")]
     let reported = pl011::OVERRUNS.load(core::sync::atomic::Ordering::Relaxed);
     #[cfg(target_arch = "x86_64")]
     let reported = uart16550::OVERRUNS.load(core::sync::atomic::Ordering::Relaxed);
-    reported + early_input::discarded()
+    reported
 }
 
 impl fmt::Write for Uart {

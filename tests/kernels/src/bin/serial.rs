@@ -8,10 +8,10 @@
 //! so the reads block the reading strand, not its core.
 //!
 //! QEMU feeds the input from the moment it starts, before the kernel owns
-//! the UART (as a terminal would on hardware), so the pattern follows a
-//! preamble and [`START`]. The preamble is longer than the kernel keeps
-//! from boot, so programming the UART discards one byte of it, which a
-//! read must report as lost: at most that one loss, before [`START`].
+//! the UART (as a terminal would on hardware), so the kernel must take the
+//! UART over without emptying it. The pattern follows a preamble of
+//! [`PREAMBLE`] bytes and [`START`], and every byte of the preamble must
+//! arrive too.
 #![no_std]
 #![no_main]
 
@@ -27,6 +27,9 @@ use roving_test_kernels::{expected_cores, pass};
 const BYTES: usize = 64 * 1024;
 /// The line that precedes the pattern.
 const START: &[u8] = b"\nroving-serial-start\n";
+/// What precedes [`START`]: this many of [`PREAMBLE_BYTE`].
+const PREAMBLE: usize = 512;
+const PREAMBLE_BYTE: u8 = 0xa5;
 
 /// Byte `i` of the pattern (`tests/qemu/suite` computes the same).
 fn pattern(i: usize) -> u8 {
@@ -55,25 +58,20 @@ impl Check {
     }
 }
 
-/// Reads until [`START`] has gone by; returns the bytes that followed it
-/// in the same read, left at the front of `buf`, and the losses reported
-/// on the way.
-fn skip_to_start(buf: &mut [u8]) -> (usize, u64) {
-    let (mut matched, mut lost) = (0, 0);
+/// Reads the preamble and [`START`], checking both; returns how many bytes
+/// that followed [`START`] in the same read are left at the front of `buf`.
+fn skip_to_start(buf: &mut [u8]) -> usize {
+    let mut at = 0;
+    let expected = |at: usize| if at < PREAMBLE { PREAMBLE_BYTE } else { START[at - PREAMBLE] };
     loop {
-        let got = match serial::read(buf) {
-            Ok(got) => got,
-            Err(serial::ReadError::Lost { count }) => {
-                lost += count;
-                continue;
-            }
-            Err(e) => panic!("before the start marker: {e}"),
-        };
-        for at in 0..got {
-            matched = if buf[at] == START[matched] { matched + 1 } else { usize::from(buf[at] == START[0]) };
-            if matched == START.len() {
-                buf.copy_within(at + 1..got, 0);
-                return (got - at - 1, lost);
+        let got =
+            serial::read(buf).unwrap_or_else(|e| panic!("after {at} bytes of the preamble and marker: {e}"));
+        for (i, &byte) in buf[..got].iter().enumerate() {
+            assert_eq!(byte, expected(at), "byte {at} of the preamble and start marker");
+            at += 1;
+            if at == PREAMBLE + START.len() {
+                buf.copy_within(i + 1..got, 0);
+                return got - i - 1;
             }
         }
     }
@@ -97,13 +95,13 @@ fn main() {
     let line = serial::stats().line.expect("the console has an interrupt line: serial input is on");
     println!("serial: input on line {line}; send the start marker, then {BYTES} bytes");
     let started = platform::ticks();
-    let (checksum, reads, boot_loss) = Pool::new()
+    let (checksum, reads) = Pool::new()
         .expect("a pool")
         .run(|| {
             let spinners: alloc::vec::Vec<_> =
                 (1..platform::core_count().min(2)).map(|_| strand::spawn(spin).expect("a strand")).collect();
             let mut buf = [0u8; 512];
-            let (ahead, boot_loss) = skip_to_start(&mut buf);
+            let ahead = skip_to_start(&mut buf);
             let mut check = Check { at: 0, checksum: 0x811c_9dc5, reads: 0 };
             check.feed(&buf[..ahead]);
             // The first half: a strand, through the blocking trait.
@@ -131,19 +129,15 @@ fn main() {
             for spinner in spinners {
                 spinner.join().expect("a spinner ends");
             }
-            (checksum, reads, boot_loss)
+            (checksum, reads)
         })
         .expect("the pool runs");
     let ticks = platform::ticks() - started;
     let stats = serial::stats();
-    assert!(
-        boot_loss <= 1,
-        "{boot_loss} bytes lost at boot: the kernel keeps all but the one programming the UART discards"
-    );
-    assert_eq!(stats.overruns, boot_loss, "the UART overran after boot (or a loss went unreported)");
+    assert_eq!(stats.overruns, 0, "the UART overran");
     assert_eq!(stats.damaged, 0, "bytes arrived damaged");
     println!(
-        "serial: {BYTES} bytes read in order (by a strand, then an async task) in {reads} reads, FNV-1a {checksum:#010x}, {} ms; the ring filled {} times; 0 lost ({boot_loss} of the preamble)",
+        "serial: {BYTES} bytes read in order (by a strand, then an async task) in {reads} reads, FNV-1a {checksum:#010x}, {} ms; the ring filled {} times; 0 lost, the {PREAMBLE}-byte preamble sent during boot included",
         ticks * 1000 / platform::tick_hz(),
         stats.held_back
     );
