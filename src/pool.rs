@@ -57,6 +57,7 @@ pub(crate) mod failure;
 mod fibres;
 pub(crate) mod fork_join;
 pub(crate) mod handle;
+mod idle_wait;
 mod lifetime;
 mod lifo_watch;
 mod membership;

@@ -40,7 +40,10 @@
 //! 6. Final check: the injector, the mailboxes, and whether the pool is
 //!    stopping. Anything there: cancel the sleep (below) and search.
 //! 7. Wait until the state word is `AWAKE` again, re-checking step 6's
-//!    conditions after every return from the wait, spurious or not.
+//!    conditions after every return from the wait, spurious or not. A
+//!    pool's core also re-checks its own queues there: an interrupt handler
+//!    on that core may have queued work for it during the wait
+//!    (`crate::pool`'s idle wait), and nothing else would wake it for that.
 //!
 //! Most idle spells of a busy pool are short: a core runs out of work and
 //! a message arrives a few hundred nanoseconds later. Counting a spell in

@@ -300,6 +300,11 @@ impl Shared {
                 }
             }
             None => {
+                // SAFETY: forwarded; `to` is a slot of the pool (the
+                // fibre's last core).
+                if unsafe { self.queue_in_idle_wait(task, to, pinned) } {
+                    return true;
+                }
                 // A pool winding down takes it (its strands must end); a
                 // stopped one refuses it: its strands were abandoned with
                 // the pool (`strand::scheduler::run_fibre`).

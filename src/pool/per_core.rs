@@ -113,6 +113,10 @@ pub(crate) struct Local {
     /// Where this core's next look at the join slots starts
     /// (`super::fork_join::JOIN_WINDOW`).
     pub(crate) join_window: u32,
+    /// Whether the core's loop is inside the platform's wait in its sleep,
+    /// where a handler on the core may queue a woken fibre for it
+    /// (`super::idle_wait`).
+    pub(crate) waiting_idle: bool,
 }
 
 impl Local {
@@ -152,6 +156,7 @@ impl PerCore {
             queue_served: false,
             rng: (core as u32).wrapping_mul(0x9e37_79b9) | 1,
             join_window: ((core + 1) % cores) as u32,
+            waiting_idle: false,
         };
         Self {
             steal: CachePadded(AtomicList::new()),

@@ -536,7 +536,10 @@ impl Sleeper for CoreSleeper<'_> {
 
     fn should_wake(&self) -> bool {
         let shared = self.shared;
-        shared.state.load(SeqCst) == STOPPED
+        // SAFETY: we are core `me`, between tasks.
+        let queued = unsafe { shared.queued_in_idle_wait(self.me) };
+        queued
+            || shared.state.load(SeqCst) == STOPPED
             || shared.membership[self.me].leaving.load(SeqCst)
             || shared.inbound.has_work(self.me)
             || shared.timers.due()
@@ -572,12 +575,15 @@ impl Sleeper for CoreSleeper<'_> {
         let slept_at = *self.slept_at.get_or_insert_with(Instant::now);
         let deep_at = slept_at + self.shared.config.deep_idle_after;
         let timer = timers.watch(self.me);
-        if !self.deep && Instant::now() < deep_at {
-            platform::wait_for_event(Depth::Light, Some(timer.map_or(deep_at, |timer| timer.min(deep_at))));
+        let (depth, until) = if !self.deep && Instant::now() < deep_at {
+            (Depth::Light, Some(timer.map_or(deep_at, |timer| timer.min(deep_at))))
         } else {
             self.deep = true;
-            platform::wait_for_event(Depth::Deep, timer);
-        }
+            (Depth::Deep, timer)
+        };
+        // SAFETY: we are core `me`, in its loop's sleep, holding no
+        // reference to its private state.
+        unsafe { self.shared.wait_idle(self.me, || platform::wait_for_event(depth, until)) };
         self.watched |= timers.unwatch(self.me);
     }
 }

@@ -14,6 +14,13 @@
 //!    (raised by core 1); from the handler's last statement, having raised
 //!    a `Signal`, to the strand that waited on it running.
 //!
+//! Then a check, not a figure: for [`PAIR_ROUNDS`] rounds the handler,
+//! on the idle core 0, wakes three strands of core 0 at once: the root
+//! strand, pinned to core 0, and two partners that any core may run (the
+//! second partner's wake finds the first where the handler queued it on
+//! the sleeping core, `src/pool/idle_wait.rs`). All three must run every
+//! round.
+//!
 //! Paths 2 and 3 are the ones Zephyr's `latency_measure` reports as
 //! "Switch from ISR back to interrupted thread" and "Switch from ISR to
 //! another thread". Needs 2 cores; the PC, QEMU virt and the Pi 4 (a
@@ -39,6 +46,8 @@ use roving_kernel::{cores, cycles, println};
 use roving_test_kernels::{TestLine, expected_cores, pass};
 
 const ROUNDS: usize = 1000;
+/// Rounds of the two-strand check.
+const PAIR_ROUNDS: u32 = 200;
 
 /// Core 0's counter at the handler's first and last statements.
 static ENTERED: AtomicU64 = AtomicU64::new(0);
@@ -48,6 +57,11 @@ static FIRED: AtomicU32 = AtomicU32::new(0);
 static WOKEN: Signal = Signal::new();
 /// Which path the handler serves.
 static WAKES_A_STRAND: AtomicBool = AtomicBool::new(false);
+/// The check: the handler also raises each of `PARTNERS`, whose strands
+/// count their wakes in `PARTNER_RAN`.
+static WAKES_PARTNERS: AtomicBool = AtomicBool::new(false);
+static PARTNERS: [Signal; 2] = [Signal::new(), Signal::new()];
+static PARTNER_RAN: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 /// Path 3: the round core 0 is about to wait for; core 1 may raise the
 /// line once core 0's deep sleeps have gone past `SLEPT`.
 static READY: AtomicU32 = AtomicU32::new(0);
@@ -58,6 +72,9 @@ fn handler(_line: u32) -> Handled {
     FIRED.fetch_add(1, SeqCst);
     if WAKES_A_STRAND.load(SeqCst) {
         WOKEN.signal();
+        if WAKES_PARTNERS.load(SeqCst) {
+            PARTNERS.iter().for_each(Signal::signal);
+        }
     }
     LEFT.store(cycles(), SeqCst);
     Handled::Yes
@@ -75,7 +92,9 @@ fn main() {
     let (entry, back, other) = pool
         .run(|| {
             let (entry, back) = on_the_interrupted_strand(test);
-            (entry, back, to_another_strand(test))
+            let other = to_another_strand(test);
+            strands_woken_together(test);
+            (entry, back, other)
         })
         .expect("the pool runs");
     let on = if cfg!(target_arch = "x86_64") { "x86_64 PC" } else { "AArch64" };
@@ -85,6 +104,9 @@ fn main() {
     report("raise to handler", entry);
     report("handler back to the interrupted strand", back);
     report("handler to another strand (core idle when the line fired)", other);
+    println!(
+        "latency: {PAIR_ROUNDS} rounds of one handler waking three strands of the idle core: all ran each time"
+    );
     pass("latency");
 }
 
@@ -115,22 +137,7 @@ fn deep_sleeps_of_core_0() -> u64 {
 /// sleeps again.
 fn to_another_strand(test: TestLine) -> Vec<u64> {
     WAKES_A_STRAND.store(true, SeqCst);
-    let raiser = roving::Pool::current()
-        .expect("in the pool")
-        .spawn_strand_on(1, move || {
-            for round in 1..=ROUNDS as u32 {
-                // Core 1 itself sleeps (the strand holds it) until core 0
-                // says the round is ready.
-                while READY.load(SeqCst) != round {
-                    platform::wait_for_event(Depth::Deep, None);
-                }
-                while deep_sleeps_of_core_0() == SLEPT.load(SeqCst) {
-                    core::hint::spin_loop();
-                }
-                test.fire();
-            }
-        })
-        .expect("the raiser on core 1");
+    let raiser = raise_when_core_0_sleeps(roving::Pool::current().expect("in the pool"), test, ROUNDS as u32);
     let mut other = Vec::with_capacity(ROUNDS);
     for round in 1..=ROUNDS as u32 {
         SLEPT.store(deep_sleeps_of_core_0(), SeqCst);
@@ -141,6 +148,64 @@ fn to_another_strand(test: TestLine) -> Vec<u64> {
     }
     raiser.join().expect("the raiser ends");
     other
+}
+
+/// A strand on core 1, asleep until then, that raises the line `rounds`
+/// times, each once core 0 has said the round is ready (`READY`) and has
+/// gone to sleep since (`SLEPT`).
+fn raise_when_core_0_sleeps(pool: Pool, test: TestLine, rounds: u32) -> roving::strand::JoinHandle<()> {
+    pool.spawn_strand_on(1, move || {
+        for round in 1..=rounds {
+            // Core 1 itself sleeps (the strand holds it) until core 0
+            // says the round is ready.
+            while READY.load(SeqCst) != round {
+                platform::wait_for_event(Depth::Deep, None);
+            }
+            while deep_sleeps_of_core_0() == SLEPT.load(SeqCst) {
+                core::hint::spin_loop();
+            }
+            test.fire();
+        }
+    })
+    .expect("the raiser on core 1")
+}
+
+/// The check: as path 3, with the handler waking two partner strands of
+/// core 0's too; each round, all three must have run before the next.
+fn strands_woken_together(test: TestLine) {
+    WAKES_PARTNERS.store(true, SeqCst);
+    let partners = [0, 1].map(|partner| {
+        // Spawned from core 0, which runs them; core 1's strand holds it,
+        // so nothing else takes them.
+        roving::strand::spawn(move || {
+            for round in 1..=PAIR_ROUNDS {
+                PARTNERS[partner].wait().expect("woken by the handler");
+                PARTNER_RAN[partner].store(round, SeqCst);
+            }
+        })
+        .expect("a partner")
+    });
+    let raiser = raise_when_core_0_sleeps(roving::Pool::current().expect("in the pool"), test, PAIR_ROUNDS);
+    let partners_ran = |round| PARTNER_RAN.iter().all(|ran| ran.load(SeqCst) == round);
+    for round in 1..=PAIR_ROUNDS {
+        // The partners wait (each waits again once it has counted the
+        // previous round) before core 0 goes to sleep.
+        while !partners_ran(round - 1) {
+            roving::strand::yield_now().expect("a strand");
+        }
+        SLEPT.store(deep_sleeps_of_core_0(), SeqCst);
+        READY.store(round, SeqCst);
+        platform::wake(1).expect("core 1 exists");
+        WOKEN.wait().expect("woken by the handler");
+        while !partners_ran(round) {
+            roving::strand::yield_now().expect("a strand");
+        }
+    }
+    raiser.join().expect("the raiser ends");
+    for partner in partners {
+        partner.join().expect("a partner ends");
+    }
+    WAKES_PARTNERS.store(false, SeqCst);
 }
 
 fn report(what: &str, mut samples: Vec<u64>) {
