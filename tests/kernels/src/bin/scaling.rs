@@ -79,6 +79,21 @@ fn asleep_after(core: usize, slept: u64) -> u64 {
     }
 }
 
+/// Waits until `core` is in the deep tier now: it went there after its
+/// last wake-up (both times on its own counter). For rounds whose work any
+/// core may take: when another core took it, `core` was never woken and is
+/// still in the sleep it was in, which [`asleep_after`] would wait past
+/// for ever.
+fn asleep_now(core: usize) {
+    loop {
+        let report = report_of(core);
+        if report.deep_sleeps > 0 && report.last_deep_sleep > report.last_deep_wake {
+            return;
+        }
+        platform::wait_for_event(Depth::Deep, Some(Instant::now() + LOOK_EVERY));
+    }
+}
+
 /// The rows across cores: core 0 to the last core, `rounds` times each.
 fn across_cores(pool: &Pool, far: usize, rounds: usize) {
     let (mut send, mut receive, mut to_sleep) = (Vec::new(), Vec::new(), Vec::new());
@@ -207,9 +222,9 @@ fn fanned_out() {
 /// task running; rounds where core 1 stole nothing are left out.
 fn steals(rounds: usize) {
     const FAN_OUT: usize = 3;
-    let (mut thief, mut elsewhere, mut slept) = (Vec::new(), 0, 0);
+    let (mut thief, mut elsewhere) = (Vec::new(), 0);
     for _ in 0..rounds {
-        slept = asleep_after(1, slept);
+        asleep_now(1);
         STOLEN_BY.store(NOBODY, SeqCst);
         LEFT.store(FAN_OUT, SeqCst);
         for _ in 0..FAN_OUT {
