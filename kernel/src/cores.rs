@@ -316,6 +316,7 @@ pub(crate) fn run_secondary(index: usize) -> ! {
 
 /// Runs `handler` as an interrupt handler of the calling core: roving sees
 /// [`in_interrupt`] true meanwhile, so it reaches pools as outside code.
+#[inline(always)]
 pub(crate) fn as_interrupt_handler(handler: impl FnOnce()) {
     let began = crate::masking::handler_began();
     let saved = arch::cpu::enter_handler();

@@ -57,7 +57,7 @@ fn wait_masked(me: &CoreLocal, depth: Depth, deadline: Option<u64>) {
             if answered {
                 me.stats.rings_answered.fetch_add(1, Relaxed);
             }
-            arch::idle::take_interrupts();
+            arch::idle::take_interrupts(me);
         }
     }
     if deadline.is_some() {

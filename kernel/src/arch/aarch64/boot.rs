@@ -42,6 +42,16 @@ pub(super) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {
     ]
 }
 
+/// Whether the caller runs on core `index`'s boot stack: the core's own
+/// code (its loop), not a strand, which runs on a fibre's stack.
+pub(super) fn on_boot_stack(index: usize) -> bool {
+    let sp: usize;
+    // SAFETY: reads the stack pointer.
+    unsafe { core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags)) };
+    let base = &raw const BOOT_STACKS as usize + index * BOOT_STACK_SIZE;
+    sp.wrapping_sub(base) < BOOT_STACK_SIZE
+}
+
 /// SCTLR_EL1 before the MMU is on: its RES1 bits, everything else off.
 const SCTLR_EL1_BOOT: u64 = 0x30d0_0800;
 

@@ -35,6 +35,14 @@ pub(super) fn install() {
     aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
 }
 
+/// What the IRQ vector does after its entry, for a core that took no
+/// exception: interrupts masked, in its own loop (not a strand), so there
+/// is nothing to preempt.
+pub(super) fn serve_irq_in_place() {
+    crate::cores::as_interrupt_handler(irq::handle_irq);
+    super::preempt::after_interrupt_outside_strands();
+}
+
 /// Called by the vectors with the entry number and the saved state.
 extern "C" fn handle_exception(kind: u64, frame: &mut Frame) {
     match Vector::of(kind) {

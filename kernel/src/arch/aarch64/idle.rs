@@ -12,9 +12,10 @@
 //! executes `SEVL`, so a `WFE` reached after the interrupt was taken still
 //! returns. The deep tier keeps them masked across the doorbell check and
 //! `WFI` (a pending interrupt ends `WFI` even when masked, so none is
-//! missed), then unmasks them briefly to take and acknowledge it.
+//! missed), then serves it in place, or unmasks briefly to take it
+//! through the vector ([`take_interrupts`]).
 
-use super::{cpu, irq};
+use super::{boot, cpu, exception, irq};
 use crate::cores::CoreLocal;
 use aarch64_cpu::asm::{self, barrier};
 use roving::platform::WakeSignal;
@@ -38,8 +39,20 @@ pub(crate) fn sleep_deep() {
 
 /// Takes and acknowledges whatever interrupt ended (or raced with) a deep
 /// sleep.
-pub(crate) fn take_interrupts() {
-    cpu::take_pending_interrupts();
+///
+/// A core that waited in its own loop, on its boot stack, serves the
+/// interrupt where it is, still masked, as the IRQ vector would: the
+/// handler, then the tick's question to roving. That skips the
+/// exception's entry and return (about 130 instructions between a handler
+/// that woke a strand and the idle core's loop). A wait on a strand's
+/// stack takes the interrupt through the vector, so that no handler runs
+/// on a strand's stack.
+pub(crate) fn take_interrupts(me: &CoreLocal) {
+    if boot::on_boot_stack(me.index) {
+        exception::serve_irq_in_place();
+    } else {
+        cpu::take_pending_interrupts();
+    }
 }
 
 /// Sends what a ring of `target`'s doorbell asked for.

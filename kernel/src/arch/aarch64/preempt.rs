@@ -25,6 +25,16 @@ pub(super) fn after_interrupt(preemptible: bool, frame: &mut Frame) {
     }
 }
 
+/// [`after_interrupt`] where no strand was interrupted: roving still
+/// hears of the tick (it asks for the core's next one), and has no strand
+/// to stop.
+pub(super) fn after_interrupt_outside_strands() {
+    if crate::cores::take_tick() {
+        let tick = hooks::on_tick();
+        debug_assert!(tick == Tick::Continue, "roving preempted a core's own loop");
+    }
+}
+
 /// Makes the `eret` of this IRQ enter roving's preemption entry with the
 /// interrupted return address and status two words below the strand's
 /// stack pointer, IRQs masked (the entry's contract,

@@ -42,7 +42,7 @@ pub(crate) fn sleep_deep() {
 }
 
 /// Nothing left to take: `sleep_deep` took it.
-pub(crate) fn take_interrupts() {}
+pub(crate) fn take_interrupts(_me: &CoreLocal) {}
 
 /// MONITOR the doorbell, re-check it, MWAIT with interrupts enabled.
 fn monitor_wait(me: &CoreLocal) {
