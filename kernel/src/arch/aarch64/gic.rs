@@ -352,12 +352,13 @@ impl CpuInterface for V2Interface {
 }
 
 impl CpuInterface for V3Interface {
-    type Token = IntId;
+    /// ICC_IAR1_EL1's interrupt id.
+    type Token = u32;
 
     #[inline(always)]
-    fn acknowledge(&self) -> Option<Acknowledged<IntId>> {
+    fn acknowledge(&self) -> Option<Acknowledged<u32>> {
         let id = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1)?;
-        Some(Acknowledged { token: id, number: id.raw_value() })
+        Some(Acknowledged { token: id.raw_value(), number: id.raw_value() })
     }
 
     /// One write of ICC_EOIR1_EL1. The arm-gic crate's `end_interrupt`
@@ -365,8 +366,8 @@ impl CpuInterface for V3Interface {
     /// check of an id the acknowledge register itself gave: 18
     /// instructions on every interrupt's way out, against 1.
     #[inline(always)]
-    fn end(&self, acknowledged: Acknowledged<IntId>) {
-        let id = u64::from(acknowledged.number);
+    fn end(&self, acknowledged: Acknowledged<u32>) {
+        let id = u64::from(acknowledged.token);
         // SAFETY: ends, on this core's own CPU interface, the group 1
         // interrupt its acknowledge register returned; no memory is
         // touched, and the asm is a compiler barrier (no `nomem`), so the

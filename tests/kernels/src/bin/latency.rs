@@ -14,7 +14,7 @@
 //!    (raised by core 1); from the handler's last statement, having raised
 //!    a `Signal`, to the strand that waited on it running.
 //!
-//! Then a check, not a figure: for [`PAIR_ROUNDS`] rounds the handler,
+//! Then a check, not a figure: for [`TOGETHER_ROUNDS`] rounds the handler,
 //! on the idle core 0, wakes three strands of core 0 at once: the root
 //! strand, pinned to core 0, and two partners that any core may run (the
 //! second partner's wake finds the first where the handler queued it on
@@ -46,8 +46,8 @@ use roving_kernel::{cores, cycles, println};
 use roving_test_kernels::{TestLine, expected_cores, pass};
 
 const ROUNDS: usize = 1000;
-/// Rounds of the two-strand check.
-const PAIR_ROUNDS: u32 = 200;
+/// Rounds of the check that wakes three strands at once.
+const TOGETHER_ROUNDS: u32 = 200;
 
 /// Core 0's counter at the handler's first and last statements.
 static ENTERED: AtomicU64 = AtomicU64::new(0);
@@ -105,7 +105,7 @@ fn main() {
     report("handler back to the interrupted strand", back);
     report("handler to another strand (core idle when the line fired)", other);
     println!(
-        "latency: {PAIR_ROUNDS} rounds of one handler waking three strands of the idle core: all ran each time"
+        "latency: {TOGETHER_ROUNDS} rounds of one handler waking three strands of the idle core: all ran each time"
     );
     pass("latency");
 }
@@ -178,16 +178,17 @@ fn strands_woken_together(test: TestLine) {
         // Spawned from core 0, which runs them; core 1's strand holds it,
         // so nothing else takes them.
         roving::strand::spawn(move || {
-            for round in 1..=PAIR_ROUNDS {
+            for round in 1..=TOGETHER_ROUNDS {
                 PARTNERS[partner].wait().expect("woken by the handler");
                 PARTNER_RAN[partner].store(round, SeqCst);
             }
         })
         .expect("a partner")
     });
-    let raiser = raise_when_core_0_sleeps(roving::Pool::current().expect("in the pool"), test, PAIR_ROUNDS);
+    let raiser =
+        raise_when_core_0_sleeps(roving::Pool::current().expect("in the pool"), test, TOGETHER_ROUNDS);
     let partners_ran = |round| PARTNER_RAN.iter().all(|ran| ran.load(SeqCst) == round);
-    for round in 1..=PAIR_ROUNDS {
+    for round in 1..=TOGETHER_ROUNDS {
         // The partners wait (each waits again once it has counted the
         // previous round) before core 0 goes to sleep.
         while !partners_ran(round - 1) {
