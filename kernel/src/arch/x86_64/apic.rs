@@ -131,7 +131,8 @@ fn read(offset: usize) -> u32 {
     registers().read32(offset)
 }
 
-/// Enables the calling core's APIC with the timer masked.
+/// Enables the calling core's APIC, its timer stopped (one-shot, its
+/// vector unmasked: arming it is then the one write of a count).
 pub(super) fn init_this_core() {
     let mut base = Msr::new(IA32_APIC_BASE);
     // SAFETY: IA32_APIC_BASE exists on every x86_64 processor; setting its
@@ -148,7 +149,8 @@ pub(super) fn init_this_core() {
     write(TPR, 0);
     write(SVR, SVR_ENABLE | u32::from(SPURIOUS_VECTOR));
     write(TIMER_DIVIDE, DIVIDE_BY_16);
-    write(LVT_TIMER, LVT_MASKED | u32::from(TIMER_VECTOR));
+    write(TIMER_INITIAL, 0);
+    write(LVT_TIMER, u32::from(TIMER_VECTOR));
     write(ESR, 0);
     eoi();
 }
@@ -200,16 +202,16 @@ pub(super) fn send_startup(apic_id: u64, page: u8) {
 }
 
 /// Starts the one-shot timer: it interrupts after `counts` (divide-by-16
-/// clock); 0 stops it.
+/// clock); 0 stops it. One write: the vector stays unmasked, and a stopped
+/// timer raises nothing.
 pub(super) fn timer_start(counts: u32) {
-    write(LVT_TIMER, u32::from(TIMER_VECTOR));
     write(TIMER_INITIAL, counts);
 }
 
-/// Stops the timer and masks it.
+/// Stops the timer: a count of 0 stops a one-shot timer (Intel SDM vol. 3,
+/// 10.5.4), with no interrupt.
 pub(super) fn timer_stop() {
     write(TIMER_INITIAL, 0);
-    write(LVT_TIMER, LVT_MASKED | u32::from(TIMER_VECTOR));
 }
 
 /// The counts left of the running timer.
@@ -218,8 +220,15 @@ pub(super) fn timer_remaining() -> u32 {
 }
 
 /// Starts the timer counting down from the maximum, masked: for
-/// calibration.
+/// calibration, which ends with [`timer_end_masked`].
 pub(super) fn timer_start_masked() {
     write(LVT_TIMER, LVT_MASKED | u32::from(TIMER_VECTOR));
     write(TIMER_INITIAL, u32::MAX);
+}
+
+/// Stops the timer that [`timer_start_masked`] started and unmasks its
+/// vector again, as [`init_this_core`] left it.
+pub(super) fn timer_end_masked() {
+    write(TIMER_INITIAL, 0);
+    write(LVT_TIMER, u32::from(TIMER_VECTOR));
 }

@@ -47,6 +47,10 @@ pub struct ArchInfo {
     pub tsc_hz: u64,
     /// Local APIC timer counts per second (divide-by-16), as calibrated.
     pub apic_timer_hz: u64,
+    /// APIC timer counts per TSC tick, in 32.32 fixed point: arming a
+    /// deadline is then one multiplication, where the division by the TSC's
+    /// rate cost a call to the 128-bit division routine each time.
+    pub apic_counts_per_tick_q32: u64,
     /// How uncertain the calibration window's ends were, in millionths
     /// of it: at most 2000 (0.2%), unless the boot core kept losing its
     /// CPU, which the banner then says.
@@ -70,6 +74,7 @@ impl ArchInfo {
         mwait: false,
         tsc_hz: 0,
         apic_timer_hz: 0,
+        apic_counts_per_tick_q32: 0,
         calibration_ppm: 0,
         unmapped_ram: 0,
         io_apics: heapless::Vec::new(),

@@ -88,6 +88,7 @@ pub(super) fn calibrate(info: &mut BootInfo) {
     };
     info.arch.tsc_hz = window.tsc_hz.max(1);
     info.arch.apic_timer_hz = window.apic_hz.max(1);
+    info.arch.apic_counts_per_tick_q32 = counts_per_tick_q32(info.arch.apic_timer_hz, info.arch.tsc_hz);
     info.arch.calibration_ppm = window.uncertainty_ppm();
 }
 
@@ -152,7 +153,7 @@ unsafe fn measure_window() -> Option<Window> {
             low_before = before;
         };
         let end = stamp();
-        apic::timer_stop();
+        apic::timer_end_masked();
         control.write(gate);
         if low_before == started {
             return None; // over before the first poll
@@ -172,10 +173,21 @@ unsafe fn measure_window() -> Option<Window> {
 
 /// Interrupts this core when the TSC reaches `deadline`.
 pub(crate) fn arm(deadline: u64) {
-    let arch = &boot_info().arch;
-    let delta = deadline.saturating_sub(ticks());
-    let counts = u128::from(delta) * u128::from(arch.apic_timer_hz) / u128::from(arch.tsc_hz);
-    apic::timer_start(counts.clamp(1, u128::from(u32::MAX)) as u32);
+    let per_tick = boot_info().arch.apic_counts_per_tick_q32;
+    apic::timer_start(counts_for(deadline.saturating_sub(ticks()), per_tick));
+}
+
+/// `apic_hz / tsc_hz` in 32.32 fixed point (saturating: an APIC timer
+/// 2^32 times faster than the TSC is no real machine).
+fn counts_per_tick_q32(apic_hz: u64, tsc_hz: u64) -> u64 {
+    u64::try_from((u128::from(apic_hz) << 32) / u128::from(tsc_hz.max(1))).unwrap_or(u64::MAX)
+}
+
+/// The APIC timer's start count for `delta` TSC ticks: at least 1 (0
+/// would stop the timer), at most the counter's width.
+fn counts_for(delta: u64, per_tick_q32: u64) -> u32 {
+    let counts = (u128::from(delta) * u128::from(per_tick_q32)) >> 32;
+    counts.clamp(1, u128::from(u32::MAX)) as u32
 }
 
 /// Stops this core's timer.
