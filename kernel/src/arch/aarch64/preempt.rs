@@ -48,11 +48,17 @@ pub(super) fn after_interrupt_outside_strands() {
 unsafe fn send_to_entry(frame: &mut Frame) {
     let stack = SP_EL0.get() - 16;
     // SAFETY: the two words below the interrupted stack pointer are free
-    // (contract); the stack pointer is 16-byte aligned.
+    // (contract); the stack pointer is 16-byte aligned. One store pair: as
+    // two pointer writes, the compiler went through a vector register and
+    // the stack, 8 more instructions on every preemption.
     unsafe {
-        let words = stack as *mut u64;
-        words.write(frame.elr);
-        words.add(1).write(frame.spsr);
+        core::arch::asm!(
+            "stp {elr}, {spsr}, [{stack}]",
+            elr = in(reg) frame.elr,
+            spsr = in(reg) frame.spsr,
+            stack = in(reg) stack,
+            options(nostack, preserves_flags),
+        );
     }
     SP_EL0.set(stack);
     frame.elr = hooks::entry_address() as u64;
