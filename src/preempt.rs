@@ -76,7 +76,7 @@ use crate::pool::core_turn::TurnEnd;
 use crate::pool::current;
 use crate::pool::seam::PoolRef;
 use crate::strand::cancel::interruptible;
-use crate::strand::control::flags::{CANCEL_SEEN, PREEMPTED};
+use crate::strand::control::flags::CANCEL_SEEN;
 use crate::strand::fibre::Fibre;
 use crate::strand::scheduler;
 
@@ -135,21 +135,26 @@ pub fn on_tick() -> Tick {
     let Some(strand) = scheduler::running_on(shared, me) else { return Tick::Continue };
     // SAFETY: the strand the core runs; its header lives while it runs.
     let header = unsafe { strand.as_ref() };
-    let slot = shared.turn(me);
-    let now = platform::ticks();
-    let end = slot.slice_end.load(Relaxed);
-    // A woken strand that outranks this one cuts its slice short.
+    // SAFETY: `me` is the interrupted core, running this pool.
+    let slot = unsafe { shared.own_turn(me) };
+    // A woken strand that outranks this one cuts its slice short; the
+    // clock is then read only if the tick is not taken.
     let urgent = slot.urgent.swap(0, Relaxed);
     let outranked = urgent > header.priority.load(Relaxed) + 1;
-    if now < end && !outranked {
-        platform::request_tick(Some(end));
-        return Tick::Continue;
+    let now = (!outranked).then(platform::ticks);
+    if let Some(now) = now {
+        let end = slot.slice_end.load(Relaxed);
+        if now < end {
+            platform::request_tick(Some(end));
+            return Tick::Continue;
+        }
     }
+    let now = || now.unwrap_or_else(platform::ticks);
     if header.no_preempt.load(Relaxed) != 0 {
         if outranked {
             slot.urgent.fetch_max(urgent, Relaxed);
         }
-        platform::request_tick(Some(now + (slice / RETRY_DIVISOR).max(1)));
+        platform::request_tick(Some(now() + (slice / RETRY_DIVISOR).max(1)));
         return Tick::Continue;
     }
     let interruptible = interruptible(header);
@@ -166,8 +171,9 @@ pub fn on_tick() -> Tick {
             !unsafe { work_waiting(shared, me, header.fibre) }
         };
     if fresh_slice {
-        slot.slice_end.store(now + slice, Relaxed);
-        platform::request_tick(Some(now + slice));
+        let end = now() + slice;
+        slot.slice_end.store(end, Relaxed);
+        platform::request_tick(Some(end));
         return Tick::Continue;
     }
     // The strand is stopped in this interrupt: the entry and `preempted`
@@ -217,11 +223,11 @@ pub(crate) unsafe extern "C" fn preempted() {
     }
     // Marked for debuggers and dumps, which cannot tell a preempted
     // strand from one that yielded otherwise.
-    header.flags.fetch_or(PREEMPTED, Relaxed);
+    header.preempted.store(1, Relaxed);
     // SAFETY: we are the running strand of `core`, still runnable, holding
     // the tick's deferral (`interrupt_running` returned without switching).
     unsafe { scheduler::suspend_on(shared, core, TurnEnd::Preempted) };
-    header.flags.fetch_and(!PREEMPTED, Relaxed);
+    header.preempted.store(0, Relaxed);
     let count = &header.no_preempt;
     compiler_fence(SeqCst);
     count.store(count.load(Relaxed) - 1, Relaxed);

@@ -581,24 +581,41 @@ impl SleepState {
     /// fence of the proof); `start` is where to begin looking for sleepers,
     /// to spread wake-ups. Calls `on_woken` with each core it woke, and
     /// how.
+    #[inline]
     pub fn new_jobs(
         &self,
         jobs: usize,
         from: Option<usize>,
         start: usize,
         ring: impl Fn(usize),
-        mut on_woken: impl FnMut(usize, Roused),
+        on_woken: impl FnMut(usize, Roused),
     ) {
         if from.is_none() {
             fence(SeqCst);
         }
         crate::chaos::point();
         let (counters, attempts) = self.counters.announce_jobs();
-        SpellStats::add(&self.spell_stats_of(from).shared_writes, attempts.into());
-        let sleeping = counters.sleeping();
-        if sleeping == 0 {
-            return;
+        if attempts != 0 {
+            SpellStats::add(&self.spell_stats_of(from).shared_writes, attempts.into());
         }
+        let sleeping = counters.sleeping();
+        if sleeping != 0 {
+            self.wake_for_jobs(jobs, sleeping, start, ring, on_woken);
+        }
+    }
+
+    /// The rest of [`SleepState::new_jobs`] when cores sleep: wakes as many as
+    /// the idle cores that are awake leave the jobs without. Out of line,
+    /// so that the common case (nobody sleeps) saves no registers.
+    #[inline(never)]
+    fn wake_for_jobs(
+        &self,
+        jobs: usize,
+        sleeping: usize,
+        start: usize,
+        ring: impl Fn(usize),
+        mut on_woken: impl FnMut(usize, Roused),
+    ) {
         // Sleeping cores are counted idle too. The sum is no snapshot, but
         // never more than the cores there are (`idle_count`).
         let idle = self.idle.up_to(start, sleeping + jobs).saturating_sub(sleeping);

@@ -37,7 +37,6 @@ BLOCKED_STATES = {1: "blocked", 5: "blocked, shielded from cancels"}
 STATE_NAMES = {0: "runnable", 2: "woken", 3: "timed out", 4: "interrupted"}
 # Its `flags` word.
 FLAG_CANCELLED = 1 << 0
-FLAG_PREEMPTED = 1 << 8
 # A wait-queue link with this bit set is an async task's, not a strand's.
 TASK_LINK = 1
 # `siblings[NEXT]` in a strand's tree node (src/strand/tree.rs).
@@ -301,7 +300,7 @@ class Program:
             deadline = self.deadline(shared, header) if shared is not None else None
             if deadline is not None:
                 doing += f" until tick {deadline}"
-        elif state == 0 and scalar(field(header, "flags")) & FLAG_PREEMPTED:
+        elif state == 0 and scalar(field(header, "preempted")):
             doing = "preempted, waiting for its turn"
         else:
             doing = STATE_NAMES.get(state, f"state {state}")

@@ -68,9 +68,6 @@ pub(crate) mod flags {
     /// It was stopped at a preemption point after a cancel: its failure
     /// (`Interrupted`) is what the cancel asked for, and is not passed up.
     pub(crate) const CUT_SHORT: u32 = 1 << 7;
-    /// A time slice's tick stopped it and it waits for its next turn
-    /// (`crate::preempt`'s `preempted`): what a debugger calls preempted.
-    pub(crate) const PREEMPTED: u32 = 1 << 8;
 }
 
 /// What a strand's code does, behind one pointer per closure type.
@@ -126,6 +123,11 @@ pub(crate) struct Header {
     /// the strand (saturating), for its failure's `others`; only it
     /// touches this.
     pub(crate) unwinding_others: AtomicU8,
+    /// 1 while a time slice's tick has stopped it and it waits for its
+    /// next turn (`crate::preempt`'s `preempted`): what a debugger calls
+    /// preempted. Only it writes this, so a mark is a plain store, not a
+    /// read-modify-write of `flags`, which other cores also write.
+    pub(crate) preempted: AtomicU8,
     /// Its park token: raised by an [`Unparker`](super::Unparker), taken
     /// by [`park`](super::park).
     pub(crate) park: super::park::ParkToken,
@@ -327,6 +329,7 @@ impl<F: FnOnce() -> T + Send, T: Send> ControlBlock<F, T> {
                 state: AtomicU8::new(state::RUNNABLE),
                 reason: AtomicU8::new(BlockReason::None as u8),
                 unwinding_others: AtomicU8::new(0),
+                preempted: AtomicU8::new(0),
                 waits_on: AtomicUsize::new(0),
                 refs: AtomicU32::new(2),
                 joiner: AtomicPtr::new(core::ptr::null_mut()),

@@ -40,6 +40,7 @@ fn ask_for_tick_again() {
     if let Some((shared, me)) = scheduler::here()
         && shared.slice_ticks() != 0
     {
-        platform::request_tick(Some(shared.turn(me).slice_end.load(Relaxed)));
+        // SAFETY: `me` is the calling core, held by our deferral.
+        platform::request_tick(Some(unsafe { shared.own_turn(me) }.slice_end.load(Relaxed)));
     }
 }

@@ -166,7 +166,8 @@ pub(super) struct Next {
 // the one switch a yield is for.
 #[inline(always)]
 pub(super) unsafe fn switch(shared: PoolRef<'_>, me: usize, from: *mut Header, next: Next) -> usize {
-    let core = &shared.turn(me);
+    // SAFETY: the caller's contract: `me` is the calling core.
+    let core = unsafe { shared.own_turn(me) };
     // SAFETY: the caller's contract; our core's slots; both headers are
     // live (their strands' own references).
     unsafe {
@@ -184,7 +185,9 @@ pub(super) unsafe fn switch(shared: PoolRef<'_>, me: usize, from: *mut Header, n
 /// Ends the turn of the strand that handed core `me` of `shared` to the
 /// running one, if one did (step 4).
 pub(super) fn finish_previous(shared: PoolRef<'_>, me: usize) {
-    let core = &shared.turn(me);
+    // SAFETY: `me` is the calling core: the one whose hand-off message
+    // resumed us, and we still defer.
+    let core = unsafe { shared.own_turn(me) };
     // SAFETY: our core's slots; the record was left by the strand that ran
     // here just before us, which is suspended now, and its outcome is
     // still the core's (we have not left yet).

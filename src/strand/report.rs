@@ -134,7 +134,7 @@ fn report(header: &Header) -> StrandReport {
         waiter: waiter_of(header),
         last_core: header.fibre.last_core.load(Relaxed),
         cancelled: header.flags.load(Relaxed) & flags::CANCELLED != 0,
-        preempted: header.flags.load(Relaxed) & flags::PREEMPTED != 0,
+        preempted: header.preempted.load(Relaxed) != 0,
     }
 }
 

@@ -22,7 +22,7 @@ use crate::context;
 use crate::pool::core_turn::{NO_STRAND, TurnEnd};
 use crate::pool::current;
 use crate::pool::seam::PoolRef;
-use crate::task::Action;
+use crate::task::{Action, Task};
 use core::mem;
 use core::ptr::{self, NonNull};
 
@@ -69,7 +69,7 @@ pub(crate) fn current() -> Option<NonNull<Header>> {
 #[inline]
 pub(crate) fn running_on(shared: PoolRef<'_>, core: usize) -> Option<NonNull<Header>> {
     // SAFETY: the calling core's own slot (contract).
-    NonNull::new(unsafe { *shared.turn(core).running.get() }).map(Header::from_task)
+    NonNull::new(unsafe { *shared.own_turn(core).running.get() }).map(Header::from_task)
 }
 
 /// Switches from the running strand back to its core's scheduler, or
@@ -120,7 +120,8 @@ pub(crate) unsafe fn suspend_on(shared: PoolRef<'_>, me: usize, outcome: TurnEnd
 /// As for [`suspend`], with `me` the calling core, held (deferring).
 #[inline(always)]
 unsafe fn switch_out(shared: PoolRef<'_>, me: usize, outcome: TurnEnd) {
-    let core = &shared.turn(me);
+    // SAFETY: the caller's contract: `me` is the calling core.
+    let core = unsafe { shared.own_turn(me) };
     // SAFETY: our core's slot; the caller is its current strand.
     let strand: *mut Header = unsafe { *core.running.get() }.cast();
     // SAFETY: our core's slots.
@@ -155,7 +156,8 @@ pub(crate) fn yield_running() -> bool {
     let _deferral = crate::strand::deferral::defer();
     // SAFETY: we hold a deferral.
     let Some((shared, me)) = (unsafe { here_deferring() }) else { return false };
-    let core = &shared.turn(me);
+    // SAFETY: the core just found, held by our deferral.
+    let core = unsafe { shared.own_turn(me) };
     // SAFETY: our core's slot: the strand it runs, if it runs one, and
     // then that is us (code outside strands runs with it null).
     let strand: *mut Header = unsafe { *core.running.get() }.cast();
@@ -430,7 +432,8 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
     }
     let (shared, me) = here().expect("fibres run on a pool's cores");
     let Some((strand, more)) = take_runnable(shared, me, fibre) else { return };
-    let core = &shared.turn(me);
+    // SAFETY: the core the fibre's task runs on, which we are.
+    let core = unsafe { shared.own_turn(me) };
     // SAFETY: the strand is resident and ours to run; our core's slots.
     let (strand, outcome) = unsafe {
         enter(shared, me, fibre, strand, more);
@@ -460,11 +463,20 @@ pub(super) fn take_runnable(
     fibre.last_core.store(me, Relaxed);
     // SAFETY: we run the fibre's task, so we hold its schedule.
     let owned = unsafe { fibre.owned() };
-    // SAFETY: a taken chain is ours.
-    unsafe { owned.runnable.append_reversed(fibre.inbox.take_all()) };
-    let Some(task) = owned.runnable.pop_front() else {
-        end_turn(shared, me, fibre, owned);
-        return None;
+    let task = match fibre.inbox.take_all() {
+        // The commonest turn: one strand woken and none queued, which
+        // needs no reversal through the queue.
+        // SAFETY: a taken chain is ours.
+        Some(only) if owned.runnable.len() == 0 && unsafe { Task::next(only) }.is_null() => only,
+        chain => {
+            // SAFETY: as above.
+            unsafe { owned.runnable.append_reversed(chain) };
+            let Some(task) = owned.runnable.pop_front() else {
+                end_turn(shared, me, fibre, owned);
+                return None;
+            };
+            task
+        }
     };
     let strand = Header::from_task(task);
     if !make_resident(shared, me, fibre, owned, strand) {
@@ -493,7 +505,8 @@ pub(super) unsafe fn enter(
     strand: NonNull<Header>,
     more: bool,
 ) {
-    let core = &shared.turn(me);
+    // SAFETY: the caller's contract: `me` is the calling core.
+    let core = unsafe { shared.own_turn(me) };
     // SAFETY: the strand's own reference keeps its header live; our
     // core's slots.
     unsafe {
@@ -521,7 +534,8 @@ pub(super) unsafe fn enter(
 /// the tick at its end (pools with a slice).
 fn renew_slice(shared: PoolRef<'_>, me: usize) {
     let end = crate::platform::ticks().saturating_add(shared.slice_ticks());
-    shared.turn(me).slice_end.store(end, Relaxed);
+    // SAFETY: `me` is the calling core (contract).
+    unsafe { shared.own_turn(me) }.slice_end.store(end, Relaxed);
     crate::platform::request_tick(Some(end));
 }
 
