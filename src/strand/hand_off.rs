@@ -184,6 +184,7 @@ pub(super) unsafe fn switch(shared: PoolRef<'_>, me: usize, from: *mut Header, n
 
 /// Ends the turn of the strand that handed core `me` of `shared` to the
 /// running one, if one did (step 4).
+#[inline(always)]
 pub(super) fn finish_previous(shared: PoolRef<'_>, me: usize) {
     // SAFETY: `me` is the calling core: the one whose hand-off message
     // resumed us, and we still defer.
