@@ -124,7 +124,7 @@ impl Shared {
     /// to the loop. Counts the turn as the loop would.
     // Inlined into the preemption's hand-off, its one real caller: the
     // call, its register saves and the checks it repeats across the call
-    // were 18-25 instructions of every preemption (`benches/bare-metal`).
+    // were 17-25 instructions of every preemption (`benches/bare-metal`).
     #[inline(always)]
     pub(crate) fn take_fibre_after_preemption(
         &self,
