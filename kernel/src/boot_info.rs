@@ -18,6 +18,20 @@ pub const MAX_RAM_RANGES: usize = 32;
 /// The most separate reserved ranges the kernel keeps; past that, the
 /// nearest are widened to cover more ([`BootInfo::reserved_widened`]).
 pub const MAX_RESERVED_RANGES: usize = 16;
+/// `no-map` reservations kept by name, for the page tables and the fault
+/// report.
+pub const MAX_UNMAPPED: usize = 4;
+
+/// A reservation the firmware's tree marks `no-map`: the kernel leaves it
+/// out of its page tables, so that an access faults and the fault report
+/// names it.
+#[derive(Clone, Debug)]
+pub struct Unmapped {
+    /// Where it is.
+    pub region: Region,
+    /// Its node's name under `/reserved-memory`.
+    pub node: heapless::String<32>,
+}
 
 /// Facts about the machine, filled in by the boot core before anything else
 /// runs and never changed afterwards.
@@ -44,8 +58,16 @@ pub struct BootInfo {
     pub ram_left_out: usize,
     /// Ranges the firmware reserves (a device tree's `/memreserve/`
     /// entries and `/reserved-memory` nodes), by address, merged like
-    /// [`ram`](Self::ram). The heap leaves them alone; they stay mapped.
+    /// [`ram`](Self::ram). The heap leaves them alone; they stay mapped,
+    /// except those in [`unmapped`](Self::unmapped).
     pub reserved: heapless::Vec<Region, MAX_RESERVED_RANGES>,
+    /// The reservations marked `no-map`, which are also out of the page
+    /// tables (as Linux does). Once [`MAX_UNMAPPED`] are kept, a further
+    /// one stays mapped, and [`unmapped_left_out`](Self::unmapped_left_out)
+    /// counts it.
+    pub unmapped: heapless::Vec<Unmapped, MAX_UNMAPPED>,
+    /// `no-map` reservations left mapped for want of room.
+    pub unmapped_left_out: usize,
     /// The firmware listed more separate reservations than
     /// [`reserved`](Self::reserved) holds, so some were widened to cover
     /// their neighbours.
@@ -64,6 +86,8 @@ impl BootInfo {
         ram: heapless::Vec::new(),
         ram_left_out: 0,
         reserved: heapless::Vec::new(),
+        unmapped: heapless::Vec::new(),
+        unmapped_left_out: 0,
         reserved_widened: false,
         arch: ArchInfo::EMPTY,
     };

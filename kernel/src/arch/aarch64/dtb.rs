@@ -9,7 +9,7 @@ mod bus;
 
 use super::cpu;
 use crate::board::{Board, InterruptController, Region};
-use crate::boot_info::{BootInfo, MAX_CORES, push_truncated};
+use crate::boot_info::{BootInfo, MAX_CORES, Unmapped, push_truncated};
 use dtoolkit::fdt::{Fdt, FdtNode};
 use dtoolkit::standard::{NodeStandard, Status};
 use dtoolkit::{Node, Property, ToCellInt};
@@ -352,7 +352,8 @@ fn read_memory(fdt: Fdt<'static>, info: &mut BootInfo) {
 /// entries (the Pis' spin table page), and each enabled `/reserved-memory`
 /// node's `reg` (a region with only a size is the kernel's to place, and
 /// it places none). A `reusable` region is the OS's to use until a driver
-/// claims it, and roving has no such driver, so it stays RAM.
+/// claims it, and roving has no such driver, so it stays RAM. A `no-map`
+/// region is also kept by name, to be left out of the page tables.
 fn read_reservations(fdt: Fdt<'static>, info: &mut BootInfo) {
     for reservation in fdt.memory_reservations() {
         info.reserve(Region { base: reservation.address() as usize, size: reservation.size() as usize });
@@ -364,8 +365,16 @@ fn read_reservations(fdt: Fdt<'static>, info: &mut BootInfo) {
             continue;
         }
         let path = parent.child(node);
+        let no_map = node.property("no-map").is_some();
         for region in (0..).map_while(|index| path.as_ref()?.register(index)) {
             info.reserve(region);
+            if no_map && region.size > 0 {
+                let mut name = heapless::String::new();
+                push_truncated(&mut name, node.name());
+                if info.unmapped.push(Unmapped { region, node: name }).is_err() {
+                    info.unmapped_left_out += 1;
+                }
+            }
         }
     }
 }

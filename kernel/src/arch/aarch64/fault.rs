@@ -3,6 +3,7 @@
 
 use super::frame::{FRAME_SIZE, Frame, Vector, origin};
 use crate::backtrace::{Backtrace, Registers};
+use crate::boot_info::{Unmapped, boot_info};
 use crate::fault::{Core, Overflow};
 use crate::{cores, exit_code, logger};
 use aarch64_cpu::registers::{ESR_EL1, FAR_EL1, Readable, SP_EL0};
@@ -14,10 +15,11 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
     let far = FAR_EL1.get();
     let class = (esr >> 26) & 0x3f;
     let core = cores::current().map(|c| c.index);
-    let overflow =
-        if matches!(class, 0x24 | 0x25) { roving::platform::hooks::guard_hit(far as usize) } else { None };
+    let data_abort = matches!(class, 0x24 | 0x25);
+    let overflow = if data_abort { roving::platform::hooks::guard_hit(far as usize) } else { None };
+    let unmapped = data_abort.then(|| unmapped_at(far as usize)).flatten();
     logger::emergency(format_args!(
-        "*** FAULT on core {}: {} from {}\n    {}{}\n    ESR_EL1 {esr:#018x}  FAR_EL1 {far:#018x}\n    ELR_EL1 {:#018x}  SPSR_EL1 {:#010x}  LR {:#018x}{}{}",
+        "*** FAULT on core {}: {} from {}\n    {}{}\n    ESR_EL1 {esr:#018x}  FAR_EL1 {far:#018x}\n    ELR_EL1 {:#018x}  SPSR_EL1 {:#010x}  LR {:#018x}{}{}{}",
         Core(core),
         vector_name(vector),
         origin(kind),
@@ -27,9 +29,35 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
         frame.spsr,
         frame.x30,
         Overflow(overflow),
+        NoMap(unmapped),
         Backtrace::of(registers(kind, frame)),
     ));
     crate::exit(exit_code::FAULT)
+}
+
+/// The `no-map` reservation `address` lies in, if any.
+fn unmapped_at(address: usize) -> Option<&'static Unmapped> {
+    boot_info()
+        .unmapped
+        .iter()
+        .find(|unmapped| (unmapped.region.base..unmapped.region.end()).contains(&address))
+}
+
+/// The report's line for an access to a `no-map` reservation.
+struct NoMap(Option<&'static Unmapped>);
+
+impl core::fmt::Display for NoMap {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let Some(unmapped) = self.0 else { return Ok(()) };
+        write!(
+            f,
+            "\n    the address is in /reserved-memory/{} ({:#x}..{:#x}), which the firmware's tree marks no-map: \
+             the kernel leaves it out of its page tables",
+            unmapped.node,
+            unmapped.region.base,
+            unmapped.region.end()
+        )
+    }
 }
 
 /// The registers the faulting code had. Its stack pointer: SP_EL0 (where

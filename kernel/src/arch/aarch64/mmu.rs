@@ -15,9 +15,13 @@
 //! The guard gap below every fibre stack is left unmapped, so a strand that
 //! overflows its stack faults at once: the blocks around the fibre region
 //! are split into 4 KiB pages (level-3 tables) and the gaps' pages cleared.
+//! The firmware's `no-map` reservations are left out the same way (whole
+//! 2 MiB blocks cleared at level 2, the ends page by page), as Linux does:
+//! a speculative or stray access cannot touch memory the firmware keeps
+//! for itself, and a deliberate one faults with the region named.
 
 use crate::board::{Board, Region};
-use crate::boot_info::BootInfo;
+use crate::boot_info::{BootInfo, MAX_UNMAPPED};
 use aarch64_cpu::asm::barrier;
 use aarch64_cpu::registers::{
     ID_AA64MMFR0_EL1, MAIR_EL1, ReadWriteable, Readable, SCTLR_EL1, TCR_EL1, TTBR0_EL1, Writeable,
@@ -32,8 +36,9 @@ const PAGE: usize = 4096;
 /// Level-2 tables available for ranges that do not fill a whole gigabyte.
 const L2_TABLES: usize = 8;
 /// Level-3 tables for the pages around the fibre region: one per 2 MiB it
-/// touches (it need not start on a 2 MiB boundary, hence the extra one).
-const L3_TABLES: usize = (FIBRES * (GUARD_BYTES + STACK_BYTES)).div_ceil(L2_BLOCK) + 1;
+/// touches (it need not start on a 2 MiB boundary, hence the extra one),
+/// and two for each `no-map` reservation's unaligned ends.
+const L3_TABLES: usize = (FIBRES * (GUARD_BYTES + STACK_BYTES)).div_ceil(L2_BLOCK) + 1 + 2 * MAX_UNMAPPED;
 /// T0SZ = 25: 2^39 bytes of address space, walks start at level 1.
 const ADDRESS_BITS: u32 = 39;
 
@@ -95,6 +100,8 @@ enum MapError {
     OutOfAddressSpace(Region),
     OutOfTables(Region),
     NoPageTableFor(usize),
+    /// A `no-map` reservation's 2 MiB block needed a level-2 table.
+    NoTableToUnmap(Region),
 }
 
 impl core::fmt::Display for MapError {
@@ -115,8 +122,14 @@ impl core::fmt::Display for MapError {
                 r.end()
             ),
             Self::NoPageTableFor(address) => {
-                write!(f, "the guard page at {address:#x} needs more than {L3_TABLES} level-3 tables")
+                write!(f, "the page at {address:#x} needs more than {L3_TABLES} level-3 tables")
             }
+            Self::NoTableToUnmap(r) => write!(
+                f,
+                "the no-map reservation {:#x}..{:#x} needs more than {L2_TABLES} level-2 tables",
+                r.base,
+                r.end()
+            ),
         }
     }
 }
@@ -153,6 +166,9 @@ pub(super) unsafe fn build_tables(info: &BootInfo, board: &Board) {
         for page in gap.step_by(PAGE) {
             result = result.and_then(|()| unmap_page(tables, page));
         }
+    }
+    for unmapped in &info.unmapped {
+        result = result.and_then(|()| unmap(tables, unmapped.region));
     }
     if let Err(error) = result {
         crate::console::emergency(format_args!("roving-kernel: cannot build the page tables: {error}\n"));
@@ -202,6 +218,30 @@ fn map(tables: &mut Tables, region: Region, kind: Kind) -> Result<(), MapError> 
             *slot = block(address, kind);
         }
         address += L2_BLOCK;
+    }
+    Ok(())
+}
+
+/// Leaves `region` out of the map: whole 2 MiB blocks at level 2, the
+/// pages of a partly covered block one by one (the region's ends, rounded
+/// out to whole pages).
+fn unmap(tables: &mut Tables, region: Region) -> Result<(), MapError> {
+    let mut address = region.base & !(PAGE - 1);
+    let end = region.end().next_multiple_of(PAGE);
+    while address < end {
+        if address.is_multiple_of(L2_BLOCK) && end - address >= L2_BLOCK {
+            let Tables { l1, l2, l2_used, .. } = &mut *tables;
+            let l1_entry = &mut l1.0[address / L1_BLOCK];
+            if let Some(table) =
+                descend(l1_entry, l2, l2_used, L2_BLOCK, VALID).ok_or(MapError::NoTableToUnmap(region))?
+            {
+                l2[table].0[(address / L2_BLOCK) % ENTRIES] = 0;
+            }
+            address += L2_BLOCK;
+        } else {
+            unmap_page(tables, address)?;
+            address += PAGE;
+        }
     }
     Ok(())
 }

@@ -2,6 +2,9 @@
 //! MMU on, FP/SIMD usable, and atomics and critical sections that work
 //! across cores. With `roving.expect_ram_mib=N` (the suite boots it with
 //! more RAM than 4 GiB), all of that RAM is found and the heap uses it.
+//! With `roving.touch_no_map=1` it reads the first byte of the first
+//! reservation the firmware's tree marks `no-map`, which must fault (the
+//! suite expects the fault report to name the reservation).
 #![no_std]
 #![no_main]
 
@@ -44,6 +47,13 @@ fn main() {
     }
     if !info.reserved.is_empty() {
         heap_keeps_out_of_reserved_ranges();
+    }
+    if info.bootarg("roving.touch_no_map") == Some("1") {
+        let unmapped = info.unmapped.first().expect("the tree has a no-map reservation");
+        // SAFETY: none: this read must fault, since the region is out of
+        // the page tables; the run ends in the fault report.
+        let byte = unsafe { core::ptr::read_volatile(unmapped.region.base as *const u8) };
+        panic!("read {byte:#x} from the no-map reservation {unmapped:x?} without a fault");
     }
     // Every core contends for the same words: past 64 cores, on a two-CPU
     // host, even a share of the rounds takes long, so the limit grows with
