@@ -230,12 +230,8 @@ fn unmap(tables: &mut Tables, region: Region) -> Result<(), MapError> {
     let end = region.end().next_multiple_of(PAGE);
     while address < end {
         if address.is_multiple_of(L2_BLOCK) && end - address >= L2_BLOCK {
-            let Tables { l1, l2, l2_used, .. } = &mut *tables;
-            let l1_entry = &mut l1.0[address / L1_BLOCK];
-            if let Some(table) =
-                descend(l1_entry, l2, l2_used, L2_BLOCK, VALID).ok_or(MapError::NoTableToUnmap(region))?
-            {
-                l2[table].0[(address / L2_BLOCK) % ENTRIES] = 0;
+            if let Some(table) = level2_table(tables, address).ok_or(MapError::NoTableToUnmap(region))? {
+                tables.l2[table].0[(address / L2_BLOCK) % ENTRIES] = 0;
             }
             address += L2_BLOCK;
         } else {
@@ -249,13 +245,12 @@ fn unmap(tables: &mut Tables, region: Region) -> Result<(), MapError> {
 /// Makes the 4 KiB page at `address` unmapped, splitting the blocks that
 /// cover it into tables of the next level down (same attributes).
 fn unmap_page(tables: &mut Tables, address: usize) -> Result<(), MapError> {
-    let Tables { l1, l2, l3, l2_used, l3_used } = tables;
-    let l1_entry = &mut l1.0[address / L1_BLOCK];
-    let Some(l2_table) = descend(l1_entry, l2, l2_used, L2_BLOCK, VALID)
-        .ok_or(MapError::OutOfTables(Region { base: address, size: PAGE }))?
+    let Some(l2_table) =
+        level2_table(tables, address).ok_or(MapError::OutOfTables(Region { base: address, size: PAGE }))?
     else {
         return Ok(());
     };
+    let Tables { l2, l3, l3_used, .. } = tables;
     let l2_entry = &mut l2[l2_table].0[(address / L2_BLOCK) % ENTRIES];
     let Some(l3_table) =
         descend(l2_entry, l3, l3_used, PAGE, VALID | TABLE).ok_or(MapError::NoPageTableFor(address))?
@@ -264,6 +259,15 @@ fn unmap_page(tables: &mut Tables, address: usize) -> Result<(), MapError> {
     };
     l3[l3_table].0[(address / PAGE) % ENTRIES] = 0;
     Ok(())
+}
+
+/// The level-2 table that maps `address`'s gigabyte, as an index into
+/// `tables.l2`, the gigabyte's block split into one first if need be:
+/// `Some(None)` if nothing maps it, `None` if the level-2 tables are used
+/// up.
+fn level2_table(tables: &mut Tables, address: usize) -> Option<Option<usize>> {
+    let Tables { l1, l2, l2_used, .. } = tables;
+    descend(&mut l1.0[address / L1_BLOCK], l2, l2_used, L2_BLOCK, VALID)
 }
 
 /// The table `entry` points to, as an index into `pool`: if `entry` is a
