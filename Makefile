@@ -43,7 +43,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: census run gdb gdb-check trace trace-check trace-kernel image test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-metal-smoke bench-icount bench-scaling scaling-smoke clean
+.PHONY: census run gdb gdb-check trace trace-check trace-kernel image load test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-metal-smoke bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -98,10 +98,20 @@ trace-kernel: check-board
 	grep -a "agree with their counters\|TEST trace_cost: PASS" target/trace/$(BOARD)/trace_cost.log
 	tools/trace target/trace/$(BOARD)/trace_cost.log --check --summary
 
-## image: what BOARD boots from, in target/image/$(BOARD)/
+## image: what BOARD boots from, in target/image/$(BOARD)/; with LOADER=1
+## (a Pi) the serial chainloader instead, for make load
 image: check-board setup
 	[[ $(BOARD) != x86-pc ]] || tools/setup --pc-disk
-	tools/image $(BOARD)
+	tools/image $(BOARD) $(if $(filter 1,$(LOADER)),--loader)
+
+## load: build $(APP) for BOARD (a Pi) and send it over PORT (a serial
+## device, e.g. /dev/ttyUSB0) to the chainloader of make image LOADER=1,
+## then stay as its console until Ctrl-C (docs/real-hardware.md)
+load: check-board check-app setup
+	@[[ -n "$(PORT)" ]] || { echo "make load needs PORT=<the serial device>, e.g. PORT=/dev/ttyUSB0" >&2; exit 2; }
+	@[[ $$(tools/boards get $(BOARD) image) == kernel8.img ]] || { echo "make load is for the Raspberry Pis (BOARD=raspi3b or raspi4b), not $(BOARD)" >&2; exit 2; }
+	cargo build --quiet --release -p roving-examples --bin $(APP) $(board_flags)
+	tools/load --port $(PORT) target/$$(tools/boards get $(BOARD) target)/release/$(APP)
 
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
 ## test and spreading rounds, no_std builds, the custom-platform check,
@@ -138,6 +148,8 @@ lint:
 	cargo clippy --quiet -p roving --features std,census $(HOST) --lib --test census -- -D warnings
 	cargo clippy --quiet --workspace --exclude roving-custom-platform --exclude roving-bench --exclude roving-symbolize -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --no-default-features --features raspi3b -- -D warnings
+	cargo clippy --quiet -p roving-loader --features raspi3b -- -D warnings
+	cargo clippy --quiet -p roving-loader --features raspi4b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --features trace -- -D warnings
