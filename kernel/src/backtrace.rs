@@ -129,17 +129,28 @@ impl Backtrace {
 impl fmt::Display for Backtrace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Registers { pc, sp, fp, lr } = self.0;
-        write!(f, "\n    backtrace, innermost first:\n    registers pc {pc:#x} sp {sp:#x} fp {fp:#x}")?;
+        write!(
+            f,
+            "\n    backtrace, innermost first:\n    registers pc {:#x} sp {sp:#x} fp {fp:#x}",
+            arch::linked_address(pc)
+        )?;
         if let Some(lr) = lr {
-            write!(f, " lr {lr:#x}")?;
+            write!(f, " lr {:#x}", arch::linked_address(lr))?;
         }
-        write!(f, "\n    #0 {pc:#018x} pc")?;
+        if arch::linked_address(pc) != pc {
+            write!(
+                f,
+                "\n    (code addresses as linked; the image runs {:#x} bytes away)",
+                pc.abs_diff(arch::linked_address(pc))
+            )?;
+        }
+        write!(f, "\n    #0 {:#018x} pc", arch::linked_address(pc))?;
         let code = code();
         let mut frames = 1;
         if let Some(lr) = lr
             && is_return_address(lr, &code)
         {
-            write!(f, "\n    #1 {lr:#018x} lr")?;
+            write!(f, "\n    #1 {:#018x} lr", arch::linked_address(lr))?;
             frames += 1;
         }
         match stack_around(sp) {
@@ -160,7 +171,12 @@ impl fmt::Display for Backtrace {
                         None => {}
                         Some(_) if shown == MAX_LINES => more += 1,
                         Some(Word::Return) => {
-                            write!(f, "\n    #{frames} {word:#018x} sp+{:#x}", at - sp)?;
+                            write!(
+                                f,
+                                "\n    #{frames} {:#018x} sp+{:#x}",
+                                arch::linked_address(word),
+                                at - sp
+                            )?;
                             frames += 1;
                             shown += 1;
                         }

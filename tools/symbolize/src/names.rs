@@ -25,7 +25,9 @@ impl Names {
     pub fn describe(&mut self, address: u64, exact: bool) -> String {
         let elf = &self.elf;
         let loaded = self.loaded.get_or_insert_with(|| {
-            addr2line::Loader::new(elf).map_err(|error| format!("cannot read {}: {error}", elf.display()))
+            let readable = without_link_relocations(elf);
+            let path = readable.as_ref().map_or(elf.as_path(), |copy| copy.path());
+            addr2line::Loader::new(path).map_err(|error| format!("cannot read {}: {error}", elf.display()))
         });
         let loader = match loaded {
             Ok(loader) => loader,
@@ -74,5 +76,58 @@ fn place(here: &str, at: &addr2line::Location<'_>) -> String {
         (Some(line), Some(column)) => format!(" at {file}:{line}:{column}"),
         (Some(line), None) => format!(" at {file}:{line}"),
         _ => format!(" at {file}"),
+    }
+}
+
+/// A copy of `elf` without the relocations a link kept for its debug
+/// sections (the PC kernels link with --emit-relocs, for tools/pc-relocs),
+/// if it has any: the debug information is linked already, and the
+/// loader would try to apply them again, and complain. Those relocating a
+/// section that is not loaded become `SHT_NULL`; nothing else changes.
+fn without_link_relocations(elf: &std::path::Path) -> Option<TempCopy> {
+    let mut data = std::fs::read(elf).ok()?;
+    let word = |data: &[u8], at: usize, len: usize| -> Option<usize> {
+        let bytes = data.get(at..at + len)?;
+        Some(bytes.iter().rev().fold(0, |value, &byte| value << 8 | byte as usize))
+    };
+    // A 64-bit little-endian executable (ELFCLASS64, ELFDATA2LSB, ET_EXEC).
+    if data.get(..6)? != b"\x7fELF\x02\x01" || word(&data, 0x10, 2)? != 2 {
+        return None;
+    }
+    let (headers, header_size, count) = (word(&data, 0x28, 8)?, word(&data, 0x3a, 2)?, word(&data, 0x3c, 2)?);
+    let mut nulled = 0;
+    for index in 0..count {
+        const SHT_RELA: usize = 4;
+        const SHF_ALLOC: usize = 2;
+        let header = headers + index * header_size;
+        if word(&data, header + 4, 4)? != SHT_RELA {
+            continue;
+        }
+        let target = word(&data, header + 0x2c, 4)?; // sh_info: the section relocated
+        if word(&data, headers + target * header_size + 8, 8)? & SHF_ALLOC == 0 {
+            data.get_mut(header + 4..header + 8)?.copy_from_slice(&0u32.to_le_bytes()); // SHT_NULL
+            nulled += 1;
+        }
+    }
+    if nulled == 0 {
+        return None;
+    }
+    let copy = TempCopy(std::env::temp_dir().join(format!("roving-symbolize-{}.elf", std::process::id())));
+    std::fs::write(copy.path(), &data).ok()?;
+    Some(copy)
+}
+
+/// A file removed when dropped.
+struct TempCopy(PathBuf);
+
+impl TempCopy {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }

@@ -4,6 +4,12 @@
 use crate::backtrace::Registers;
 use core::arch::asm;
 
+/// Where `address`, a code address of the running image, is in the ELF:
+/// the same address, since every loader puts the image where it is linked.
+pub(crate) fn linked_address(address: usize) -> usize {
+    address
+}
+
 /// The calling function's registers at this point: its program counter,
 /// stack pointer, frame pointer (x29) and link register (x30). Inlined, so
 /// that they are the caller's own.

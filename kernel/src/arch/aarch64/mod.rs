@@ -54,7 +54,7 @@ pub fn hw_id() -> u64 {
     cpu::hw_id()
 }
 
-pub(crate) use backtrace::{follows_call, registers_here};
+pub(crate) use backtrace::{follows_call, linked_address, registers_here};
 
 /// The kernel's own per-core stacks (boot and exception), for backtraces.
 pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {

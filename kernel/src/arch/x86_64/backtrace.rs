@@ -23,6 +23,13 @@ pub(crate) fn registers_here() -> Registers {
     Registers { pc, sp, fp, lr: None }
 }
 
+/// Where `address`, a code address of the running image, is in the ELF:
+/// less the load offset of a relocated Multiboot2 load, so the runner's
+/// symbolizer finds it.
+pub(crate) fn linked_address(address: usize) -> usize {
+    address.wrapping_sub(super::boot::load_offset() as usize)
+}
+
 /// Whether `address` (inside the kernel's code, at least 7 bytes in)
 /// follows a call: the bytes before it encode a `call rel32`, or an
 /// indirect `call` through a register or memory (opcode FF /2).

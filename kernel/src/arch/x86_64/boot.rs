@@ -5,6 +5,7 @@ use crate::board::board;
 use crate::boot_info::{self, MAX_CORES};
 use crate::cores;
 use core::arch::global_asm;
+use core::sync::atomic::{AtomicI64, Ordering::Relaxed};
 
 /// Bytes of stack each core boots on (and keeps, until strands exist).
 pub(crate) const BOOT_STACK_SIZE: usize = 64 * 1024;
@@ -33,6 +34,19 @@ global_asm!(
     max_cores = const MAX_CORES,
     trampoline = const smp::TRAMPOLINE,
 );
+
+/// How far the image lies above its link address (below, if negative):
+/// 0 unless a Multiboot2 loader moved it (`boot.s`, `APPLY_RELOCATIONS`,
+/// writes it before `.bss` is zeroed, so it lives in `.data`).
+#[unsafe(no_mangle)]
+#[unsafe(link_section = ".data.roving_load_offset")]
+static ROVING_LOAD_OFFSET: AtomicI64 = AtomicI64::new(0);
+
+/// How far the image lies above its link address: the load offset a
+/// relocated Multiboot2 load applied (0 where it was linked).
+pub(crate) fn load_offset() -> i64 {
+    ROVING_LOAD_OFFSET.load(Relaxed)
+}
 
 /// Which loader started the kernel (`boot.s` passes it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,6 +20,19 @@ multiboot2_header:
     .short  3, 0
     .long   12
     .long   _multiboot2_start
+    // Relocatable tag (optional: a loader without it loads the image at
+    // its link address): anywhere from 1 MiB that GRUB finds room for the
+    // whole image, zeroed memory included, page-aligned, the lowest such
+    // place first, and ending below 2 GiB, where the code's sign-extended
+    // 32-bit addresses still reach. The entry applies the relocations
+    // (apply_relocations below). tools/pc-disk may raise min_addr.
+    .balign 8
+    .short  10, 1
+    .long   24
+    .long   0x100000                    // min_addr
+    .long   0x80000000                  // max_addr: the image's end
+    .long   0x1000                      // align: a page, the most any of its data asks
+    .long   1                           // preference: the lowest address
     .balign 8                           // end tag
     .short  0, 0
     .long   8
@@ -34,6 +47,91 @@ multiboot2_header_end:
     .balign 4
     .quad   _pvh_start
     .balign 4
+
+// Moves every absolute address the image holds by its load offset, with
+// ebx the Multiboot2 boot information (kept). The offset is the load base
+// tag's address (type 21) less the link base; with no such tag, or an
+// offset of 0, nothing moves. The places come from a module GRUB loaded,
+// the table tools/pc-relocs writes: "RVRL", the count, the link base,
+// then each place's offset from the link base, bit 31 set for a 64-bit
+// field. Until the last place is patched, the code here reads only its
+// own link-time immediates (which the table patches afterwards, unread)
+// and addresses computed from the boot information, so it runs the same
+// wherever the image is. With an offset but no table it says so on COM1
+// and halts. At the end, the offset is kept in ROVING_LOAD_OFFSET (in
+// .data: .bss is zeroed later).
+.macro APPLY_RELOCATIONS
+    lea     edi, [ebx + 8]              // the first tag
+10: mov     eax, [edi]
+    test    eax, eax
+    jz      19f                         // the end tag: loaded where linked
+    cmp     eax, 21
+    je      11f
+    mov     ecx, [edi + 4]
+    add     ecx, 7
+    and     ecx, -8
+    add     edi, ecx
+    jmp     10b
+11: mov     edx, [edi + 8]              // the load base
+    sub     edx, offset __image_start   // less the link base: the offset
+    jz      19f
+    lea     edi, [ebx + 8]
+12: mov     eax, [edi]
+    test    eax, eax
+    jz      17f                         // no table
+    cmp     eax, 3                      // a module
+    jne     13f
+    mov     esi, [edi + 8]
+    cmp     dword ptr [esi], 0x4c525652 // "RVRL"
+    jne     13f
+    cmp     dword ptr [esi + 8], offset __image_start
+    je      14f                         // the table of this link
+13: mov     ecx, [edi + 4]
+    add     ecx, 7
+    and     ecx, -8
+    add     edi, ecx
+    jmp     12b
+14: mov     ecx, [esi + 4]              // the count
+    mov     edi, [esi + 8]
+    add     edi, edx                    // the load base
+    add     esi, 12
+    mov     ebp, edx
+    sar     ebp, 31                     // the offset's upper half, for 64-bit fields
+15: test    ecx, ecx
+    jz      18f
+    mov     eax, [esi]
+    add     esi, 4
+    dec     ecx
+    btr     eax, 31
+    jc      16f
+    add     [edi + eax], edx
+    jmp     15b
+16: add     [edi + eax], edx
+    adc     [edi + eax + 4], ebp
+    jmp     15b
+17: // Loaded elsewhere, with nothing to say where the addresses are.
+    mov     esi, offset no_relocation_table
+    add     esi, edx
+    mov     dx, 0x3f8 + 5               // COM1's line status
+171:mov     al, [esi]
+    test    al, al
+    jz      173f
+172:in      al, dx
+    test    al, 0x20                    // room to send
+    jz      172b
+    mov     al, [esi]
+    sub     dx, 5
+    out     dx, al
+    add     dx, 5
+    inc     esi
+    jmp     171b
+173:cli
+    hlt
+    jmp     173b
+18: mov     [ROVING_LOAD_OFFSET], edx
+    mov     [ROVING_LOAD_OFFSET + 4], ebp
+19:
+.endm
 
 // Turns on PAE, loads CR3 with the identity map, sets EFER.LME and turns
 // paging on: the core is then in compatibility mode until a far jump to a
@@ -78,6 +176,11 @@ multiboot2_header_end:
     .quad   0x00CF9A000000FFFF
 .endm
 
+.section .rodata.boot_messages, "a"
+no_relocation_table:
+    .ascii  "roving: the loader put the kernel at another address than it was linked at, "
+    .asciz  "and passed no relocation table (a Multiboot2 module, tools/pc-relocs); stopping\r\n"
+
 .section .rodata.boot_gdt, "a"
 .balign 8
 boot_gdt:
@@ -92,6 +195,10 @@ boot_gdt_pointer:
 _multiboot2_start:
     cli
     cld
+    // GRUB loads the image where it finds room (the relocatable tag), not
+    // always where it was linked: before anything uses one of the image's
+    // own absolute addresses, they are moved by the load offset.
+    APPLY_RELOCATIONS
     mov     ebp, 1                      // Multiboot2 boot information
     jmp     boot_32
 

@@ -159,7 +159,7 @@ pub fn hw_id() -> u64 {
     cpu::apic_id()
 }
 
-pub(crate) use backtrace::{follows_call, registers_here};
+pub(crate) use backtrace::{follows_call, linked_address, registers_here};
 
 /// The kernel's own per-core stacks (boot and interrupt), for backtraces.
 pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {
@@ -211,6 +211,14 @@ pub(crate) fn describe(info: &ArchInfo, out: &mut impl core::fmt::Write) -> core
         boot::Loader::Pvh => "PVH entry, ",
         boot::Loader::Multiboot2 => "Multiboot2 entry, ",
     })?;
+    if boot::load_offset() != 0 {
+        unsafe extern "C" {
+            /// The linker script's first byte of the image.
+            static __image_start: u8;
+        }
+        let at = &raw const __image_start as usize;
+        write!(out, "loaded at {at:#x} (linked at {:#x}), ", at.wrapping_sub(boot::load_offset() as usize))?;
+    }
     match (info.rsdp_argument, info.rsdp) {
         (RsdpArgument::Used, Some(rsdp)) => write!(out, "ACPI RSDP at {rsdp:#x} from the command line, ")?,
         (RsdpArgument::Ignored, _) => out.write_str("roving.acpi_rsdp ignored (not an address), ")?,
