@@ -26,7 +26,7 @@ impl Instant {
 
     /// `ms` milliseconds after this instant.
     pub fn after_ms(self, ms: u64) -> Self {
-        Self(self.0 + ticks_per_second() * ms / 1000)
+        self.after_us(ms * 1000)
     }
 
     /// `us` microseconds after this instant.

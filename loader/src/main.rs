@@ -113,10 +113,6 @@ extern "C" fn loader_main(x0: usize, x1: usize, x2: usize, x3: usize) -> ! {
     // Whether to say, once, that nobody answers: not once a header came.
     let mut notice_due = true;
     for attempt in 1.. {
-        let _ = writeln!(
-            serial,
-            "roving-loader: ready for a kernel [RVLOAD1 attempt={attempt} address={KERNEL_ADDRESS:#x} room={room:#x}]"
-        );
         await_magic(&mut serial, attempt, room, since, &mut notice_due);
         notice_due = false;
         let header = match transfer::receive_header(&mut serial) {
@@ -163,10 +159,17 @@ fn loader_start() -> usize {
     core::ptr::addr_of!(__loader_start) as usize
 }
 
-/// Waits for the header's magic, skipping anything else, and asks again
-/// every [`ASK_EVERY_MS`]; if `notice_due`, says once that nobody has
-/// answered, [`NOTICE_AFTER_MS`] after `since`.
+/// Asks for a kernel, then waits for the header's magic, skipping anything
+/// else, and asks again every [`ASK_EVERY_MS`]; if `notice_due`, says once
+/// that nobody has answered, [`NOTICE_AFTER_MS`] after `since`.
 fn await_magic(serial: &mut Serial, attempt: u64, room: usize, since: Instant, notice_due: &mut bool) {
+    let ask = |serial: &mut Serial| {
+        let _ = writeln!(
+            serial,
+            "roving-loader: ready for a kernel [RVLOAD1 attempt={attempt} address={KERNEL_ADDRESS:#x} room={room:#x}]"
+        );
+    };
+    ask(serial);
     let mut matched = 0;
     let mut ask_at = Instant::now().after_ms(ASK_EVERY_MS);
     while matched < MAGIC.len() {
@@ -183,10 +186,7 @@ fn await_magic(serial: &mut Serial, attempt: u64, room: usize, since: Instant, n
                         NOTICE_AFTER_MS / 1000
                     );
                 }
-                let _ = writeln!(
-                    serial,
-                    "roving-loader: ready for a kernel [RVLOAD1 attempt={attempt} address={KERNEL_ADDRESS:#x} room={room:#x}]"
-                );
+                ask(serial);
                 ask_at = Instant::now().after_ms(ASK_EVERY_MS);
             }
         }
