@@ -294,7 +294,14 @@ fn poll_in_strand<F: Future + Unpin>(
         if let Poll::Ready(output) = Pin::new(&mut future).poll(&mut context) {
             return Ok(output);
         }
-        strand::park()?;
+        if let Err(error) = strand::park() {
+            // Cancelled as the future settled: its outcome (a task's
+            // failure, say) is the answer, not the cancel.
+            return match Pin::new(&mut future).poll(&mut context) {
+                Poll::Ready(output) => Ok(output),
+                Poll::Pending => Err(error),
+            };
+        }
     }
 }
 

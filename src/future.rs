@@ -19,7 +19,10 @@
 //! A future whose work never ran (its pool stopped first, or the core of a
 //! continuation left the pool) or panicked is *broken*: it completes with
 //! [`FutureError::Broken`], and so does everything chained on it. Nothing
-//! waits forever on work that will not happen.
+//! waits forever on work that will not happen. A panic fails the pool too,
+//! and the future breaks before the pool's wind-down cancels any strand,
+//! so a strand waiting for it learns `Broken`, the cause, rather than
+//! that it was cancelled.
 //!
 //! ```
 //! use roving::{Pool, platform::host::Machine};
@@ -226,7 +229,10 @@ impl<T: Send + 'static> Future<T> {
     /// # Errors
     ///
     /// [`FutureError::Broken`]; [`FutureError::Wait`] outside a strand or
-    /// if the strand is cancelled (the future is given up).
+    /// if the strand is cancelled (the future is given up). A cancel that
+    /// comes as the result does, such as the wind-down of a pool that the
+    /// work's own panic failed, loses to it: the strand gets the result,
+    /// or `Broken`.
     pub fn wait(self) -> Result<T, FutureError> {
         self.slot.header().wait().map_err(FutureError::Wait)?;
         // SAFETY: this handle is the only one that reads the result.

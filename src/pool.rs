@@ -648,12 +648,16 @@ pub fn spawn_task<F: FnOnce() + Send + 'static>(f: F) -> Result<(), PostError<F>
 }
 
 /// A task's panic on the calling core's pool: recorded, then the pool
-/// stops (`Shared::task_panicked`). Off a pool's core it keeps unwinding.
+/// stops, `publish` running in between (`Shared::task_panicked`). Off a
+/// pool's core `publish` runs and the panic keeps unwinding.
 #[cfg(feature = "std")]
-pub(crate) fn task_panicked(payload: alloc::boxed::Box<dyn core::any::Any + Send>) {
+pub(crate) fn task_panicked(payload: alloc::boxed::Box<dyn core::any::Any + Send>, publish: impl FnOnce()) {
     current::with(|worker| match worker {
         // SAFETY: a worker's pool outlives its time as the current worker.
-        Some(worker) => unsafe { &*worker.shared }.task_panicked(payload),
-        None => std::panic::resume_unwind(payload),
+        Some(worker) => unsafe { &*worker.shared }.task_panicked(payload, publish),
+        None => {
+            publish();
+            std::panic::resume_unwind(payload)
+        }
     })
 }

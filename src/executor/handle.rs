@@ -70,7 +70,8 @@ impl<T> TaskHandle<T> {
     /// What the task ended with ([`TaskError::Cancelled`],
     /// [`TaskError::Failed`], [`TaskError::Stopped`]), or
     /// [`TaskError::Wait`] if the caller is not a strand or is cancelled
-    /// while it waits (the task runs on, detached).
+    /// while it waits (the task runs on, detached). A cancel that comes as
+    /// the task ends loses to its end: the caller gets what it ended with.
     pub fn join(self) -> Result<T, TaskError> {
         super::block_on_unmoved(self).map_err(TaskError::Wait)?
     }

@@ -130,12 +130,15 @@ impl<T> FutureHeader<T> {
         }
     }
 
-    /// Blocks the calling strand until the result is there.
+    /// Blocks the calling strand until the result is there. A cancel
+    /// that comes as the result does loses to it: the waiter learns what
+    /// happened to the work (its value, or that it broke).
     pub(crate) fn wait(&self) -> Result<(), WaitError> {
         if self.is_ready() {
             return Ok(());
         }
-        wait::wait_in(&self.waiters, BlockReason::Future, None, |w| &mut w.strands, |w| w.ready)
+        let waited = wait::wait_in(&self.waiters, BlockReason::Future, None, |w| &mut w.strands, |w| w.ready);
+        if self.is_ready() { Ok(()) } else { waited }
     }
 
     /// The result, once ready.
@@ -212,25 +215,25 @@ impl<W: Work<T>, T: Send + 'static> Run<W, T> {
         // SAFETY: the running task owns the work.
         let work = unsafe { (*cell.work.get()).take() };
         let Some(work) = work else { return };
-        cell.header.complete(run_catching_panic(work));
+        run_catching_panic(work, |result| cell.header.complete(result));
     }
 }
 
-/// Runs `work`. On the host a panic in it fails the pool *before* the
-/// future breaks, so whoever sees it broken also sees the pool stopped
-/// (a post then fails) and the panic recorded as the pool's failure.
-/// Bare metal does not unwind: the kernel's panic handler deals with it.
-fn run_catching_panic<W: Work<T>, T>(work: W) -> Result<T, FutureError> {
+/// Runs `work` and hands its result to `complete`. On the host a panic in
+/// it is recorded as the pool's failure and the pool refuses work *before*
+/// the future breaks, so whoever sees it broken also sees the pool stopped
+/// (a post then fails) and the panic recorded; and it breaks *before* the
+/// wind-down cancels the pool's strands, so a strand waiting for it wakes
+/// to `Broken`, the cause, not to the cancel. Bare metal does not unwind:
+/// the kernel's panic handler deals with it.
+fn run_catching_panic<W: Work<T>, T>(work: W, complete: impl FnOnce(Result<T, FutureError>)) {
     #[cfg(feature = "std")]
-    return match std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| work.run())) {
-        Ok(result) => result,
-        Err(payload) => {
-            crate::pool::task_panicked(payload);
-            Err(FutureError::Broken)
-        }
-    };
+    match std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| work.run())) {
+        Ok(result) => complete(result),
+        Err(payload) => crate::pool::task_panicked(payload, || complete(Err(FutureError::Broken))),
+    }
     #[cfg(not(feature = "std"))]
-    return work.run();
+    complete(work.run());
 }
 
 impl<W: Work<T>, T: Send + 'static> Drop for Run<W, T> {

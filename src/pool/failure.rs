@@ -231,11 +231,15 @@ impl Shared {
 
     /// A task (not a strand) panicked on the host: keep its payload for
     /// `run` unless a failure came first (then it is counted there), and
-    /// only then stop the pool. The order matters: whatever sees the pool
-    /// stopped (a refused post that panics in turn, a broken future) comes
-    /// after this failure, so `run` raises the first one.
+    /// only then stop the pool, running `publish` (the task's own way of
+    /// saying it failed: a broken future) before the wind-down cancels
+    /// anyone (`stop_publishing`). The order matters: whatever sees the
+    /// pool stopped (a refused post that panics in turn, a broken future)
+    /// comes after this failure, so `run` raises the first one; and a
+    /// strand waiting for the task learns that it failed, not that it was
+    /// cancelled.
     #[cfg(feature = "std")]
-    pub(crate) fn task_panicked(&self, payload: Box<dyn core::any::Any + Send>) {
+    pub(crate) fn task_panicked(&self, payload: Box<dyn core::any::Any + Send>, publish: impl FnOnce()) {
         let unkept = {
             let mut failure = self.failure.lock();
             let mut panic = self.panic.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -253,6 +257,6 @@ impl Shared {
         };
         // A payload's drop is user code: not under the locks.
         drop(unkept);
-        self.stop();
+        self.stop_publishing(publish);
     }
 }

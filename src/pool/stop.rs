@@ -97,10 +97,23 @@ impl Shared {
     /// Stops the pool: final. With strands alive it winds down first
     /// (module docs). Returns whether this call stopped it.
     pub(crate) fn stop(&self) -> bool {
+        self.stop_publishing(|| {})
+    }
+
+    /// Stops the pool as [`stop`](Self::stop) does, and runs `publish`
+    /// once, after the pool refuses work and before its strands are
+    /// cancelled. A failure that stops the pool publishes itself there
+    /// (a broken future): a strand waiting for it is woken by it, so it
+    /// learns the cause rather than the wind-down's cancel, and whoever
+    /// sees the failure also sees the pool refusing work.
+    pub(crate) fn stop_publishing(&self, publish: impl FnOnce()) -> bool {
         loop {
             let state = self.state.load(SeqCst);
             let next = match state {
-                STOPPED | WINDING => return false,
+                STOPPED | WINDING => {
+                    publish();
+                    return false;
+                }
                 // A quiescence check ends soon, in `RUNNING` or `STOPPED`.
                 QUIESCING => {
                     spin_hint();
@@ -110,6 +123,7 @@ impl Shared {
                 _ => STOPPED,
             };
             if self.state.compare_exchange(state, next, SeqCst, SeqCst).is_ok() {
+                publish();
                 if next == WINDING {
                     self.strands.cancel_all();
                 }

@@ -214,7 +214,7 @@ fn run_task(here: Here<'_>, task: NonNull<Task>) {
             unsafe { Task::call(task, Action::Run, cache) }
         });
         if let Err(payload) = std::panic::catch_unwind(call) {
-            shared.task_panicked(payload);
+            shared.task_panicked(payload, || {});
         }
     }
     #[cfg(not(feature = "std"))]

@@ -284,7 +284,9 @@ impl<T: Send> Receiver<T> {
     /// if the strand is cancelled while it waits for a value. A cancel
     /// reaches only a receive that blocks: a value already buffered is
     /// returned in a cancelled strand, and a cancelled strand whose senders
-    /// all ended first sees `Disconnected`, not `Interrupted`.
+    /// all ended first sees `Disconnected`, not `Interrupted`. A cancel
+    /// that comes at the same moment as a value or the last sender's
+    /// leaving loses to them: the strand gets the value or `Disconnected`.
     pub fn recv(&self) -> Result<T, RecvError> {
         self.recv_until(None)
     }
@@ -322,14 +324,21 @@ impl<T: Send> Receiver<T> {
                 Err(RecvError::Empty) => {}
                 other => return other,
             }
-            wait::wait_in(
+            let waited = wait::wait_in(
                 &self.channel.state,
                 BlockReason::ChannelReceive,
                 deadline,
                 |state| &mut state.blocked_receivers,
                 |state| state.senders == 0 || !state.buffer.is_empty(),
-            )
-            .map_err(RecvError::from_wait)?;
+            );
+            if let Err(error) = waited {
+                // Cancelled (or out of time) as a value came or the last
+                // sender left: what happened to the channel is the answer.
+                return match self.try_recv() {
+                    Err(RecvError::Empty) => Err(RecvError::from_wait(error)),
+                    settled => settled,
+                };
+            }
         }
     }
 }
