@@ -250,7 +250,7 @@ tsan: setup
 ## loom: model-check the lock-free protocols
 loom:
 	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$(LOOM_PREEMPTIONS) CARGO_TARGET_DIR=target/loom \
-		cargo test --quiet -p roving --release $(HOST) --test loom_actor --test loom_doorbell --test loom_event_loop --test loom_core_hints --test loom_inbox --test loom_join --test loom_lifo --test loom_mailbox --test loom_mesh --test loom_routes --test loom_signal --test loom_sleep --test loom_task --test loom_trace_ring --test loom_watch
+		cargo test --quiet -p roving --release $(HOST) --test loom_actor --test loom_doorbell --test loom_event_loop --test loom_core_hints --test loom_inbox --test loom_join --test loom_lifo --test loom_mailbox --test loom_mesh --test loom_routes --test loom_signal --test loom_sleep --test loom_task --test loom_trace_ring --test loom_urgent --test loom_watch
 
 ## no-std: the portable core builds for both bare-metal targets
 no-std:

@@ -217,6 +217,7 @@ pub mod loom_api {
         Register as SignalRegister, SignalWord, StateWord, WAITING as SIGNAL_WAITING,
     };
     pub use crate::protocol::trace_ring::{Ring as TraceRing, Snapshot as TraceSnapshot};
+    pub use crate::protocol::urgent_mark::{Taken as UrgentTaken, UrgentMark};
     pub use crate::sleep::watch::{NONE as NO_DEADLINE, Watch};
     pub use crate::sleep::{IdleState, Outcome, Roused, SleepState, Sleeper};
     pub use crate::task::queue::TaskQueue;

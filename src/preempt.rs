@@ -139,8 +139,8 @@ pub fn on_tick() -> Tick {
     let slot = unsafe { shared.own_turn(me) };
     // A woken strand that outranks this one cuts its slice short; the
     // clock is then read only if the tick is not taken.
-    let urgent = slot.urgent.swap(0, Relaxed);
-    let outranked = urgent > header.priority.load(Relaxed) + 1;
+    let taken = slot.urgent.take(header.priority.load(Relaxed));
+    let outranked = taken.outranked;
     let now = (!outranked).then(platform::ticks);
     if let Some(now) = now {
         let end = slot.slice_end.load(Relaxed);
@@ -152,7 +152,7 @@ pub fn on_tick() -> Tick {
     let now = || now.unwrap_or_else(platform::ticks);
     if header.no_preempt.load(Relaxed) != 0 {
         if outranked {
-            slot.urgent.fetch_max(urgent, Relaxed);
+            slot.urgent.keep(taken);
         }
         platform::request_tick(Some(now() + (slice / RETRY_DIVISOR).max(1)));
         return Tick::Continue;

@@ -16,6 +16,7 @@
 //! | [`lifo_slot`] | a core's LIFO slot, and stealing a task that sat there | `loom_lifo` | the pool |
 //! | [`signal_word`] | a signal's state word, with one waiter, raised from interrupt handlers | `loom_signal` | `sync::Signal`, `strand::park` |
 //! | [`trace_ring`] | one core's ring of trace events, written without locks | `loom_trace_ring` | `trace` |
+//! | [`urgent_mark`] | a core's mark that a woken strand outranks the one it runs, for its next tick | `loom_urgent` | `preempt`, the pool's wakes |
 //!
 //! The other lock-free protocols live with the part they serve and are
 //! built under loom in place: the mailboxes (`crate::mailbox`), the sleep
@@ -28,6 +29,7 @@ pub mod join_frame;
 pub mod lifo_slot;
 pub mod loop_handoff;
 pub mod signal_word;
+pub mod urgent_mark;
 // With feature trace, and in tests and loom models without it.
 #[cfg(any(feature = "trace", test, loom))]
 #[cfg_attr(not(feature = "trace"), allow(dead_code))]

@@ -7,8 +7,9 @@
 //! Strands are named here by their control block's task header, which is
 //! where every control block starts.
 
-use crate::atomics::unmodelled::{AtomicU8, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
+use crate::atomics::unmodelled::AtomicU64;
 use crate::context::Context;
+use crate::protocol::urgent_mark::UrgentMark;
 use crate::task::Task;
 use core::cell::UnsafeCell;
 use core::ptr;
@@ -48,34 +49,17 @@ pub(crate) struct CoreTurn {
     /// When the running strand's time slice ends, in ticks (pools with a
     /// slice only; read by the core's timer interrupt, `crate::preempt`).
     pub(crate) slice_end: AtomicU64,
-    /// The running strand's priority level, or [`NO_STRAND`]: what a
-    /// woken strand compares itself with (`crate::preempt`'s `woken`).
-    pub(crate) running_level: AtomicU8,
-    /// One more than the highest level woken for this core that outranks
-    /// its running strand, 0 if none: the next tick preempts at once.
-    pub(crate) urgent: AtomicU8,
+    /// The running strand's priority level, and the mark a woken strand
+    /// that outranks it leaves, so that the next tick preempts at once
+    /// (`crate::protocol::urgent_mark`).
+    pub(crate) urgent: UrgentMark,
 }
-
-/// [`CoreTurn::running_level`] of a core that runs no strand.
-pub(crate) const NO_STRAND: u8 = u8::MAX;
 
 // SAFETY: the cells are touched only by their own core (module docs); the
 // rest is atomics.
 unsafe impl Sync for CoreTurn {}
 
 impl CoreTurn {
-    /// A strand of level `level` was woken for this core: if it outranks
-    /// the running strand, marks the core so that its next tick preempts
-    /// at once, and says so.
-    pub(crate) fn outranked_by(&self, level: u8) -> bool {
-        let running = self.running_level.load(Relaxed);
-        if running == NO_STRAND || level <= running {
-            return false;
-        }
-        self.urgent.fetch_max(level + 1, SeqCst);
-        true
-    }
-
     pub(crate) const fn new() -> Self {
         Self {
             loop_context: UnsafeCell::new(Context::empty()),
@@ -84,8 +68,7 @@ impl CoreTurn {
             fibre_has_more: UnsafeCell::new(false),
             handed_from: UnsafeCell::new(ptr::null_mut()),
             slice_end: AtomicU64::new(0),
-            running_level: AtomicU8::new(NO_STRAND),
-            urgent: AtomicU8::new(0),
+            urgent: UrgentMark::new(),
         }
     }
 }

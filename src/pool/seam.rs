@@ -303,7 +303,7 @@ impl<'a> PoolRef<'a> {
     /// Interrupt-safe: a handler's wake comes here.
     #[inline]
     pub(crate) fn woken(self, level: u8, to: usize) -> bool {
-        self.0.slice_ticks != 0 && self.turn_of(to).is_some_and(|turn| turn.outranked_by(level))
+        self.0.slice_ticks != 0 && self.turn_of(to).is_some_and(|turn| turn.urgent.woken(level))
     }
 
     /// The time slice in platform ticks, or 0 for a cooperative pool.

@@ -19,7 +19,7 @@ use super::hand_off::Handing;
 use super::{failure, tree};
 use crate::atomics::unmodelled::Ordering::*;
 use crate::context;
-use crate::pool::core_turn::{NO_STRAND, TurnEnd};
+use crate::pool::core_turn::TurnEnd;
 use crate::pool::current;
 use crate::pool::seam::PoolRef;
 use crate::task::{Action, Task};
@@ -443,7 +443,7 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         let back = *core.running.get();
         *core.running.get() = ptr::null_mut();
         if shared.slice_ticks() != 0 {
-            core.running_level.store(NO_STRAND, Relaxed);
+            core.urgent.running(None);
         }
         (Header::from_task(NonNull::new(back).expect("a strand came back")), *core.end.get())
     };
@@ -524,7 +524,7 @@ pub(super) unsafe fn enter(
         *core.running.get() = Header::task(strand).as_ptr();
         *core.fibre_has_more.get() = more;
         if shared.slice_ticks() != 0 {
-            core.running_level.store(header.priority.load(Relaxed), Relaxed);
+            core.urgent.running(Some(header.priority.load(Relaxed)));
             renew_slice(shared, me);
         }
     }
