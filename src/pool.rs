@@ -54,6 +54,7 @@ pub(crate) mod domain_id;
 pub(crate) mod end_waiters;
 mod error;
 pub(crate) mod failure;
+pub(crate) mod failure_reserve;
 mod fibres;
 pub(crate) mod fork_join;
 pub(crate) mod handle;

@@ -31,7 +31,7 @@
 //! So each core has one loop catch point and one poll mark at a time.
 
 use super::current::SLOTS;
-use super::failure::{Failure, FailureKind, Location};
+use super::failure::{Failure, FailureKind};
 use crate::atomics::CachePadded;
 use crate::atomics::unmodelled::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::Relaxed};
 use crate::platform;
@@ -166,8 +166,9 @@ pub fn running_task() -> bool {
 /// Fails the async task this core is polling with the panic `info`: its
 /// handle gets `TaskError::Failed`, and the core goes back to its loop.
 /// Returns only if no task is being polled here (see [`running_task`]),
-/// or if this panic came while a task's failure was being made (out of
-/// memory): then the panic is the caller's to handle.
+/// or if no failure could be made (the heap and the failure reserve both
+/// empty: `super::failure_reserve`): then the panic is the caller's to
+/// handle.
 ///
 /// This is what a bare-metal `#[panic_handler]` calls after
 /// `strand::fail_running`: a panic in a task stops that task, not its
@@ -176,12 +177,16 @@ pub fn running_task() -> bool {
 pub fn fail_running_task(info: &core::panic::PanicInfo<'_>) {
     let Some((core, slot)) = contained_here() else { return };
     core.failing.store(true, Relaxed);
-    let failure = Box::new(Failure::new(
+    let failure = super::failure_reserve::panic_failure(
         FailureKind::Panicked,
-        alloc::format!("{}", info.message()),
-        info.location().map(Location::from),
+        format_args!("{}", info.message()),
+        info.location(),
         None,
-    ));
+    );
+    let Some(failure) = failure else {
+        core.failing.store(false, Relaxed);
+        return;
+    };
     core.failed.store(Box::into_raw(failure), Relaxed);
     // SAFETY: the catch point is set on this stack, below which the poll
     // (or drop) and this panic handler run; their frames are not used

@@ -211,6 +211,7 @@ impl Shared {
         domain: DomainId,
     ) -> Arc<Self> {
         crate::platform::refuse_in_handler("making a pool", crate::platform::HANDLERS_DO_NOT_ALLOCATE);
+        super::failure_reserve::top_up();
         Arc::new_cyclic(|this| Self::build(this.clone(), slots, members, config, domain))
     }
 

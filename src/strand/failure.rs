@@ -59,16 +59,21 @@ pub(crate) fn interrupt_running(me: core::ptr::NonNull<Header>) {
 ///
 /// This is what a bare-metal `#[panic_handler]` calls first, so that a
 /// panic stops one strand, not its core.
+///
+/// Making the failure allocates nothing that could panic: a panic because
+/// the heap is full fails its strand too (`crate::pool::failure_reserve`).
 pub fn fail_running(info: &core::panic::PanicInfo<'_>) {
     let Some(me) = super::scheduler::current() else { return };
     // SAFETY: the running strand's own header.
     let header = unsafe { me.as_ref() };
-    let failure = Box::new(Failure::new(
+    let Some(failure) = crate::pool::failure_reserve::panic_failure(
         FailureKind::Panicked,
-        alloc::format!("{}", info.message()),
-        info.location().map(Location::from),
+        format_args!("{}", info.message()),
+        info.location(),
         Some(header.id),
-    ));
+    ) else {
+        return;
+    };
     drop(abandon(me, failure));
 }
 
