@@ -151,7 +151,7 @@ lint:
 	cargo clippy --quiet -p roving-loader --features raspi3b -- -D warnings
 	cargo clippy --quiet -p roving-loader --features raspi4b -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels -p roving-board-x86-pc --target x86_64-unknown-none -- -D warnings
-	cargo clippy --quiet -p roving-examples --features defmt -- -D warnings
+	cargo clippy --quiet -p roving-examples -p roving-test-kernels --features defmt -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --features trace -- -D warnings
 	cargo clippy --quiet -p roving-examples -p roving-test-kernels --features trace --target x86_64-unknown-none -- -D warnings
 	cargo clippy --quiet -p roving-custom-platform $(HOST) -- -D warnings

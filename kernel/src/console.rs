@@ -25,9 +25,34 @@ const NOBODY: usize = usize::MAX;
 const UNKNOWN_CORE: usize = NOBODY - 1;
 /// The console was opened (programmed): writers may be made.
 static OPENED: AtomicBool = AtomicBool::new(false);
-/// How long the panic path waits for a line under way on another core.
-#[cfg(not(feature = "defmt"))]
-const EMERGENCY_SPINS: u32 = 1 << 22;
+/// How long a report that must get out waits for a line (or a defmt
+/// frame) under way on another core before it writes anyway, in
+/// milliseconds: ten times what a 100-character line takes at 115,200
+/// baud, and short enough that a core stuck mid-line does not hold a
+/// panic report back.
+const EMERGENCY_WAIT_MS: u64 = 100;
+
+/// The bounded wait of a report that must get out.
+struct Patience {
+    /// When to give up, on the machine's counter (0: no counter known,
+    /// so `spins` bounds it).
+    deadline: u64,
+    spins: u32,
+}
+
+impl Patience {
+    fn new() -> Self {
+        let hz = roving::platform::tick_hz();
+        let deadline = if hz == 0 { 0 } else { roving::platform::ticks() + hz * EMERGENCY_WAIT_MS / 1000 };
+        Self { deadline, spins: 0 }
+    }
+
+    /// Whether the wait is over; called once per turn of a spin.
+    fn exhausted(&mut self) -> bool {
+        self.spins = self.spins.saturating_add(1);
+        if self.deadline == 0 { self.spins >= 1 << 22 } else { roving::platform::ticks() >= self.deadline }
+    }
+}
 
 fn open(device: ConsoleDevice) -> Uart {
     // SAFETY: the board names this as its console; it is mapped as device
@@ -95,6 +120,10 @@ static HELD: [core::sync::atomic::AtomicU32; crate::MAX_CORES + 1] =
 /// The interrupt state the outermost [`hold`] saved, per core.
 #[cfg(feature = "defmt")]
 static SAVED: [AtomicUsize; crate::MAX_CORES + 1] = [const { AtomicUsize::new(0) }; crate::MAX_CORES + 1];
+/// Set while the core writes an [`emergency`] report: its [`hold`] waits
+/// for another core's frame only so long.
+#[cfg(feature = "defmt")]
+static URGENT: [AtomicBool; crate::MAX_CORES + 1] = [const { AtomicBool::new(false) }; crate::MAX_CORES + 1];
 
 #[cfg(feature = "defmt")]
 fn slot(me: usize) -> usize {
@@ -103,7 +132,15 @@ fn slot(me: usize) -> usize {
 
 /// Takes the console for a run of raw writes ([`write_held`]) that must
 /// not be split (a defmt frame), masking interrupts on this core until
-/// [`let_go`]. Returns whether this core held it already (nested).
+/// [`let_go`]. Returns whether a frame was left unfinished on the line:
+/// this core held the console already (a panic struck mid-frame), or it
+/// took the console from a holder that never let go.
+///
+/// An [`emergency`] report waits for another core's frame only
+/// `EMERGENCY_WAIT_MS`, as a text-mode report does for a line: a core
+/// that stopped mid-frame (stuck with interrupts masked, or dead) must
+/// not keep a panic report in. It then takes the console over; the
+/// caller ends the broken frame first, so the decoder finds the report.
 #[cfg(feature = "defmt")]
 pub(crate) fn hold() -> bool {
     let saved = arch::cpu::disable_interrupts();
@@ -111,11 +148,28 @@ pub(crate) fn hold() -> bool {
     if HELD[slot(me)].fetch_add(1, Relaxed) > 0 {
         return true;
     }
+    let mut patience = URGENT[slot(me)].load(Relaxed).then(Patience::new);
+    let mut taken_over = false;
     while OWNER.compare_exchange_weak(NOBODY, me, Acquire, Relaxed).is_err() {
+        if patience.as_mut().is_some_and(Patience::exhausted) {
+            OWNER.store(me, Relaxed);
+            taken_over = true;
+            break;
+        }
         core::hint::spin_loop();
     }
     SAVED[slot(me)].store(saved, Relaxed);
-    false
+    taken_over
+}
+
+/// Runs `write` (the frames of a report that must get out) with this
+/// core's [`hold`] waiting for another core's frame only so long.
+#[cfg(feature = "defmt")]
+pub(crate) fn urgently(write: impl FnOnce()) {
+    let urgent = &URGENT[slot(me())];
+    let was = urgent.swap(true, Relaxed);
+    write();
+    urgent.store(was, Relaxed);
 }
 
 /// Ends a [`hold`].
@@ -170,7 +224,7 @@ pub(crate) fn emergency(args: fmt::Arguments<'_>) {
         return;
     }
     #[cfg(feature = "defmt")]
-    defmt::error!("{}", defmt::Display2Format(&args));
+    urgently(|| defmt::error!("{}", defmt::Display2Format(&args)));
     #[cfg(not(feature = "defmt"))]
     {
         let saved = arch::cpu::disable_interrupts();
@@ -182,16 +236,15 @@ pub(crate) fn emergency(args: fmt::Arguments<'_>) {
 #[cfg(not(feature = "defmt"))]
 fn write_report(args: fmt::Arguments<'_>) {
     let me = me();
-    let mut spins = 0;
+    let mut patience = Patience::new();
     while OWNER.compare_exchange_weak(NOBODY, me, Acquire, Relaxed).is_err() {
-        if OWNER.load(Relaxed) == me || spins == EMERGENCY_SPINS {
+        if OWNER.load(Relaxed) == me || patience.exhausted() {
             // This core holds the lock (it faulted mid-line), or its holder
             // will not come back: write beside it rather than lose the
             // report.
             let _ = writer().write_fmt(args);
             return;
         }
-        spins += 1;
         core::hint::spin_loop();
     }
     let _ = writer().write_fmt(args);

@@ -279,17 +279,21 @@ pub(crate) fn start(index: usize, entry: CoreEntry, arg: usize) -> Result<(), St
 /// QEMU core on a loaded host.
 pub(crate) const ARRIVAL_PATIENCE_MS: u32 = 1000;
 
-/// Whether core `index` has come online (run kernel code with its MMU on),
-/// waiting up to `patience_ms` for it: for start methods that give no
-/// answer of their own.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // INIT-SIPI starts are not watched
-pub(crate) fn wait_online(index: usize, patience_ms: u32) -> bool {
+/// Waits up to [`ARRIVAL_PATIENCE_MS`] for core `index` to come online
+/// (run kernel code with its MMU on): for start methods that give no
+/// answer of their own. A core that does not is given up with
+/// [`StartCoreError::DidNotArrive`].
+pub(crate) fn await_arrival(index: usize) -> Result<(), StartCoreError> {
     let online = || CORES[index].stats.online_at.load(Acquire) != 0;
-    let deadline = arch::timer::ticks() + arch::timer::hz() * u64::from(patience_ms) / 1000;
+    let deadline = arch::timer::ticks() + arch::timer::hz() * u64::from(ARRIVAL_PATIENCE_MS) / 1000;
     while !online() && arch::timer::ticks() < deadline {
         core::hint::spin_loop();
     }
-    online()
+    if online() {
+        Ok(())
+    } else {
+        Err(StartCoreError::DidNotArrive { core: index, waited_ms: ARRIVAL_PATIENCE_MS })
+    }
 }
 
 /// A started core's life after kernel set-up: run each entry it is given,

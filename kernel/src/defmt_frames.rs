@@ -39,13 +39,18 @@ fn send(bytes: &[u8]) {
 // between it and `release`, on that core.
 unsafe impl defmt::Logger for Frames {
     fn acquire() {
-        if console::hold() {
-            // This core was mid-frame (a panic while formatting one): end
-            // the broken frame so the decoder can find the next.
-            send(&[0]);
-        }
+        let unfinished = console::hold();
         // SAFETY: we hold the console.
-        unsafe { (*ENCODER.0.get()).start_frame(send) };
+        let encoder = unsafe { &mut *ENCODER.0.get() };
+        if unfinished {
+            // A frame was left unfinished (a panic while this core
+            // formatted one, or a holder that never let go). A new encoder
+            // forgets its half-written symbol, and starts with a frame
+            // separator, which ends the broken frame so the decoder finds
+            // this one.
+            *encoder = defmt::Encoder::new();
+        }
+        encoder.start_frame(send);
     }
 
     unsafe fn flush() {}

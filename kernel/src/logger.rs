@@ -75,7 +75,10 @@ impl Log for Logger {
             use defmt::Display2Format as Text;
             let (target, args) = (record.target(), record.args());
             match record.level() {
-                Level::Error => defmt::error!("[{}] {=str}: {}", Text(&core), target, Text(args)),
+                // As in text mode, an error gets out past a stuck writer.
+                Level::Error => {
+                    console::urgently(|| defmt::error!("[{}] {=str}: {}", Text(&core), target, Text(args)));
+                }
                 Level::Warn => defmt::warn!("[{}] {=str}: {}", Text(&core), target, Text(args)),
                 Level::Info => defmt::info!("[{}] {=str}: {}", Text(&core), target, Text(args)),
                 Level::Debug => defmt::debug!("[{}] {=str}: {}", Text(&core), target, Text(args)),

@@ -116,6 +116,14 @@ impl TestLine {
         interrupts::raise(self.line).expect("the test line is bound and can be raised");
     }
 
+    /// From the line's handler: keeps it firing, as a device its handler
+    /// cannot quiet would (on the Pi 3 the system timer's match stays
+    /// asserted by itself; elsewhere the line is raised again).
+    pub fn keep_firing(self) {
+        #[cfg(not(all(target_arch = "aarch64", feature = "raspi3b")))]
+        let _ = interrupts::raise(self.line);
+    }
+
     /// Quiets the device behind the line: a handler calls this first.
     /// Returns whether the firing is one [`TestLine::fire`] asked for: on
     /// the Pi 3 a slow host can make one call match twice (see

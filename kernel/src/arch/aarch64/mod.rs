@@ -96,12 +96,7 @@ pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), StartCoreError>
             // The table gives no answer: a core whose firmware does not
             // watch that slot (a wrong `cpu-release-addr`) stays put, and
             // whoever waits for it would wait for ever.
-            let patience = crate::cores::ARRIVAL_PATIENCE_MS;
-            if crate::cores::wait_online(index, patience) {
-                Ok(())
-            } else {
-                Err(StartCoreError::DidNotArrive { core: index, waited_ms: patience })
-            }
+            crate::cores::await_arrival(index)
         }
     }
 }

@@ -181,12 +181,19 @@ pub(crate) fn init_interrupts_secondary() {
     apic::init_this_core();
 }
 
-/// Starts core `index` for the first time with INIT-SIPI-SIPI.
+/// Starts core `index` for the first time with INIT-SIPI-SIPI, and waits
+/// for it to come online. The IPIs give no answer: a core the ACPI tables
+/// list but that cannot start (absent, disabled by the firmware, or dead)
+/// stays put, and whoever waits for it would wait for ever; so, as for a
+/// spin table's core, it is given up after a while.
 pub(crate) fn start_core(index: usize, hw_id: u64) -> Result<(), roving::platform::StartCoreError> {
+    use roving::platform::StartCoreError;
     match crate::board::board().core_start {
-        crate::board::CoreStart::StartupIpi => smp::start(index, hw_id)
-            .map_err(|code| roving::platform::StartCoreError::Refused { core: index, code }),
+        crate::board::CoreStart::StartupIpi => {
+            smp::start(index, hw_id).map_err(|code| StartCoreError::Refused { core: index, code })?;
+        }
     }
+    crate::cores::await_arrival(index)
 }
 
 /// A one-line description of the firmware and interrupt set-up, for the

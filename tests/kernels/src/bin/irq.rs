@@ -151,10 +151,7 @@ fn handler(line: u32) -> Handled {
 /// the handler raises the line again).
 fn storm_handler(line: u32) -> Handled {
     STORM_FIRINGS.fetch_add(1, SeqCst);
-    #[cfg(not(feature = "raspi3b"))]
-    let _ = interrupts::raise(line);
-    #[cfg(feature = "raspi3b")]
-    let _ = line;
+    TestLine { line }.keep_firing();
     Handled::No
 }
 
