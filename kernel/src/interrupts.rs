@@ -26,9 +26,8 @@
 //! lines, and the console's line, which the kernel binds for serial input,
 //! can be routed and masked but not bound again.
 //!
-//! A line that keeps firing while its handler finds nothing to do, or so
-//! fast that the code it stops never runs again, is an interrupt storm: it
-//! is masked and reported (`storm.rs` has the rules).
+//! A line that keeps firing while its handler finds nothing to do is an
+//! interrupt storm: it is masked and reported (`storm.rs` has the rule).
 
 mod storm;
 
@@ -506,52 +505,22 @@ pub(crate) fn dispatch(line: u32) -> bool {
     if let (Some(slot), Some(outer)) = (me, outer) {
         slot.store(outer, Relaxed);
     }
-    let core = cores::current().map_or(usize::MAX, |core| core.index);
-    if let Some(storm) =
-        storm::continues(&state.streak, core, handled, arch::timer::ticks(), arch::timer::hz())
-    {
-        stormed(line, state, storm);
+    if storm::continues(&state.streak, handled) {
+        stormed(line, state);
     }
     true
 }
 
-/// Notes where the interrupt the calling core is taking stopped its code
-/// (`storm.rs`): at `pc`, with its stack at `sp` and the general
-/// registers the entry saved. Called by the arch's interrupt entry
-/// before it dispatches.
-pub(crate) fn interrupted_at(pc: u64, sp: u64, registers: &[u64]) {
-    if let Some(me) = cores::current() {
-        let sleeps = me.stats.light_sleeps.load(Relaxed) + me.stats.deep_sleeps.load(Relaxed);
-        storm::interrupted(me.index, pc, sp, registers, sleeps);
-    }
-}
-
-/// Notes that the calling core serves interrupts in place, in its idle
-/// wait, stopping no code (`storm.rs`).
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // the PC's idle wait takes them as exceptions
-pub(crate) fn served_in_place() {
-    if let Some(me) = cores::current() {
-        storm::served_in_place(me.index);
-    }
-}
-
 /// Masks a storming line and says so.
-fn stormed(line: u32, state: &LineState, storm: storm::Storm) {
+fn stormed(line: u32, state: &LineState) {
     configure(|| {
         arch::disable_line(line);
         state.flags.fetch_or(STORMED, Relaxed);
     });
-    let core = state.core.load(Relaxed);
-    match storm {
-        storm::Storm::NothingToDo => log::error!(
-            target: "roving_kernel",
-            "interrupt storm on line {line} (core {core}): it fired {} times in a row with nothing for its handler to do; masked (interrupts::unmask({line}) enables it again)",
-            storm::FIRINGS
-        ),
-        storm::Storm::NothingElseRan { within_ms } => log::error!(
-            target: "roving_kernel",
-            "interrupt storm on line {line} (core {core}): it fired {} times in a row in {within_ms} ms, each time before the code it stopped could run again (its handler says it had work, but does not quiet its device); masked (interrupts::unmask({line}) enables it again)",
-            storm::STALLED_FIRINGS
-        ),
-    }
+    log::error!(
+        target: "roving_kernel",
+        "interrupt storm on line {line} (core {}): it fired {} times in a row with nothing for its handler to do; masked (interrupts::unmask({line}) enables it again)",
+        state.core.load(Relaxed),
+        storm::FIRINGS
+    );
 }

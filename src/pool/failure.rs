@@ -134,6 +134,12 @@ impl Failure {
         &self.message
     }
 
+    /// The message's string, for a failure made in a full heap
+    /// (`super::failure_reserve`), which writes into its room.
+    pub(crate) fn message_mut(&mut self) -> &mut String {
+        &mut self.message
+    }
+
     /// Where the panic happened, when that is known.
     pub fn location(&self) -> Option<&Location> {
         self.location.as_ref()

@@ -11,7 +11,10 @@
 //!   and keep what fitted (possibly nothing);
 //! - the block itself is allocated fallibly, and if that fails, taken
 //!   from a small reserve of blocks allocated beforehand: when a pool is
-//!   made, and again after each failure made while memory was there.
+//!   made, and again after each failure made while memory was there. A
+//!   reserved block comes with room for [`RESERVED_TEXT`] bytes of
+//!   message, which the message is written into (cut short if longer), so
+//!   the report still says what happened.
 //!
 //! With the reserve empty too (more failures at once than it holds, in a
 //! full heap), the caller gets `None` and the panic stops the machine as
@@ -29,6 +32,9 @@ use core::ptr;
 /// Blocks kept for failures made in a full heap: one per failure that can
 /// be under way at once before the heap has room again.
 const RESERVED: usize = 4;
+
+/// The message room each reserved block comes with, in bytes.
+const RESERVED_TEXT: usize = 160;
 
 static RESERVE: [AtomicPtr<Failure>; RESERVED] = [const { AtomicPtr::new(ptr::null_mut()) }; RESERVED];
 
@@ -49,6 +55,22 @@ fn text(args: fmt::Arguments<'_>) -> String {
     text.0
 }
 
+/// Text written into a string's room, never growing it: what does not fit
+/// is cut, at a character's edge.
+struct InRoom<'a>(&'a mut String);
+
+impl Write for InRoom<'_> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let room = self.0.capacity() - self.0.len();
+        let mut end = text.len().min(room);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.0.push_str(&text[..end]);
+        if end < text.len() { Err(fmt::Error) } else { Ok(()) }
+    }
+}
+
 /// A fresh block for a failure, from the heap if it has room.
 fn allocate() -> Option<ptr::NonNull<Failure>> {
     // SAFETY: `Failure` has a non-zero size.
@@ -61,9 +83,13 @@ pub(crate) fn top_up() {
         if !place.load(crate::atomics::unmodelled::Ordering::Relaxed).is_null() {
             continue;
         }
+        let mut room = String::new();
+        if room.try_reserve_exact(RESERVED_TEXT).is_err() {
+            return;
+        }
         let Some(block) = allocate() else { return };
         // SAFETY: fresh memory with `Failure`'s layout.
-        unsafe { block.as_ptr().write(Failure::new(FailureKind::Panicked, String::new(), None, None)) };
+        unsafe { block.as_ptr().write(Failure::new(FailureKind::Panicked, room, None, None)) };
         if place
             .compare_exchange(
                 ptr::null_mut(),
@@ -93,7 +119,9 @@ pub(crate) fn panic_failure(
         line: place.line(),
         column: place.column(),
     });
-    let failure = Failure::new(kind, text(message), location, strand);
+    let text = text(message);
+    let full = text.is_empty();
+    let failure = Failure::new(kind, text, location, strand);
     if let Some(block) = allocate() {
         // SAFETY: fresh memory with `Failure`'s layout.
         unsafe { block.as_ptr().write(failure) };
@@ -103,8 +131,15 @@ pub(crate) fn panic_failure(
         return Some(unsafe { Box::from_raw(block.as_ptr()) });
     }
     let kept = RESERVE.iter().find_map(|place| ptr::NonNull::new(place.swap(ptr::null_mut(), AcqRel)))?;
+    let mut failure = failure;
+    if full {
+        // SAFETY: a block `top_up` filled, now ours alone.
+        let mut room = core::mem::take(unsafe { (*kept.as_ptr()).message_mut() });
+        let _ = InRoom(&mut room).write_fmt(message);
+        *failure.message_mut() = room;
+    }
     // SAFETY: a block `top_up` filled, now ours alone; assigning drops the
-    // empty failure it held (no heap blocks).
+    // failure it held (its message room, if not taken above).
     unsafe { *kept.as_ptr() = failure };
     // SAFETY: made as a `Box`'s (`allocate`).
     Some(unsafe { Box::from_raw(kept.as_ptr()) })

@@ -39,7 +39,6 @@ pub(super) fn install() {
 /// exception: interrupts masked, in its own loop (not a strand), so there
 /// is nothing to preempt.
 pub(super) fn serve_irq_in_place() {
-    crate::interrupts::served_in_place();
     crate::cores::as_interrupt_handler(irq::handle_irq);
     super::preempt::after_interrupt_outside_strands();
 }
@@ -48,12 +47,6 @@ pub(super) fn serve_irq_in_place() {
 extern "C" fn handle_exception(kind: u64, frame: &mut Frame) {
     match Vector::of(kind) {
         Vector::Irq if kind / 4 <= 1 => {
-            // The handler runs on SP_EL1; SP_EL0 is the stopped code's.
-            crate::interrupts::interrupted_at(
-                frame.elr,
-                aarch64_cpu::registers::SP_EL0.get(),
-                &frame.general(),
-            );
             crate::cores::as_interrupt_handler(irq::handle_irq);
             // Only code on SP_EL0 (kernel code and strands, entry 1) may be
             // preempted; a handler's own stack never is.

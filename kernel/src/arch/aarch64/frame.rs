@@ -23,17 +23,6 @@ pub(super) struct Frame {
     pub q: [u128; 32],
 }
 
-impl Frame {
-    /// The general registers saved: x0 to x18, the frame pointer and the
-    /// link register.
-    pub(super) fn general(&self) -> [u64; 21] {
-        let mut registers = [0; 21];
-        registers[..18].copy_from_slice(&self.x);
-        registers[18..].copy_from_slice(&[self.x18, self.x29, self.x30]);
-        registers
-    }
-}
-
 pub(super) const FRAME_SIZE: usize = core::mem::size_of::<Frame>();
 const _: () = assert!(FRAME_SIZE == 720 && FRAME_SIZE.is_multiple_of(16));
 

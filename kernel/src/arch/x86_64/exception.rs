@@ -172,7 +172,6 @@ extern "C" fn handle_vector(frame: &mut Frame) {
             _ => fault::report_and_exit(frame),
         },
         vector => {
-            crate::interrupts::interrupted_at(frame.rip, frame.rsp, &frame.general());
             crate::cores::as_interrupt_handler(|| handle_interrupt(vector));
             super::preempt::after_interrupt(frame);
         }

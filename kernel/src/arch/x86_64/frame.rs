@@ -30,13 +30,3 @@ pub(super) struct Frame {
     pub rsp: u64,
     pub ss: u64,
 }
-
-impl Frame {
-    /// The general registers saved, the stack pointer left out.
-    pub(super) fn general(&self) -> [u64; 15] {
-        [
-            self.r15, self.r14, self.r13, self.r12, self.r11, self.r10, self.r9, self.r8, self.rbp, self.rdi,
-            self.rsi, self.rdx, self.rcx, self.rbx, self.rax,
-        ]
-    }
-}

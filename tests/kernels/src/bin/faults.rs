@@ -7,10 +7,6 @@
 //!   (built with feature `defmt`, in the middle of a frame, with interrupts
 //!   masked), and then core 0 panics. The panic report must still get out,
 //!   after the console's bounded wait: status 101 and the message.
-//! - `irq-storm`: the test line fires for ever on core 1 while its handler
-//!   answers `Handled::Yes`. The kernel finds the storm by its rule (the
-//!   code the line stops never runs again), masks the line and says so;
-//!   core 1 then serves its pool again. Passes.
 //! - `oom`: a strand fills the heap, then spawns strands until a spawn
 //!   fails. The failure is
 //!   `SpawnError::OutOfMemory` with the closure back; every strand that
@@ -34,9 +30,8 @@ use core::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use core::time::Duration;
 use roving::platform::{self, StartCoreError};
 use roving::time::Instant;
-use roving_kernel::interrupts::{self, Handled};
 use roving_kernel::{boot_info, println};
-use roving_test_kernels::{TestLine, every_core_pool, pass, wait_until};
+use roving_test_kernels::{every_core_pool, pass, wait_until};
 
 fn main() {
     let case = boot_info().bootarg("faults.case").unwrap_or("none");
@@ -44,9 +39,8 @@ fn main() {
     match case {
         "console" => stuck_console(),
         "lost-core" => lost_core(),
-        "irq-storm" => irq_storm(),
         "oom" => out_of_memory(),
-        other => panic!("faults.case={other}: expected console, lost-core, irq-storm or oom"),
+        other => panic!("faults.case={other}: expected console, lost-core or oom"),
     }
     pass("faults");
 }
@@ -100,52 +94,6 @@ fn lost_core() {
         .expect("the pool's run");
     assert_eq!(sum, lost * (lost + 1) / 2);
     println!("faults: the {lost} cores that came ran a pool's work");
-}
-
-/// A handler whose device never quiets, yet says it had work.
-fn busy_forever(line: u32) -> Handled {
-    TestLine { line }.keep_firing();
-    Handled::Yes
-}
-
-fn irq_storm() {
-    let test = TestLine::new();
-    let victim = 1;
-    let pool = every_core_pool();
-    let firings = pool
-        .run(move || {
-            // On the Pi 3 every line goes where the console's does.
-            let console = interrupts::line_of("console").expect("the console has a line");
-            interrupts::route(console, victim).expect("routing the console's line");
-            interrupts::bind(test.line, victim, busy_forever).expect("binding the test line");
-            let started = Instant::now();
-            test.fire();
-            let limit = Duration::from_secs(10);
-            while !interrupts::status(test.line).expect("bound").stormed {
-                let status = interrupts::status(test.line).expect("bound");
-                assert!(
-                    started.elapsed() < limit,
-                    "the storm was not detected in {limit:?}: {} firings",
-                    status.fired
-                );
-                roving::strand::sleep(Duration::from_millis(1)).expect("sleeping");
-            }
-            let status = interrupts::status(test.line).expect("bound");
-            println!(
-                "faults: line {} stormed with its handler answering Yes: masked after {} firings, {:?} after the first",
-                test.line,
-                status.fired,
-                started.elapsed()
-            );
-            assert!(status.masked, "a storming line is masked");
-            let pool = roving::Pool::current().expect("in the pool");
-            let answer = pool.future_on(victim, || 42).expect("a send to the victim").wait();
-            assert_eq!(answer, Ok(42), "the storm's core works again");
-            interrupts::unbind(test.line).expect("unbinding the test line");
-            status.fired
-        })
-        .expect("the pool's run");
-    println!("faults: core {victim} serves its pool again after {firings} firings");
 }
 
 /// Fills the heap with blocks of falling sizes until not even a small one
