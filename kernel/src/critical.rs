@@ -19,9 +19,14 @@ struct KernelCriticalSection;
 // unless this core already holds it; `release` undoes exactly that.
 unsafe impl critical_section::Impl for KernelCriticalSection {
     unsafe fn acquire() -> critical_section::RawRestoreState {
-        let me = cores::current().map_or(FREE - 1, |core| core.index);
         loop {
             let saved = crate::masking::disable() as u64;
+            // Read with interrupts masked: a strand preempted between
+            // reading its core and masking could resume on another core,
+            // find its old core holding the section, and take that for
+            // nesting. The preempt kernel caught it under load: a heap
+            // RefCell borrowed twice, and a strand overflowing its stack.
+            let me = cores::current().map_or(FREE - 1, |core| core.index);
             if OWNER.load(Ordering::Relaxed) == me {
                 return saved | NESTED;
             }
