@@ -49,10 +49,11 @@ impl Write for Fallible {
     }
 }
 
-fn text(args: fmt::Arguments<'_>) -> String {
+/// The text of `args` as far as the heap allows, and whether it is whole.
+fn text(args: fmt::Arguments<'_>) -> (String, bool) {
     let mut text = Fallible(String::new());
-    let _ = text.write_fmt(args);
-    text.0
+    let whole = text.write_fmt(args).is_ok();
+    (text.0, whole)
 }
 
 /// Text written into a string's room, never growing it: what does not fit
@@ -115,13 +116,18 @@ pub(crate) fn panic_failure(
     strand: Option<StrandId>,
 ) -> Option<Box<Failure>> {
     let location = location.map(|place| Location {
-        file: text(format_args!("{}", place.file())),
+        file: text(format_args!("{}", place.file())).0,
         line: place.line(),
         column: place.column(),
     });
-    let text = text(message);
-    let full = text.is_empty();
+    let (text, whole) = text(message);
     let failure = Failure::new(kind, text, location, strand);
+    // A message cut short by a full heap is written again into a reserved
+    // block's room, if one is left.
+    let reserved = if whole { None } else { take_reserved() };
+    if let Some(kept) = reserved {
+        return Some(in_reserved(kept, failure, message));
+    }
     if let Some(block) = allocate() {
         // SAFETY: fresh memory with `Failure`'s layout.
         unsafe { block.as_ptr().write(failure) };
@@ -130,17 +136,32 @@ pub(crate) fn panic_failure(
         // layout, as a `Box` is.
         return Some(unsafe { Box::from_raw(block.as_ptr()) });
     }
-    let kept = RESERVE.iter().find_map(|place| ptr::NonNull::new(place.swap(ptr::null_mut(), AcqRel)))?;
-    let mut failure = failure;
-    if full {
-        // SAFETY: a block `top_up` filled, now ours alone.
-        let mut room = core::mem::take(unsafe { (*kept.as_ptr()).message_mut() });
+    let kept = take_reserved()?;
+    Some(in_reserved(kept, failure, message))
+}
+
+/// A reserved block, taken out of the reserve, if one is left.
+fn take_reserved() -> Option<ptr::NonNull<Failure>> {
+    RESERVE.iter().find_map(|place| ptr::NonNull::new(place.swap(ptr::null_mut(), AcqRel)))
+}
+
+/// `failure` in the reserved block `kept`, its message written again into
+/// the block's room if the heap cut it short.
+fn in_reserved(
+    kept: ptr::NonNull<Failure>,
+    mut failure: Failure,
+    message: fmt::Arguments<'_>,
+) -> Box<Failure> {
+    // SAFETY: a block `top_up` filled, taken out of the reserve: ours alone.
+    let mut room = core::mem::take(unsafe { (*kept.as_ptr()).message_mut() });
+    if room.capacity() > failure.message().len() {
+        room.clear();
         let _ = InRoom(&mut room).write_fmt(message);
-        *failure.message_mut() = room;
+        core::mem::swap(failure.message_mut(), &mut room);
     }
-    // SAFETY: a block `top_up` filled, now ours alone; assigning drops the
-    // failure it held (its message room, if not taken above).
+    drop(room);
+    // SAFETY: as above; assigning drops the empty failure it held.
     unsafe { *kept.as_ptr() = failure };
     // SAFETY: made as a `Box`'s (`allocate`).
-    Some(unsafe { Box::from_raw(kept.as_ptr()) })
+    unsafe { Box::from_raw(kept.as_ptr()) }
 }
