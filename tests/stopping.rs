@@ -39,19 +39,32 @@ fn block_forever(count: usize, dropped: &Arc<AtomicUsize>) -> Arc<Event> {
     never
 }
 
+/// Runs `main` as the root of a pool of `config` on a machine of
+/// `cores` host cores, under the watchdog.
+fn on_pool<R: Send>(cores: usize, config: Config, main: impl FnOnce(&Pool) -> R + Send) -> R {
+    with_watchdog(LIMIT, "a stopping pool", || {
+        Machine::new(cores)
+            .unwrap()
+            .run(|| {
+                let pool = Pool::with_config(config).unwrap();
+                pool.run(|| main(&pool)).unwrap()
+            })
+            .unwrap()
+    })
+}
+
+/// As [`on_pool`], catching a panic `run` raises.
+fn catching<R: Send>(
+    cores: usize,
+    config: Config,
+    main: impl FnOnce(&Pool) -> R + Send,
+) -> std::thread::Result<R> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| on_pool(cores, config, main)))
+}
+
 /// Runs `main` on a fresh 2-core pool, catching a panic `run` raises.
 fn run_catching<R: Send>(main: impl FnOnce(&Pool) -> R + Send) -> std::thread::Result<R> {
-    with_watchdog(LIMIT, "a stopping pool", || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Machine::new(2)
-                .unwrap()
-                .run(|| {
-                    let pool = Pool::with_config(Config::new().stop_when_quiescent(false)).unwrap();
-                    pool.run(|| main(&pool)).unwrap()
-                })
-                .unwrap()
-        }))
-    })
+    catching(2, Config::new().stop_when_quiescent(false), main)
 }
 
 #[test]
@@ -121,17 +134,7 @@ fn a_broken_future_is_seen_only_once_the_pool_has_stopped() {
 /// Runs `main` on a fresh pool of `cores` host cores that stops when
 /// quiescent, catching a panic `run` raises.
 fn run_catching_on<R: Send>(cores: usize, main: impl FnOnce(&Pool) -> R + Send) -> std::thread::Result<R> {
-    with_watchdog(LIMIT, "a failing pool", || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Machine::new(cores)
-                .unwrap()
-                .run(|| {
-                    let pool = Pool::new().unwrap();
-                    pool.run(|| main(&pool)).unwrap()
-                })
-                .unwrap()
-        }))
-    })
+    catching(cores, Config::new(), main)
 }
 
 /// The program from the docs: wait for a future whose work panics. The
@@ -162,15 +165,7 @@ fn a_strand_waiting_on_a_future_whose_work_panicked_gets_broken_on_2_and_4_cores
 /// a task does before it returns all happens before the waiting strand
 /// runs again.
 fn on_one_core<R: Send>(main: impl FnOnce(&Pool) -> R + Send) -> R {
-    with_watchdog(LIMIT, "a one-core pool", || {
-        Machine::new(1)
-            .unwrap()
-            .run(|| {
-                let pool = Pool::with_config(Config::new().stop_when_quiescent(false)).unwrap();
-                pool.run(|| main(&pool)).unwrap()
-            })
-            .unwrap()
-    })
+    on_pool(1, Config::new().stop_when_quiescent(false), main)
 }
 
 /// A task that shuts the pool down (cancelling the waiting strand) and
