@@ -400,13 +400,21 @@ pub struct Usage {
     /// Heap bytes of saved stacks: the stacks of strands that are not
     /// resident on their fibre, plus each fibre's one spare save area.
     pub saved_stack_bytes: usize,
+    /// Fibres quarantined for good: each held a strand that was stopped
+    /// without unwinding while it had the fibre to itself, and its stack is
+    /// kept as the strand left it ([`Config::reuse_stopped_stacks`](crate::Config::reuse_stopped_stacks)).
+    pub fibres_quarantined: usize,
 }
 
 /// What strands hold right now, for memory budgets and leak checks. The
 /// counts are read one after the other while strands may run, so they are
 /// exact only when the strands are quiet.
 pub fn usage() -> Usage {
-    Usage { fibres_in_use: fibre::claimed(), saved_stack_bytes: save::held_bytes() }
+    Usage {
+        fibres_in_use: fibre::claimed(),
+        saved_stack_bytes: save::held_bytes(),
+        fibres_quarantined: fibre::quarantined(),
+    }
 }
 
 /// Owns a strand's result: [`join`](JoinHandle::join) waits for it. A

@@ -21,6 +21,7 @@ pub struct Config {
     pub(crate) time_slice: Option<Duration>,
     pub(crate) offer_spawns: bool,
     pub(crate) mailboxes: Mailboxes,
+    pub(crate) reuse_stopped_stacks: bool,
 }
 
 /// How a pool's cores send each other tasks ([`Config::mailboxes`]).
@@ -92,6 +93,7 @@ impl Config {
             time_slice: None,
             offer_spawns: false,
             mailboxes: Mailboxes::Auto,
+            reuse_stopped_stacks: false,
         }
     }
 
@@ -180,6 +182,25 @@ impl Config {
     /// cannot preempt, fails.
     pub const fn time_slice(mut self, slice: Duration) -> Self {
         self.time_slice = Some(slice);
+        self
+    }
+
+    /// Lets the pool hand out again the fibre of a strand it stopped
+    /// without unwinding (a panic on bare metal, a cancelled strand stopped
+    /// while computing). By default such a fibre, if the strand had it to
+    /// itself, is quarantined for good, so that values pinned on its stack
+    /// keep their memory as `Pin` promises (`docs/guarantees.md`); each one
+    /// is a fibre fewer for every pool ([`strand::usage`](crate::strand::usage)
+    /// counts them).
+    ///
+    /// # Safety
+    ///
+    /// No strand of this pool lets code that outlives it reach a value on
+    /// its stack (a pinned node of an intrusive list, say) that only the
+    /// value's drop would unlink: once a stopped strand's fibre is reused,
+    /// such a pointer would point into another strand's stack.
+    pub const unsafe fn reuse_stopped_stacks(mut self) -> Self {
+        self.reuse_stopped_stacks = true;
         self
     }
 

@@ -226,7 +226,8 @@ error_messages! {
         Self::NotAPoolCore { core: None, .. } => "run was called on a thread that is not a core";
         Self::StartCore(error) => "starting the pool's cores: {error}";
         Self::CoreTaken { core } => "core {core} belongs to another pool";
-        Self::NoFibre => "no free fibre for main's strand (build with more ROVING_FIBRES)";
+        Self::NoFibre =>
+            "no free fibre for main's strand: all are held or quarantined (build with more ROVING_FIBRES)";
         Self::MainDidNotFinish => "the pool was shut down while main was blocked";
         Self::Failed(failure) => "the pool stopped on a failure: {failure}";
     }

@@ -306,6 +306,12 @@ impl<'a> PoolRef<'a> {
         self.0.slice_ticks != 0 && self.turn_of(to).is_some_and(|turn| turn.urgent.woken(level))
     }
 
+    /// Whether a strand stopped without unwinding has its fibre quarantined
+    /// (`Config::reuse_stopped_stacks` not set).
+    pub(crate) fn quarantines_stopped_stacks(self) -> bool {
+        !self.0.config.reuse_stopped_stacks
+    }
+
     /// The time slice in platform ticks, or 0 for a cooperative pool.
     #[inline]
     pub(crate) fn slice_ticks(self) -> u64 {

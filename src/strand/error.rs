@@ -80,7 +80,9 @@ error_messages! {
         Self::TooLarge { bytes, capacity, .. } =>
             "the strand's closure and result need a {bytes}-byte control block; the limit is {capacity} \
                  (box them, or build with a larger ROVING_STRAND_BYTES)";
-        Self::NoFibre(_) => "every fibre is held by another pool (build with more ROVING_FIBRES)";
+        Self::NoFibre(_) =>
+            "every fibre is held by another pool or quarantined after a stopped strand \
+                 (build with more ROVING_FIBRES; strand::usage counts both)";
         Self::OutOfMemory(_) => "no memory for the strand's control block or saved stack";
         Self::NotAMember { core, .. } => "core {core} is not one of the pool's cores now";
         Self::OtherDomain(_) => "the pool belongs to another domain";

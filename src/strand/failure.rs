@@ -102,6 +102,10 @@ fn abandon(me: core::ptr::NonNull<Header>, failure: Box<Failure>) -> Box<Failure
         header.lent.fetch_sub(1, crate::atomics::unmodelled::Ordering::SeqCst);
     }
     failure.count_others(others);
+    // What is pinned on the stack keeps its memory (`fibre.rs`, Quarantine).
+    if header.fibre.pool().quarantines_stopped_stacks() {
+        header.fibre.quarantine();
+    }
     // SAFETY: the running strand's payload; its closure was moved onto the
     // stack being abandoned.
     unsafe { Header::fail(me, failure) };

@@ -63,6 +63,10 @@ static TABLE: [Fibre; FIBRES] = {
 static CLAIMED: [AtomicUsize; WORDS] = [const { AtomicUsize::new(0) }; WORDS];
 /// Where the next claim or overload starts looking, to spread the load.
 static CURSOR: AtomicUsize = AtomicUsize::new(0);
+/// The mark of a quarantined fibre in its strand count (module docs).
+const QUARANTINED: usize = 1 << (usize::BITS - 1);
+/// Fibres quarantined so far; they stay claimed for good.
+static QUARANTINED_FIBRES: AtomicUsize = AtomicUsize::new(0);
 
 /// One execution stack and its scheduling state.
 #[repr(C)]
@@ -214,9 +218,12 @@ impl Fibre {
         if self.pinned.load(Relaxed) {
             return Overload::Refused;
         }
-        let joined = self.strands.fetch_update(AcqRel, Acquire, |n| if n == 0 { None } else { Some(n + 1) });
-        if joined.is_err() {
-            return Overload::Unsettled;
+        let joined =
+            self.strands.fetch_update(AcqRel, Acquire, |n| (n != 0 && n & QUARANTINED == 0).then_some(n + 1));
+        match joined {
+            Err(n) if n & QUARANTINED != 0 => return Overload::Refused,
+            Err(_) => return Overload::Unsettled,
+            Ok(_) => {}
         }
         crate::chaos::point();
         // Our count holds the fibre: its pool and pin are settled now.
@@ -228,23 +235,39 @@ impl Fibre {
         if self.strand_left() { Overload::Unsettled } else { Overload::Refused }
     }
 
-    /// Takes one strand off the count; the last one gives the fibre back,
-    /// and then this returns `true`. Called by the core running the fibre,
-    /// after it has unscheduled it, or by a spawner backing out.
+    /// Quarantines the fibre if the running strand `me`, about to be
+    /// stopped without unwinding, is alone on it (module docs): returns
+    /// whether it did. Called on the fibre's own stack by that strand.
+    pub(crate) fn quarantine(&self) -> bool {
+        self.strands.fetch_update(AcqRel, Acquire, |n| (n == 1).then_some(n | QUARANTINED)).is_ok()
+    }
+
+    /// Takes one strand off the count; the last one gives the fibre back
+    /// (or, if it is quarantined, keeps it claimed for good), and then this
+    /// returns `true`. Called by the core running the fibre, after it has
+    /// unscheduled it, or by a spawner backing out.
     pub(crate) fn strand_left(&'static self) -> bool {
-        if self.strands.fetch_sub(1, AcqRel) != 1 {
+        let before = self.strands.fetch_sub(1, AcqRel);
+        if before & !QUARANTINED != 1 {
             return false;
         }
         crate::chaos::point();
         let pool = self.pool.swap(ptr::null_mut(), AcqRel);
         self.pinned.store(false, Relaxed);
-        self.resident_id.store(0, Relaxed);
         self.running.store(ptr::null_mut(), Relaxed);
         // SAFETY: no strand is left, so no core runs the fibre: the state
-        // is ours until the bitmap says the fibre is free.
+        // is ours until the bitmap says the fibre is free (for good, if it
+        // is quarantined).
         unsafe { self.owned() }.spare.free();
-        let bit = self.index();
-        CLAIMED[bit / WORD_BITS].fetch_and(!(1 << (bit % WORD_BITS)), Release);
+        if before & QUARANTINED != 0 {
+            // The stack stays as its strand left it, and its claim bit set.
+            // The stopped strand's id stays too, for a fault in its gap.
+            QUARANTINED_FIBRES.fetch_add(1, Relaxed);
+        } else {
+            self.resident_id.store(0, Relaxed);
+            let bit = self.index();
+            CLAIMED[bit / WORD_BITS].fetch_and(!(1 << (bit % WORD_BITS)), Release);
+        }
         // SAFETY: given up by `Pool::into_raw` when the fibre was claimed,
         // and turned back here once.
         drop(unsafe { Pool::from_raw(pool) });
@@ -430,9 +453,15 @@ pub(crate) fn is_fibre_task(task: NonNull<Task>) -> bool {
     (table.start.addr()..table.end.addr()).contains(&task.as_ptr().addr())
 }
 
-/// How many fibres some pool holds now.
+/// How many fibres some pool holds now (quarantined ones are no pool's).
 pub(crate) fn claimed() -> usize {
-    CLAIMED.iter().map(|word| word.load(Relaxed).count_ones() as usize).sum()
+    let bits: usize = CLAIMED.iter().map(|word| word.load(Relaxed).count_ones() as usize).sum();
+    bits.saturating_sub(quarantined())
+}
+
+/// How many fibres are quarantined for good.
+pub(crate) fn quarantined() -> usize {
+    QUARANTINED_FIBRES.load(Relaxed)
 }
 
 /// Where the fibre stacks are.
