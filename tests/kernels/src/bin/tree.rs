@@ -11,7 +11,8 @@
 //!    `ReturnWithLiveStrands`;
 //! 4. a strand that panics holding two mutexes leaves them poisoned and
 //!    unlocked (it is abandoned, not unwound: its list of held locks is
-//!    what releases them), and a strand waiting for one hears `Poisoned`.
+//!    what releases them), and a strand waiting for one hears `Poisoned`;
+//!    its fibre, and that of a second failed strand, are quarantined.
 #![no_std]
 #![no_main]
 
@@ -21,7 +22,9 @@ extern crate alloc;
 mod tree_cases;
 
 use core::sync::atomic::Ordering::SeqCst;
-use roving::{Pool, platform};
+use core::time::Duration;
+use roving::time::Instant;
+use roving::{Pool, platform, strand};
 use roving_kernel::println;
 use roving_test_kernels::{self as _, expected_cores, pass};
 use tree_cases::*;
@@ -38,8 +41,18 @@ fn main() {
         Pool::new().expect("a pool").run(scope_returning_early).expect("the pool runs"),
     );
     println!("scope: returning with a live strand cancelled it and failed the scope");
+    let before = strand::usage().fibres_quarantined;
     check_poisoned(Pool::new().expect("a pool").run(poisoned_by_a_failed_holder).expect("the pool runs"));
     println!("poison: a strand that failed holding two mutexes released and poisoned both");
+    // Both failed strands had a fibre to themselves: each is quarantined
+    // as its core puts it back, which can come just after `run` returns.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while strand::usage().fibres_quarantined < before + 2 && Instant::now() < deadline {
+        core::hint::spin_loop();
+    }
+    let quarantined = strand::usage().fibres_quarantined - before;
+    assert_eq!(quarantined, 2, "the two failed strands' fibres were not quarantined");
+    println!("quarantine: the two failed strands' fibres are kept, never handed out again");
     pass("tree");
 }
 
