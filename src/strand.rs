@@ -87,6 +87,7 @@ pub(crate) mod tree;
 pub(crate) mod wait;
 
 pub use cancel::{Shield, cancelled, checkpoint, shield};
+pub use deferral::{PreemptionHold, hold_preemption};
 pub use error::{CancelError, JoinError, SpawnError, WaitError};
 pub use failure::{Failure, FailureKind, Location, fail_running, raise};
 #[cfg(feature = "std")]

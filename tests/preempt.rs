@@ -246,3 +246,18 @@ fn every_priority_level_gets_turns() {
         "the levels were not served by weight: {rounds:?}"
     );
 }
+
+/// While a strand holds preemption off, no tick takes its core, however
+/// long it computes; once it lets go, the next tick does. (Without the
+/// hold raising the strand's deferral count, the spinner runs within the
+/// first slices: this is the count's test against the tick.)
+#[test]
+fn a_strand_holding_preemption_off_keeps_its_core() {
+    let Some(held) = on_preempting_pool(2, |pool| preempt_cases::held_off(pool, SLICE)) else { return };
+    eprintln!(
+        "held 50 slices: a spinner on the same core ran {} rounds then, and {:?} after",
+        held.rounds_while_held, held.ran_after
+    );
+    assert_eq!(held.rounds_while_held, 0, "a tick preempted a strand holding preemption off");
+    assert!(held.ran_after.is_some(), "the spinner never ran after the hold ended");
+}

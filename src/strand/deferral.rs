@@ -44,3 +44,36 @@ fn ask_for_tick_again() {
         platform::request_tick(Some(unsafe { shared.own_turn(me) }.slice_end.load(Relaxed)));
     }
 }
+
+/// Keeps the running strand from being preempted while it lives: what a
+/// strand holds around a stretch that must not be cut by a time slice (a
+/// timed exchange with a device, a measurement), the way roving's own code
+/// holds a deferral. From [`hold_preemption`](super::hold_preemption).
+///
+/// It holds off only ticks: the strand still gives up its core where it
+/// blocks or yields, and interrupt handlers still run. A cancelled strand
+/// that computes is not stopped while it holds one, as under a
+/// [`Shield`](super::Shield). Holds nest. It stays with the strand that
+/// made it (it is neither `Send` nor `Sync`).
+#[must_use = "preemption is held off only while the hold lives"]
+pub struct PreemptionHold {
+    _deferral: Deferral,
+    _not_send: core::marker::PhantomData<*const ()>,
+}
+
+/// Holds off preemption of the running strand until the result is dropped
+/// ([`PreemptionHold`]). Outside strands, and while no pool has a time
+/// slice, it costs one load and does nothing.
+///
+/// A hold kept for long turns the strand's slice into cooperative
+/// scheduling: its core's other work waits until the strand blocks,
+/// yields or drops the hold.
+pub fn hold_preemption() -> PreemptionHold {
+    PreemptionHold { _deferral: defer(), _not_send: core::marker::PhantomData }
+}
+
+impl core::fmt::Debug for PreemptionHold {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("PreemptionHold")
+    }
+}

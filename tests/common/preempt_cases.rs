@@ -630,3 +630,45 @@ pub fn levels_share(per_level: u64, duration: Duration) -> [u64; 3] {
     }
     rounds
 }
+
+/// What [`held_off`] saw.
+pub struct HeldOff {
+    /// Rounds the spinner ran while the root held preemption off.
+    pub rounds_while_held: u64,
+    /// How soon after the hold ended the spinner ran (`None`: not in 10 s).
+    pub ran_after: Option<Duration>,
+}
+
+/// A pool's `main` in a pool with slices of `slice`: a spinner pinned to
+/// the root's own core waits behind the root while the root computes for
+/// 50 slices holding preemption off (`strand::hold_preemption`), and runs
+/// once the root lets go.
+pub fn held_off(pool: &Pool, slice: Duration) -> HeldOff {
+    let core = roving::platform::current_core().expect("main runs on a core");
+    let (rounds, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+    // Held before the spinner exists, so no tick can hand it the core first.
+    let hold = strand::hold_preemption();
+    let spinner = {
+        let (rounds, stop) = (rounds.clone(), stop.clone());
+        pool.spawn_strand_on(core, move || {
+            while !stop.load(SeqCst) {
+                rounds.fetch_add(1, SeqCst);
+            }
+        })
+        .expect("the spinner")
+    };
+    let held_since = Instant::now();
+    while held_since.elapsed() < slice * 50 {
+        core::hint::spin_loop();
+    }
+    let rounds_while_held = rounds.load(SeqCst);
+    drop(hold);
+    let released = Instant::now();
+    while rounds.load(SeqCst) == 0 && released.elapsed() < Duration::from_secs(10) {
+        core::hint::spin_loop();
+    }
+    let ran_after = (rounds.load(SeqCst) > 0).then(|| released.elapsed());
+    stop.store(true, SeqCst);
+    spinner.join().expect("the spinner ends");
+    HeldOff { rounds_while_held, ran_after }
+}

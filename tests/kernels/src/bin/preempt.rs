@@ -111,6 +111,14 @@ fn main() {
 
         interrupt_wakes(cores);
 
+        let held = preempt_cases::held_off(&pool, Duration::from_millis(1));
+        assert_eq!(held.rounds_while_held, 0, "a tick preempted a strand holding preemption off");
+        let after = held.ran_after.expect("the spinner never ran after the hold ended");
+        println!(
+            "preempt: a strand holding preemption off kept its core for 50 slices; a tick took it {} us after",
+            after.as_micros()
+        );
+
     })
     .expect("the pool runs");
     cancels(cores);
