@@ -7,6 +7,25 @@
 //! takes, so a strand with `k` turns ahead of it at its level gets its turn
 //! within `7 (k + 1)` takes of the pool's cores, whatever the other levels
 //! hold. Within a level, turns go oldest first.
+//!
+//! # The waiting count
+//!
+//! The queues and the round are under one spin lock; nothing is queued or
+//! taken without it, so no turn is lost or taken twice. `waiting` is a
+//! count kept beside them, changed only under the lock, and read without
+//! it by ticks (`any`) and by a take's first look. It is a hint:
+//!
+//! - Read as 0 while a push is under way, it costs the pushed turn one
+//!   look: the reader's core finds it at its next take or its next tick, at
+//!   most a slice later, and the pushing core itself looks at its next
+//!   take.
+//! - Read as more than 0 after the last turn was taken, it costs a lock
+//!   and finding the queues empty (`Turn::None`, or the caller's own).
+//!
+//! So a model of the lock-free part would only check what the lock
+//! already gives, and the count's effect is a delay a test can see: with
+//! `waiting` never raised, `tests/preempt.rs` hangs (spinners keep their
+//! cores, the turns behind them never come).
 
 use crate::atomics::unmodelled::{AtomicUsize, Ordering::SeqCst};
 use crate::spin_lock::SpinLock;
