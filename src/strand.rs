@@ -72,6 +72,7 @@ pub(crate) mod deferral;
 mod error;
 pub(crate) mod failure;
 pub mod fibre;
+pub use fibre::release_quarantined as release_quarantined_fibres;
 mod hand_off;
 pub(crate) mod id;
 pub(crate) mod lock;

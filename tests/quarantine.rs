@@ -139,6 +139,11 @@ fn a_stopped_strands_stack_is_never_handed_out_again() {
     assert_eq!(outcome.quarantined, 1, "the stopped strand's fibre was not quarantined");
     assert!(!outcome.handed_out, "the stopped strand's fibre was handed to another strand");
     assert!(outcome.record_kept, "a record pinned on the stopped strand's stack was overwritten");
+    // SAFETY: nothing kept the record's address but this test, which is
+    // done with it.
+    let released = with_turn(|| unsafe { strand::release_quarantined_fibres() });
+    assert!(released >= 1, "the quarantined fibre was not given back");
+    assert_eq!(strand::usage().fibres_quarantined, 0, "a released fibre is still counted");
 }
 
 #[test]

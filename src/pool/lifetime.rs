@@ -67,7 +67,9 @@ impl Pool {
     /// a pool with a [time slice](crate::Config::time_slice): within two
     /// slices it fails with
     /// [`FailureKind::Interrupted`](strand::FailureKind::Interrupted), its
-    /// stack abandoned, so this returns in bounded time. In a cooperative
+    /// stack abandoned (and its fibre quarantined if it had it to itself:
+    /// [`Config::reuse_stopped_stacks`](super::Config::reuse_stopped_stacks)),
+    /// so this returns in bounded time. In a cooperative
     /// pool this waits for such a strand as long as it runs
     /// (`docs/preemption.md`).
     ///

@@ -459,9 +459,35 @@ pub(crate) fn claimed() -> usize {
     bits.saturating_sub(quarantined())
 }
 
-/// How many fibres are quarantined for good.
+/// How many fibres are quarantined.
 pub(crate) fn quarantined() -> usize {
     QUARANTINED_FIBRES.load(Relaxed)
+}
+
+/// Gives every quarantined fibre (module docs) back to the free set, and
+/// returns how many there were. A fibre whose stopped strand has not yet
+/// left it stays quarantined.
+///
+/// # Safety
+///
+/// Nothing reachable points into the stack of a strand that was stopped
+/// without unwinding: whatever kept pointers to values pinned there (a
+/// driver's intrusive list, say) has been torn down, or never existed.
+pub unsafe fn release_quarantined() -> usize {
+    let mut released = 0;
+    for fibre in &TABLE {
+        // Only a left fibre (count 0 with the mark): one whose strand is
+        // still leaving keeps its mark, and its strand_left quarantines it.
+        if fibre.strands.compare_exchange(QUARANTINED, 0, AcqRel, Relaxed).is_err() {
+            continue;
+        }
+        fibre.resident_id.store(0, Relaxed);
+        QUARANTINED_FIBRES.fetch_sub(1, Relaxed);
+        let bit = fibre.index();
+        CLAIMED[bit / WORD_BITS].fetch_and(!(1 << (bit % WORD_BITS)), Release);
+        released += 1;
+    }
+    released
 }
 
 /// Where the fibre stacks are.

@@ -136,6 +136,14 @@ fn main() {
             destroyed.took.as_millis()
         );
     }
+    // Strands stopped while computing, alone on their fibres, left them
+    // quarantined; this kernel keeps no pointer into their stacks.
+    let quarantined = roving::strand::usage().fibres_quarantined;
+    // SAFETY: nothing here points into a stopped strand's stack.
+    let released = unsafe { roving::strand::release_quarantined_fibres() };
+    assert_eq!(released, quarantined, "quarantined fibres not all given back");
+    assert_eq!(roving::strand::usage().fibres_quarantined, 0);
+    println!("preempt: {quarantined} fibres quarantined by strands stopped while computing, given back");
     pass("preempt");
 }
 
