@@ -72,7 +72,6 @@ pub(crate) mod deferral;
 mod error;
 pub(crate) mod failure;
 pub mod fibre;
-pub use fibre::release_quarantined as release_quarantined_fibres;
 mod hand_off;
 pub(crate) mod id;
 pub(crate) mod lock;
@@ -93,6 +92,7 @@ pub use error::{CancelError, JoinError, SpawnError, WaitError};
 pub use failure::{Failure, FailureKind, Location, fail_running, raise};
 #[cfg(feature = "std")]
 pub(crate) use failure::{failures_in, from_task_unwind, install_hook, resume_counting};
+pub use fibre::release_quarantined as release_quarantined_fibres;
 pub use id::{BlockReason, Priority, StrandId};
 pub use park::{Unparker, park, park_timeout, unparker};
 pub use priority::{priority, set_priority};
@@ -402,7 +402,7 @@ pub struct Usage {
     /// Heap bytes of saved stacks: the stacks of strands that are not
     /// resident on their fibre, plus each fibre's one spare save area.
     pub saved_stack_bytes: usize,
-    /// Fibres quarantined for good: each held a strand that was stopped
+    /// Fibres quarantined: each held a strand that was stopped
     /// without unwinding while it had the fibre to itself, and its stack is
     /// kept as the strand left it ([`Config::reuse_stopped_stacks`](crate::Config::reuse_stopped_stacks)).
     pub fibres_quarantined: usize,

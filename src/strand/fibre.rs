@@ -65,7 +65,7 @@ static CLAIMED: [AtomicUsize; WORDS] = [const { AtomicUsize::new(0) }; WORDS];
 static CURSOR: AtomicUsize = AtomicUsize::new(0);
 /// The mark of a quarantined fibre in its strand count (module docs).
 const QUARANTINED: usize = 1 << (usize::BITS - 1);
-/// Fibres quarantined so far; they stay claimed for good.
+/// Fibres quarantined now; they stay claimed until released.
 static QUARANTINED_FIBRES: AtomicUsize = AtomicUsize::new(0);
 
 /// One execution stack and its scheduling state.
@@ -235,6 +235,14 @@ impl Fibre {
         if self.strand_left() { Overload::Unsettled } else { Overload::Refused }
     }
 
+    /// The last step of giving a fibre with no strand back: forgets its
+    /// strand's id and clears its claim bit, after which it may be claimed.
+    fn unclaim(&self) {
+        self.resident_id.store(0, Relaxed);
+        let bit = self.index();
+        CLAIMED[bit / WORD_BITS].fetch_and(!(1 << (bit % WORD_BITS)), Release);
+    }
+
     /// Quarantines the fibre if the running strand `me`, about to be
     /// stopped without unwinding, is alone on it (module docs): returns
     /// whether it did. Called on the fibre's own stack by that strand.
@@ -264,9 +272,7 @@ impl Fibre {
             // The stopped strand's id stays too, for a fault in its gap.
             QUARANTINED_FIBRES.fetch_add(1, Relaxed);
         } else {
-            self.resident_id.store(0, Relaxed);
-            let bit = self.index();
-            CLAIMED[bit / WORD_BITS].fetch_and(!(1 << (bit % WORD_BITS)), Release);
+            self.unclaim();
         }
         // SAFETY: given up by `Pool::into_raw` when the fibre was claimed,
         // and turned back here once.
@@ -481,10 +487,8 @@ pub unsafe fn release_quarantined() -> usize {
         if fibre.strands.compare_exchange(QUARANTINED, 0, AcqRel, Relaxed).is_err() {
             continue;
         }
-        fibre.resident_id.store(0, Relaxed);
         QUARANTINED_FIBRES.fetch_sub(1, Relaxed);
-        let bit = fibre.index();
-        CLAIMED[bit / WORD_BITS].fetch_and(!(1 << (bit % WORD_BITS)), Release);
+        fibre.unclaim();
         released += 1;
     }
     released
