@@ -19,7 +19,10 @@
 //! strand, pinned to core 0, and two partners that any core may run (the
 //! second partner's wake finds the first where the handler queued it on
 //! the sleeping core, `src/pool/idle_wait.rs`). All three must run every
-//! round.
+//! round. The partners are spawned only once core 1's raiser holds core 1:
+//! an idle core 1 could take a partner from core 0's LIFO slot, and the
+//! partner's wakes would then go to core 1, which its raiser keeps busy
+//! while core 0 waits for the partner (a hang that a loaded host showed).
 //!
 //! Paths 2 and 3 are the ones Zephyr's `latency_measure` reports as
 //! "Switch from ISR back to interrupted thread" and "Switch from ISR to
@@ -66,6 +69,8 @@ static PARTNER_RAN: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 /// line once core 0's deep sleeps have gone past `SLEPT`.
 static READY: AtomicU32 = AtomicU32::new(0);
 static SLEPT: AtomicU64 = AtomicU64::new(0);
+/// Raisers that have started on core 1 (and hold it until they end).
+static RAISERS_STARTED: AtomicU32 = AtomicU32::new(0);
 
 fn handler(_line: u32) -> Handled {
     ENTERED.store(cycles(), SeqCst);
@@ -155,6 +160,7 @@ fn to_another_strand(test: TestLine) -> Vec<u64> {
 /// gone to sleep since (`SLEPT`).
 fn raise_when_core_0_sleeps(pool: Pool, test: TestLine, rounds: u32) -> roving::strand::JoinHandle<()> {
     pool.spawn_strand_on(1, move || {
+        RAISERS_STARTED.fetch_add(1, SeqCst);
         for round in 1..=rounds {
             // Core 1 itself sleeps (the strand holds it) until core 0
             // says the round is ready.
@@ -174,9 +180,15 @@ fn raise_when_core_0_sleeps(pool: Pool, test: TestLine, rounds: u32) -> roving::
 /// core 0's too; each round, all three must have run before the next.
 fn strands_woken_together(test: TestLine) {
     WAKES_PARTNERS.store(true, SeqCst);
+    let started = RAISERS_STARTED.load(SeqCst);
+    let raiser =
+        raise_when_core_0_sleeps(roving::Pool::current().expect("in the pool"), test, TOGETHER_ROUNDS);
+    while RAISERS_STARTED.load(SeqCst) == started {
+        roving::strand::yield_now().expect("a strand");
+    }
     let partners = [0, 1].map(|partner| {
-        // Spawned from core 0, which runs them; core 1's strand holds it,
-        // so nothing else takes them.
+        // Spawned from core 0, which runs them; core 1's raiser holds it
+        // from now until the last round, so nothing else takes them.
         roving::strand::spawn(move || {
             for round in 1..=TOGETHER_ROUNDS {
                 PARTNERS[partner].wait().expect("woken by the handler");
@@ -185,8 +197,6 @@ fn strands_woken_together(test: TestLine) {
         })
         .expect("a partner")
     });
-    let raiser =
-        raise_when_core_0_sleeps(roving::Pool::current().expect("in the pool"), test, TOGETHER_ROUNDS);
     let partners_ran = |round| PARTNER_RAN.iter().all(|ran| ran.load(SeqCst) == round);
     for round in 1..=TOGETHER_ROUNDS {
         // The partners wait (each waits again once it has counted the
