@@ -24,7 +24,7 @@ use roving_kernel::{println, serial};
 use roving_test_kernels::{expected_cores, pass};
 
 /// What the suite sends after [`START`].
-const BYTES: usize = 64 * 1024;
+const BYTES: usize = 16 * 1024;
 /// The line that precedes the pattern.
 const START: &[u8] = b"\nroving-serial-start\n";
 /// What precedes [`START`]: this many of [`PREAMBLE_BYTE`].
