@@ -29,6 +29,25 @@ fn main_is_a_strand_with_an_id_and_children_have_their_own() {
 }
 
 #[test]
+fn a_stack_pointer_names_the_strand_whose_fibre_holds_it() {
+    use roving::platform::hooks::strand_at;
+    let local = 0u8;
+    assert_eq!(strand_at(std::ptr::addr_of!(local) as usize), None, "a thread's stack holds no strand");
+    let (main, seen, child, child_seen) = on_pool(2, || {
+        let here = 0u8;
+        let child = strand::spawn(|| {
+            let there = 0u8;
+            (strand::current(), strand_at(std::ptr::addr_of!(there) as usize))
+        })
+        .unwrap();
+        let (child, child_seen) = child.join().unwrap();
+        (strand::current(), strand_at(std::ptr::addr_of!(here) as usize), child, child_seen)
+    });
+    assert!(main.is_some() && child.is_some() && main != child);
+    assert_eq!((seen, child_seen), (main, child), "each strand's own stack names it");
+}
+
+#[test]
 fn yielding_strands_on_one_core_take_turns() {
     let order = on_pool(1, || {
         let log = Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -45,6 +45,7 @@ use core::ops::Range;
 const MAX_LINES: usize = 256;
 
 /// The registers a backtrace starts from.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Registers {
     /// Where the code stopped (exact, not a return address).
     pub pc: usize,
@@ -81,7 +82,7 @@ impl StackArray {
 /// The stack that `sp` is on, if the kernel knows it: a core's own stack,
 /// or a fibre's (the usable part: a stack pointer in the guard gap below,
 /// after an overflow, gets the stack above it).
-fn stack_around(sp: usize) -> Option<Range<usize>> {
+pub(crate) fn stack_around(sp: usize) -> Option<Range<usize>> {
     if let Some(stack) = arch::stack_arrays().iter().find_map(|stacks| stacks.around(sp)) {
         return Some(stack);
     }

@@ -43,6 +43,8 @@ pub struct CoreLocal {
     /// The strand this core is failing after its panic (0: none), to tell
     /// a panic inside that failure (out of memory) from a new one.
     pub(crate) failing_strand: AtomicU64,
+    /// A synchronous fault this core contains (`crate::fault`).
+    pub(crate) fault: crate::fault::ContainedFault,
     /// The timer interrupt fired in the handler under way: once the
     /// handler is done, ask roving whether to preempt (`arch::preempt`).
     tick_fired: AtomicBool,
@@ -124,6 +126,7 @@ impl CoreLocal {
             arg: AtomicUsize::new(0),
             panicking: AtomicBool::new(false),
             failing_strand: AtomicU64::new(0),
+            fault: crate::fault::ContainedFault::new(),
             tick_fired: AtomicBool::new(false),
             arch: arch::CoreArch::new(),
             masking: crate::masking::Record::new(),

@@ -8,6 +8,8 @@
 //! scheduler, a plain task, or a strand failing while it finishes)
 //! prints the core, the location and the message (and, in a device's
 //! interrupt handler, its line), then ends the run with a non-zero status.
+//! A synchronous fault that `crate::fault` contains in a strand or task
+//! arrives here as a panic too, and is reported as that fault.
 //! A handler's panic is never taken for the strand it interrupted: there
 //! roving reports no current strand.
 
@@ -88,6 +90,17 @@ fn panic(info: &PanicInfo<'_>) -> ! {
 /// backtrace of `report_contained`'s caller (the panic handler's callers).
 #[inline(always)]
 fn report_contained(who: core::fmt::Arguments<'_>, core: usize, what: &str, info: &PanicInfo<'_>) {
+    if let Some(registers) = cores::current().and_then(crate::fault::take_failing) {
+        // A synchronous fault, contained (`crate::fault`): reported from
+        // where it stopped the code; the `panic!` that carries its words
+        // is no place of the code's.
+        logger::emergency(format_args!(
+            "*** {who} on core {core} took a fault: {} (the {what} failed){}",
+            info.message(),
+            Backtrace::of(registers)
+        ));
+        return;
+    }
     let backtrace = Backtrace::here();
     match info.location() {
         Some(at) => logger::emergency(format_args!(

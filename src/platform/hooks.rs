@@ -9,6 +9,7 @@
 //! | `running_task`, `fail_running_task` | the `#[panic_handler]`, next: a panic in an async task's poll fails that task (bare metal only: on the host, polls unwind) |
 //! | [`guard_gaps`], [`region`] | the MMU set-up: the gaps below each fibre stack to leave unmapped, and where the stacks are |
 //! | [`guard_hit`] | the fault handler: whether a fault address is a stack overflow, and whose |
+//! | [`strand_at`] | the fault handler: whether the code a fault stopped (by its stack pointer) was a strand's, which may then fail alone |
 //! | [`on_tick`], [`entry_address`], [`any_pool_preempts`] | the per-core timer interrupt, on a platform that can preempt: whether to preempt the strand it interrupted, where the strand then resumes, and whether any pool has a time slice to ask about |
 //! | `use_lazy_vector_state` | an x86_64 bare-metal platform whose #NM handler clears CR0.TS, once before the first preemption: the entry then saves vector state only for strands that used it |
 //! | [`interrupt_begins`], [`interrupt_ends`] | the interrupt dispatcher, with feature `trace`: a handler's start and end on the interrupted core's trace |
@@ -23,6 +24,6 @@ pub use crate::executor::{fail_running_task, running_task};
 pub use crate::preempt::use_lazy_vector_state;
 pub use crate::preempt::{Tick, any_pool_preempts, entry_address, on_tick};
 pub use crate::strand::fail_running;
-pub use crate::strand::fibre::{FibreRegion, GuardHit, guard_gaps, guard_hit, region};
+pub use crate::strand::fibre::{FibreRegion, GuardHit, guard_gaps, guard_hit, region, strand_at};
 #[cfg(feature = "trace")]
 pub use crate::trace::{interrupt_begins, interrupt_ends};

@@ -538,6 +538,19 @@ pub fn guard_hit(address: usize) -> Option<GuardHit> {
     Some(GuardHit { fibre, strand })
 }
 
+/// The strand running on the fibre whose stack holds `stack_pointer`, if
+/// any: for a kernel's fault handler, which runs on a stack of its own, to
+/// ask whether the code a fault stopped was a strand's (and so can fail
+/// alone, as for a panic).
+pub fn strand_at(stack_pointer: usize) -> Option<super::StrandId> {
+    let fibre = Fibre::containing(stack_pointer)?;
+    let header = core::ptr::NonNull::new(fibre.running.load(Relaxed))?;
+    // SAFETY: a running strand's header is live while it runs, and one
+    // whose stack holds the stack pointer of code this core just stopped
+    // cannot end while the caller, on the same core, looks.
+    Some(unsafe { header.as_ref() }.id)
+}
+
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;

@@ -3,9 +3,10 @@
 //! Work runs with IRQs open, so an IRQ may interrupt any code outside the
 //! short masked sections (`crate::masking`). Its handler runs with IRQs
 //! masked and returns to the interrupted code, all of whose registers the
-//! vectors keep. Every other exception is a fault: it is reported and the
-//! run ends (except a semihosting call trapping inside a probe; see
-//! `semihosting.rs`).
+//! vectors keep. Every other exception is a fault: a strand or an async
+//! task that takes one fails alone (`crate::fault`), and anywhere else it
+//! is reported and the run ends (except a semihosting call trapping inside
+//! a probe; see `semihosting.rs`).
 //!
 //! Kernel code and strands run on SP_EL0 (`boot.s` selects it), and the
 //! vectors run on SP_EL1, a small stack of each core's own: an exception
@@ -53,6 +54,8 @@ extern "C" fn handle_exception(kind: u64, frame: &mut Frame) {
             super::preempt::after_interrupt(kind == 1, frame);
         }
         Vector::Synchronous if semihosting::recover_probe(ESR_EL1.get(), frame) => {}
+        // From code on SP_EL0: a strand or task that faults fails alone.
+        Vector::Synchronous if kind == 0 && fault::contain(frame) => {}
         vector => fault::report_and_exit(vector, kind, frame),
     }
 }

@@ -35,6 +35,52 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
     crate::exit(exit_code::FAULT)
 }
 
+/// A synchronous fault taken from kernel code on SP_EL0 that can fail only
+/// the strand or task that took it (`crate::fault`): an abort at this
+/// level (not in a fibre's guard page: an overflow's stack is no place to
+/// go on), an undefined instruction or a misaligned PC. Words it, and
+/// points the exception's return into `crate::fault::fail_after_fault`
+/// with the link register at the faulting instruction, as if it had
+/// called that function there (so a backtrace names it). Returns false,
+/// having changed nothing, for any other exception.
+pub(super) fn contain(frame: &mut Frame) -> bool {
+    let esr = ESR_EL1.get();
+    let far = FAR_EL1.get();
+    let class = (esr >> 26) & 0x3f;
+    if !matches!(class, 0x00 | 0x21 | 0x22 | 0x25) {
+        return false;
+    }
+    if class == 0x25 && roving::platform::hooks::guard_hit(far as usize).is_some() {
+        return false;
+    }
+    let Some(core) = cores::current() else { return false };
+    if !crate::fault::can_fail_alone(core, SP_EL0.get() as usize) {
+        return false;
+    }
+    let address = matches!(class, 0x21 | 0x25).then_some(far);
+    let record = crate::fault::record(
+        core,
+        registers(0, frame),
+        format_args!("{}{} at pc {:#x}{}", class_name(class), Detail(class, esr), frame.elr, At(address)),
+    );
+    frame.x[0] = record as u64;
+    frame.x30 = frame.elr;
+    frame.elr = crate::fault::fail_after_fault as *const () as u64;
+    true
+}
+
+/// The faulting address of an abort, in words (nothing for other faults).
+struct At(Option<u64>);
+
+impl core::fmt::Display for At {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(address) => write!(f, ", address {address:#x}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The `no-map` reservation `address` lies in, if any.
 fn unmapped_at(address: usize) -> Option<&'static Unmapped> {
     boot_info()

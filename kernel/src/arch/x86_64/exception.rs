@@ -3,10 +3,12 @@
 //! Work runs with interrupts enabled, so an interrupt may arrive in any
 //! code outside the short masked sections (`crate::masking`); its handler
 //! runs with them disabled (interrupt gates) and returns to it with every
-//! register kept. Every exception but one is a fault: it is reported and
-//! the run ends. The exception is device-not-available (#NM), which only
-//! roving's lazy vector state raises (CR0.TS, set by its preemption entry):
-//! the handler clears TS and the SSE or x87 instruction runs again.
+//! register kept. Every exception but one is a fault: a strand or an async
+//! task that takes one fails alone (`crate::fault`), and anywhere else it
+//! is reported and the run ends. The exception is device-not-available
+//! (#NM), which only roving's lazy vector state raises (CR0.TS, set by its
+//! preemption entry): the handler clears TS and the SSE or x87 instruction
+//! runs again.
 //!
 //! Every vector runs on its core's interrupt stack (IST 1 of its TSS), a
 //! small stack of its own: a strand that overflows into its guard page
@@ -169,6 +171,8 @@ extern "C" fn handle_vector(frame: &mut Frame) {
         apic::SPURIOUS_VECTOR => {}
         vector if vector < 32 => match vector {
             DEVICE_NOT_AVAILABLE => give_vector_registers(),
+            // A strand or task that faults fails alone.
+            _ if fault::contain(frame) => {}
             _ => fault::report_and_exit(frame),
         },
         vector => {

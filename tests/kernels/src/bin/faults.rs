@@ -19,6 +19,13 @@
 //!   a tree whose last core is never released). Starting it gives
 //!   `StartCoreError::DidNotArrive` after the kernel's patience, and at
 //!   once when asked again; the cores that came run a pool's work. Passes.
+//! - `strand-fault` and `task-fault`: on each core in turn, a strand (an
+//!   async task) reads an unmapped address. The fault fails it alone: its
+//!   join gives `JoinError::Failed` (`TaskError::Failed`) with the fault in
+//!   words and the address; strands computing on every core meanwhile
+//!   finish, and the core that faulted runs the next strand (task) pinned
+//!   to it. Before faults were contained, the first one ended the run with
+//!   a fault report (status 102). Passes.
 #![no_std]
 #![no_main]
 
@@ -40,7 +47,9 @@ fn main() {
         "console" => stuck_console(),
         "lost-core" => lost_core(),
         "oom" => out_of_memory(),
-        other => panic!("faults.case={other}: expected console, lost-core or oom"),
+        "strand-fault" => strand_fault(),
+        "task-fault" => task_fault(),
+        other => panic!("faults.case={other}: expected console, lost-core, oom, strand-fault or task-fault"),
     }
     pass("faults");
 }
@@ -181,6 +190,104 @@ fn out_of_memory() {
         })
         .expect("the pool's run");
     println!("faults: the {spawned} strands finished, and the refused closure ran once memory was free");
+}
+
+/// Inside the 512 GiB the page tables cover, but mapped by nothing.
+const UNMAPPED: usize = 0x10_0000_0000;
+
+fn read_unmapped() -> u64 {
+    // SAFETY: none: this reads unmapped memory on purpose, and the fault
+    // must fail only the strand or task that reads.
+    unsafe { core::ptr::read_volatile(UNMAPPED as *const u64) }
+}
+
+/// Checks a failure made from the fault of [`read_unmapped`].
+fn check_fault(what: &str, core: usize, failure: &roving::strand::Failure) {
+    let message = failure.message();
+    assert!(
+        message.contains("(address not mapped)")
+            && message.contains(&alloc::format!("address {UNMAPPED:#x}")),
+        "{what} on core {core} failed, but not with the fault: {failure}"
+    );
+}
+
+/// Strands computing on every core while others fault; returns their
+/// handles.
+fn busy_strands() -> Vec<roving::strand::JoinHandle<u64>> {
+    (0..platform::core_count() as u64 * 4)
+        .map(|seed| {
+            roving::strand::spawn(move || {
+                (0..200_000u64).fold(seed, |sum, x| core::hint::black_box(sum.wrapping_mul(31) ^ x))
+            })
+            .expect("a busy strand")
+        })
+        .collect()
+}
+
+/// On each core in turn: `fault` makes something (`what`) that reads an
+/// unmapped address there and gives its failure (or, as `Err`, what else
+/// came of it); `next` runs the same kind of work there after it and
+/// gives its answer, which must be three times the core.
+fn fault_on_each_core(
+    what: &str,
+    fault: impl Fn(&roving::Pool, usize) -> Result<roving::strand::Failure, alloc::string::String>,
+    next: impl Fn(&roving::Pool, usize) -> usize,
+) {
+    let pool = every_core_pool();
+    pool.run(|| {
+        let pool = roving::Pool::current().expect("in the pool");
+        let busy = busy_strands();
+        for core in 0..platform::core_count() {
+            match fault(&pool, core) {
+                Ok(failure) => {
+                    check_fault(what, core, &failure);
+                    if core == 0 {
+                        println!("faults: {what} that read an unmapped address failed alone: {failure}");
+                    }
+                }
+                Err(other) => panic!("{what} that read an unmapped address on core {core}: {other}"),
+            }
+            assert_eq!(next(&pool, core), core * 3, "{what} on core {core} after the fault");
+        }
+        for strand in busy {
+            strand.join().expect("a busy strand finishes");
+        }
+    })
+    .expect("the pool's run");
+    println!(
+        "faults: on each of {} cores {what} faulted and failed alone; the core ran the next one, and the busy strands finished",
+        platform::core_count()
+    );
+}
+
+fn strand_fault() {
+    use roving::strand::JoinError;
+    fault_on_each_core(
+        "a strand",
+        |pool, core| match pool.spawn_strand_on(core, read_unmapped).expect("a strand to fault").join() {
+            Err(JoinError::Failed(failure)) => Ok(failure),
+            other => Err(alloc::format!("{other:?}")),
+        },
+        |pool, core| pool.spawn_strand_on(core, move || core * 3).expect("a strand").join().expect("it runs"),
+    );
+}
+
+fn task_fault() {
+    use roving::executor::TaskError;
+    fault_on_each_core(
+        "an async task",
+        |pool, core| match pool
+            .spawn_async_on(core, async { read_unmapped() })
+            .expect("a task to fault")
+            .join()
+        {
+            Err(TaskError::Failed(failure)) => Ok(failure),
+            other => Err(alloc::format!("{other:?}")),
+        },
+        |pool, core| {
+            pool.spawn_async_on(core, async move { core * 3 }).expect("a task").join().expect("it runs")
+        },
+    );
 }
 
 roving_kernel::entry!(main);
