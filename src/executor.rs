@@ -78,7 +78,7 @@ mod cell;
 mod handle;
 
 #[cfg(not(feature = "std"))]
-pub use crate::pool::contain::{fail_running_task, running_task};
+pub use crate::pool::contain::{RunningWork, fail_running_task, running_task, running_work};
 use crate::pool::{Pool, PostError};
 use crate::strand::{self, Failure, WaitError};
 use crate::task::storage::BlockCache;

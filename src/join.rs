@@ -93,7 +93,9 @@ use crate::pool::fork_join::{Job, JoinStack, Popped, Settled, settle_published};
 /// settled and then passes the panic on (the one from `a` if both did).
 /// On bare metal, where panics do not unwind, a panic inside a strand
 /// fails that strand; a job it was running for another owner fails that
-/// owner with the same failure.
+/// owner with the same failure. A `b` that an idle core's loop (not a
+/// strand) took fails the same way: its owner fails with its failure, and
+/// the core's loop goes on.
 #[inline]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
@@ -384,7 +386,21 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
             // SAFETY: the frame is live until we end it.
             thief.stack().push_stolen(unsafe { frame.as_ref() });
         }
+        // On the host a panic in `b` unwinds into `run_caught`.
+        #[cfg(feature = "std")]
         let outcome = run_caught(b);
+        #[cfg(not(feature = "std"))]
+        let outcome = match &thief {
+            // A core's loop, not a strand: a panic in `b` on bare metal
+            // fails the job (`fail_loop_taken`), not the core.
+            Some(loop_thief) if loop_thief.strand.is_none() => crate::pool::contain::running_join_half(
+                loop_thief.core,
+                task.cast(),
+                Self::fail_loop_taken,
+                || run_caught(b),
+            ),
+            _ => run_caught(b),
+        };
         if let Some(thief) = &thief {
             // SAFETY: as above.
             thief.stack().pop_stolen(unsafe { frame.as_ref() });
@@ -393,6 +409,28 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
         unsafe { *(*job.as_ptr()).outcome.get() = outcome };
         // SAFETY: taken, and the outcome is stored.
         ring_owner(unsafe { Job::end(frame, DONE) });
+    }
+
+    /// Ends the job a core's loop was running when it failed
+    /// (`crate::pool::contain::running_join_half`), with every job the
+    /// loop's context still holds: the job is on its list of jobs being
+    /// run, and ends with `failure`, as do any it helped with meanwhile;
+    /// jobs `b` published are taken back or waited out, while the frames
+    /// they live in still stand.
+    ///
+    /// # Safety
+    ///
+    /// Called on the loop that took the job, before its frames are
+    /// abandoned; `_frame` is the job's.
+    #[cfg(not(feature = "std"))]
+    unsafe fn fail_loop_taken(_frame: NonNull<()>, failure: Failure) {
+        if let Some(here) = Here::find() {
+            // SAFETY: the loop's own join stack; its jobs live on the
+            // frames being abandoned, still there (the contract).
+            let _ = unsafe {
+                crate::pool::fork_join::abandon_jobs(here.stack.as_ptr(), Some(here.shared), &failure)
+            };
+        }
     }
 
     /// Ends a job whose thief failed while running it.

@@ -2,7 +2,8 @@
 //! and handed to roving ([`roving::platform::hooks::fail_running`]), which records
 //! the failure for the strand's joiner, abandons the strand's stack and
 //! switches the core back to its scheduler. A panic in an async task's
-//! poll fails that task only, the same way
+//! poll, or in a `join` half a core's loop took, fails that work only, the
+//! same way
 //! ([`roving::platform::hooks::fail_running_task`]: the poll's frames are
 //! abandoned back to the core's loop). A panic anywhere else (boot, the
 //! scheduler, a plain task, or a strand failing while it finishes)
@@ -45,9 +46,13 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         // Returns only if the strand cannot be failed (it was finishing).
         hooks::fail_running(info);
     }
-    if hooks::running_task() {
+    if let Some(work) = hooks::running_work() {
         let core = cores::current().map_or(usize::MAX, |c| c.index);
-        report_contained(format_args!("an async task"), core, "task", info);
+        let what = match work {
+            hooks::RunningWork::JoinHalf => "half, and its join's strand with it,",
+            _ => "task",
+        };
+        report_contained(format_args!("{work}"), core, what, info);
         crate::masking::abandon_strand_sections();
         // Returns only if the task's failure could not be made (a panic
         // while making it): then the core stops below.

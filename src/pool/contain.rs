@@ -1,6 +1,9 @@
 //! A panic in an async task's poll on bare metal, contained: the task
 //! fails, its handle gives `TaskError::Failed`, and the core goes on with
-//! its other work, as it does when a strand panics.
+//! its other work, as it does when a strand panics. A panic in a `join`
+//! half that a core's loop took (not a strand) is contained the same way
+//! ([`running_join_half`]): the half fails, and the join passes the
+//! failure on in the strand that owns it.
 //!
 //! On the host a poll runs under `catch_unwind`. Bare metal does not
 //! unwind, and a poll runs on the core's own stack, not a fibre that could
@@ -44,13 +47,36 @@ use core::ptr::{self, NonNull};
 /// function owns the reference the poller held.
 pub(crate) type FailPoll = unsafe fn(task: NonNull<()>, failure: Failure);
 
+/// What a panic contained on a core's loop stops: the work the loop runs
+/// under its catch point ([`running_work`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunningWork {
+    /// An async task's poll: the task fails (`TaskError::Failed`).
+    AsyncTask,
+    /// The second half of a `join` that the core's loop took from the
+    /// strand that published it: the half fails, and the join passes the
+    /// failure on in its owner, which fails with it.
+    JoinHalf,
+}
+
+impl core::fmt::Display for RunningWork {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::AsyncTask => "an async task",
+            Self::JoinHalf => "a join half",
+        })
+    }
+}
+
 /// One core's part; only that core writes it.
 struct CoreContainment {
     /// The catch point of the loop running tasks on this core (null: none).
     loop_catch: AtomicPtr<CatchSlot>,
-    /// The task being polled (null: none), and its [`FailPoll`].
+    /// The task being polled or the join half being run (null: none), its
+    /// [`FailPoll`], and which of the two it is (true: a join half).
     task: AtomicPtr<()>,
     fail: AtomicUsize,
+    join_half: AtomicBool,
     /// The catch point of a drop on the way out of a poll.
     drop_catch: CatchSlot,
     /// The failure a thrown poll or drop ends with.
@@ -64,6 +90,7 @@ static CORES: [CachePadded<CoreContainment>; SLOTS] = [const {
         loop_catch: AtomicPtr::new(ptr::null_mut()),
         task: AtomicPtr::new(ptr::null_mut()),
         fail: AtomicUsize::new(0),
+        join_half: AtomicBool::new(false),
         drop_catch: CatchSlot::new(),
         failed: AtomicPtr::new(ptr::null_mut()),
         failing: AtomicBool::new(false),
@@ -83,10 +110,14 @@ pub(crate) fn run_loop(me: usize, mut body: impl FnMut()) {
     debug_assert!(core.loop_catch.load(Relaxed).is_null(), "a loop inside a loop");
     core.loop_catch.store(ptr::from_ref(&slot).cast_mut(), Relaxed);
     while catching(&slot, &mut body).is_none() {
+        let failure = core.failed.swap(ptr::null_mut(), Relaxed);
+        if failure.is_null() {
+            // A join half, failed before the throw (`fail_running_task`).
+            continue;
+        }
         let task = core.task.swap(ptr::null_mut(), Relaxed);
         let fail = core.fail.swap(0, Relaxed);
         core.failing.store(false, Relaxed);
-        let failure = core.failed.swap(ptr::null_mut(), Relaxed);
         // SAFETY: stored by `fail_running_task` from a `Box`, taken once.
         let failure = *unsafe { Box::from_raw(failure) };
         // SAFETY: `fail` was stored from a `FailPoll` by `polling`, with
@@ -105,11 +136,39 @@ pub(crate) fn run_loop(me: usize, mut body: impl FnMut()) {
 /// block, nor run a pool's loop (the core is its pool's already).
 #[inline]
 pub(crate) fn polling(me: usize, task: NonNull<()>, fail: FailPoll) {
+    mark(me, task, fail, false);
+}
+
+#[inline]
+fn mark(me: usize, work: NonNull<()>, fail: FailPoll, join_half: bool) {
     if let Some(core) = CORES.get(me) {
         debug_assert!(core.task.load(Relaxed).is_null(), "a poll inside a poll");
-        core.task.store(task.as_ptr(), Relaxed);
+        core.task.store(work.as_ptr(), Relaxed);
         core.fail.store(fail as usize, Relaxed);
+        core.join_half.store(join_half, Relaxed);
     }
+}
+
+/// Runs `half`, a join half that core `me`'s loop took, marked as
+/// [`RunningWork::JoinHalf`]: if it panics (on bare metal, where nothing
+/// unwinds), `fail` is given `job` and the failure, and the loop goes on.
+/// Outside a loop with a catch point (a core that runs no pool's loop),
+/// `half` just runs.
+#[inline]
+pub(crate) fn running_join_half<R>(
+    me: usize,
+    job: NonNull<()>,
+    fail: FailPoll,
+    half: impl FnOnce() -> R,
+) -> R {
+    let contained = CORES.get(me).is_some_and(|core| !core.loop_catch.load(Relaxed).is_null());
+    if !contained {
+        return half();
+    }
+    mark(me, job, fail, true);
+    let value = half();
+    polled(me);
+    value
 }
 
 /// Ends the mark [`polling`] made.
@@ -156,15 +215,26 @@ fn contained_here() -> Option<(&'static CoreContainment, *const CatchSlot)> {
     (!core.task.load(Relaxed).is_null() && !loop_catch.is_null()).then_some((core, loop_catch.cast_const()))
 }
 
-/// Whether this core is polling an async task now (and not in an
-/// interrupt handler, whose panic is its own): what a panic handler asks
-/// before it reports a task's failure and calls [`fail_running_task`].
+/// Whether this core is polling an async task, or running a join half on
+/// its loop, now (and not in an interrupt handler, whose panic is its
+/// own): what a panic handler asks before it reports that work's failure
+/// and calls [`fail_running_task`].
 pub fn running_task() -> bool {
     contained_here().is_some()
 }
 
+/// Which work a panic on this core now would fail through
+/// [`fail_running_task`], if any: as [`running_task`], saying which, for
+/// the report.
+pub fn running_work() -> Option<RunningWork> {
+    let (core, _) = contained_here()?;
+    Some(if core.join_half.load(Relaxed) { RunningWork::JoinHalf } else { RunningWork::AsyncTask })
+}
+
 /// Fails the async task this core is polling with the panic `info`: its
 /// handle gets `TaskError::Failed`, and the core goes back to its loop.
+/// For a join half the loop runs ([`RunningWork::JoinHalf`]), the half
+/// fails, and its join passes the failure on in the strand that owns it.
 /// Returns only if no task is being polled here (see [`running_task`]),
 /// or if no failure could be made (the heap and the failure reserve both
 /// empty: `super::failure_reserve`): then the panic is the caller's to
@@ -187,7 +257,23 @@ pub fn fail_running_task(info: &core::panic::PanicInfo<'_>) {
         core.failing.store(false, Relaxed);
         return;
     };
-    core.failed.store(Box::into_raw(failure), Relaxed);
+    if core.join_half.load(Relaxed) && !core.drop_catch.is_set() {
+        // A join half is failed here, not after the throw: what it joined
+        // in turn (jobs it published, which thieves may be running) lives
+        // in the frames the throw abandons, which the loop reuses at once;
+        // failing it settles those first, while the frames still stand.
+        let task = core.task.swap(ptr::null_mut(), Relaxed);
+        let fail = core.fail.swap(0, Relaxed);
+        // SAFETY: as in `run_loop`: stored together by `mark`, and the
+        // work it marked is abandoned, so its reference is `fail`'s now.
+        unsafe {
+            let fail: FailPoll = core::mem::transmute::<usize, FailPoll>(fail);
+            fail(NonNull::new_unchecked(task), *failure);
+        }
+        core.failing.store(false, Relaxed);
+    } else {
+        core.failed.store(Box::into_raw(failure), Relaxed);
+    }
     // SAFETY: the catch point is set on this stack, below which the poll
     // (or drop) and this panic handler run; their frames are not used
     // again (module docs).

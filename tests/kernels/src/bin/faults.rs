@@ -26,6 +26,12 @@
 //!   finish, and the core that faulted runs the next strand (task) pinned
 //!   to it. Before faults were contained, the first one ended the run with
 //!   a fault report (status 102). Passes.
+//! - `join-half`: a strand joins two halves, and its `b` half, taken by an
+//!   idle core's loop (not a strand), panics; then one whose `b` faults.
+//!   Each time the half fails alone: the strand that joined fails with the
+//!   half's failure (`JoinError::Failed`), and the core whose loop ran it
+//!   runs the next strand pinned to it. Before, the panic stopped the
+//!   machine (status 101), as nothing unwinds on bare metal. Passes.
 #![no_std]
 #![no_main]
 
@@ -33,7 +39,7 @@ extern crate alloc;
 
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use core::time::Duration;
 use roving::platform::{self, StartCoreError};
 use roving::time::Instant;
@@ -49,7 +55,10 @@ fn main() {
         "oom" => out_of_memory(),
         "strand-fault" => strand_fault(),
         "task-fault" => task_fault(),
-        other => panic!("faults.case={other}: expected console, lost-core, oom, strand-fault or task-fault"),
+        "join-half" => join_half(),
+        other => panic!(
+            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault or join-half"
+        ),
     }
     pass("faults");
 }
@@ -288,6 +297,81 @@ fn task_fault() {
             pool.spawn_async_on(core, async move { core * 3 }).expect("a task").join().expect("it runs")
         },
     );
+}
+
+/// Where the last `b` half of [`join_half`] ran: its core, and whether a
+/// strand ran it (usize::MAX: not yet).
+static HALF_CORE: AtomicUsize = AtomicUsize::new(usize::MAX);
+static HALF_IN_STRAND: AtomicBool = AtomicBool::new(false);
+
+/// Joins two halves in a strand of `pool` until an idle core's loop, not
+/// a strand, takes the `b` half, which then `fails` (a panic or a fault);
+/// returns the joining strand's failure and the core that ran `b`.
+fn fail_a_join_half(pool: &roving::Pool, fails: fn()) -> (roving::strand::Failure, usize) {
+    use roving::strand::JoinError;
+    for _ in 0..100 {
+        HALF_CORE.store(usize::MAX, SeqCst);
+        let joiner = pool
+            .spawn_strand(move || {
+                roving::join(
+                    // Long enough for an idle core to take `b`, whose end
+                    // this half then waits for (it runs `b` itself if
+                    // nobody took it).
+                    || wait_until_quietly(|| HALF_CORE.load(SeqCst) != usize::MAX, Duration::from_secs(1)),
+                    move || {
+                        HALF_IN_STRAND.store(roving::strand::current().is_some(), SeqCst);
+                        HALF_CORE.store(platform::current_core().expect("a core"), SeqCst);
+                        fails();
+                    },
+                )
+            })
+            .expect("a joining strand");
+        let outcome = joiner.join();
+        let core = HALF_CORE.load(SeqCst);
+        if HALF_IN_STRAND.load(SeqCst) {
+            // The `b` half ran in a strand (inline, or a helping one):
+            // a strand's failure, not the case here; try again.
+            continue;
+        }
+        match outcome {
+            Err(JoinError::Failed(failure)) => return (failure, core),
+            other => panic!("a join whose b half failed on core {core}'s loop: {other:?}"),
+        }
+    }
+    panic!("in 100 joins no idle core's loop took the b half");
+}
+
+/// Waits until `done`, or `limit` has passed; says nothing either way.
+fn wait_until_quietly(done: impl Fn() -> bool, limit: Duration) {
+    let start = Instant::now();
+    while !done() && start.elapsed() < limit {
+        core::hint::spin_loop();
+    }
+}
+
+fn join_half() {
+    let pool = every_core_pool();
+    pool.run(|| {
+        let pool = roving::Pool::current().expect("in the pool");
+        let (failure, core) = fail_a_join_half(&pool, || panic!("the b half panics on purpose"));
+        assert!(failure.message().contains("the b half panics on purpose"), "{failure}");
+        println!(
+            "faults: a join's b half that panicked on core {core}'s loop failed its joiner alone: {failure}"
+        );
+        let next = pool.spawn_strand_on(core, move || core * 3).expect("a strand");
+        assert_eq!(next.join().expect("the core runs strands after the failed half"), core * 3);
+        let (failure, core) = fail_a_join_half(&pool, || {
+            read_unmapped();
+        });
+        check_fault("a join half", core, &failure);
+        println!(
+            "faults: a join's b half that faulted on core {core}'s loop failed its joiner alone: {failure}"
+        );
+        let next = pool.spawn_strand_on(core, move || core * 3).expect("a strand");
+        assert_eq!(next.join().expect("the core runs strands after the failed half"), core * 3);
+    })
+    .expect("the pool's run");
+    println!("faults: both join halves failed alone, and their cores went on");
 }
 
 roving_kernel::entry!(main);
