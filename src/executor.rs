@@ -78,7 +78,9 @@ mod cell;
 mod handle;
 
 #[cfg(not(feature = "std"))]
-pub use crate::pool::contain::{RunningWork, fail_running_task, running_task, running_work};
+pub use crate::pool::contain::{
+    RunningWork, fail_running_task, next_panic_is_fault, running_task, running_work,
+};
 use crate::pool::{Pool, PostError};
 use crate::strand::{self, Failure, WaitError};
 use crate::task::storage::BlockCache;

@@ -147,6 +147,7 @@ pub(crate) unsafe extern "C" fn fail_after_fault(core: &'static CoreLocal) -> ! 
     // here; FAILING keeps any later fault out of it until it is freed.
     let words: heapless::String<FAULT_WORDS> = unsafe { (*core.fault.words.get()).clone() };
     core.fault.state.store(FAILING, Relaxed);
+    roving::platform::hooks::next_panic_is_fault();
     panic!("{words}")
 }
 

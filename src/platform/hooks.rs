@@ -10,6 +10,7 @@
 //! | [`guard_gaps`], [`region`] | the MMU set-up: the gaps below each fibre stack to leave unmapped, and where the stacks are |
 //! | [`guard_hit`] | the fault handler: whether a fault address is a stack overflow, and whose |
 //! | [`strand_at`] | the fault handler: whether the code a fault stopped (by its stack pointer) was a strand's, which may then fail alone |
+//! | `next_panic_is_fault` | a kernel that contains a fault by panicking with its words on the faulting stack, just before that panic: the failure is `FailureKind::Faulted`, with no source location |
 //! | [`on_tick`], [`entry_address`], [`any_pool_preempts`] | the per-core timer interrupt, on a platform that can preempt: whether to preempt the strand it interrupted, where the strand then resumes, and whether any pool has a time slice to ask about |
 //! | `use_lazy_vector_state` | an x86_64 bare-metal platform whose #NM handler clears CR0.TS, once before the first preemption: the entry then saves vector state only for strands that used it |
 //! | [`interrupt_begins`], [`interrupt_ends`] | the interrupt dispatcher, with feature `trace`: a handler's start and end on the interrupted core's trace |
@@ -19,7 +20,7 @@
 //! is in [`platform`](super).
 
 #[cfg(not(feature = "std"))]
-pub use crate::executor::{RunningWork, fail_running_task, running_task, running_work};
+pub use crate::executor::{RunningWork, fail_running_task, next_panic_is_fault, running_task, running_work};
 #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
 pub use crate::preempt::use_lazy_vector_state;
 pub use crate::preempt::{Tick, any_pool_preempts, entry_address, on_tick};

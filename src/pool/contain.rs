@@ -97,6 +97,34 @@ static CORES: [CachePadded<CoreContainment>; SLOTS] = [const {
     })
 }; SLOTS];
 
+/// Per core: the next panic there carries a contained fault
+/// ([`next_panic_is_fault`]).
+static FAULTS: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
+
+/// Says that the next panic on this core is a synchronous fault the
+/// kernel contained (it panics with the fault's words, on the faulting
+/// code's stack): the failure it makes is [`FailureKind::Faulted`], with
+/// no source location (that of the kernel's `panic!` is no place of the
+/// faulting code's). For a kernel's fault handling, just before that
+/// panic.
+pub fn next_panic_is_fault() {
+    if let Some(core) = this_core() {
+        FAULTS[core].store(true, Relaxed);
+    }
+}
+
+/// The kind and source location of the failure that a panic at
+/// `location` makes on this core (taking the mark [`next_panic_is_fault`]
+/// left).
+pub(crate) fn panic_kind<'a>(
+    location: Option<&'a core::panic::Location<'a>>,
+) -> (FailureKind, Option<&'a core::panic::Location<'a>>) {
+    match this_core() {
+        Some(core) if FAULTS[core].swap(false, Relaxed) => (FailureKind::Faulted, None),
+        _ => (FailureKind::Panicked, location),
+    }
+}
+
 fn this_core() -> Option<usize> {
     platform::current_core().filter(|&core| core < SLOTS)
 }
@@ -247,12 +275,9 @@ pub fn running_work() -> Option<RunningWork> {
 pub fn fail_running_task(info: &core::panic::PanicInfo<'_>) {
     let Some((core, slot)) = contained_here() else { return };
     core.failing.store(true, Relaxed);
-    let failure = super::failure_reserve::panic_failure(
-        FailureKind::Panicked,
-        format_args!("{}", info.message()),
-        info.location(),
-        None,
-    );
+    let (kind, location) = panic_kind(info.location());
+    let failure =
+        super::failure_reserve::panic_failure(kind, format_args!("{}", info.message()), location, None);
     let Some(failure) = failure else {
         core.failing.store(false, Relaxed);
         return;

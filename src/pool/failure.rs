@@ -20,6 +20,11 @@ use core::fmt;
 pub enum FailureKind {
     /// Its code panicked.
     Panicked,
+    /// Its code took a synchronous fault (on bare metal: an abort, an
+    /// undefined instruction, a page or protection fault), which the
+    /// kernel contained as a panic there. The message says which fault,
+    /// and where; no source location is kept (the fault's code has none).
+    Faulted,
     /// It returned from a scope (or its body) while strands it anchored
     /// there were still alive. They were cancelled and waited for.
     ReturnWithLiveStrands {
@@ -196,6 +201,7 @@ impl fmt::Display for Failure {
         }
         match self.kind {
             FailureKind::Panicked => f.write_str(" panicked")?,
+            FailureKind::Faulted => f.write_str(" took a fault")?,
             FailureKind::ReturnWithLiveStrands { live } => {
                 write!(f, " returned with {live} live strand(s), which were cancelled")?
             }

@@ -66,10 +66,14 @@ pub fn fail_running(info: &core::panic::PanicInfo<'_>) {
     let Some(me) = super::scheduler::current() else { return };
     // SAFETY: the running strand's own header.
     let header = unsafe { me.as_ref() };
+    #[cfg(not(feature = "std"))]
+    let (kind, location) = crate::pool::contain::panic_kind(info.location());
+    #[cfg(feature = "std")]
+    let (kind, location) = (FailureKind::Panicked, info.location());
     let Some(failure) = crate::pool::failure_reserve::panic_failure(
-        FailureKind::Panicked,
+        kind,
         format_args!("{}", info.message()),
-        info.location(),
+        location,
         Some(header.id),
     ) else {
         return;

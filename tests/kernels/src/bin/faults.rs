@@ -213,6 +213,8 @@ fn read_unmapped() -> u64 {
 /// Checks a failure made from the fault of [`read_unmapped`].
 fn check_fault(what: &str, core: usize, failure: &roving::strand::Failure) {
     let message = failure.message();
+    assert_eq!(failure.kind(), roving::strand::FailureKind::Faulted, "{what} on core {core}: {failure}");
+    assert!(failure.location().is_none(), "{what} on core {core}: a fault has no source location: {failure}");
     assert!(
         message.contains("(address not mapped)")
             && message.contains(&alloc::format!("address {UNMAPPED:#x}")),
