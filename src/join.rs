@@ -392,13 +392,10 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
         #[cfg(not(feature = "std"))]
         let outcome = match &thief {
             // A core's loop, not a strand: a panic in `b` on bare metal
-            // fails the job (`fail_loop_taken`), not the core.
-            Some(loop_thief) if loop_thief.strand.is_none() => crate::pool::contain::running_join_half(
-                loop_thief.core,
-                task.cast(),
-                Self::fail_loop_taken,
-                || run_caught(b),
-            ),
+            // fails the job (listed as being run, above), not the core.
+            Some(loop_thief) if loop_thief.strand.is_none() => {
+                crate::pool::contain::running_join_half(loop_thief.core, || run_caught(b))
+            }
             _ => run_caught(b),
         };
         if let Some(thief) = &thief {
@@ -409,28 +406,6 @@ impl<B: FnOnce() -> R + Send, R: Send> StackJob<B, R> {
         unsafe { *(*job.as_ptr()).outcome.get() = outcome };
         // SAFETY: taken, and the outcome is stored.
         ring_owner(unsafe { Job::end(frame, DONE) });
-    }
-
-    /// Ends the job a core's loop was running when it failed
-    /// (`crate::pool::contain::running_join_half`), with every job the
-    /// loop's context still holds: the job is on its list of jobs being
-    /// run, and ends with `failure`, as do any it helped with meanwhile;
-    /// jobs `b` published are taken back or waited out, while the frames
-    /// they live in still stand.
-    ///
-    /// # Safety
-    ///
-    /// Called on the loop that took the job, before its frames are
-    /// abandoned; `_frame` is the job's.
-    #[cfg(not(feature = "std"))]
-    unsafe fn fail_loop_taken(_frame: NonNull<()>, failure: Failure) {
-        if let Some(here) = Here::find() {
-            // SAFETY: the loop's own join stack; its jobs live on the
-            // frames being abandoned, still there (the contract).
-            let _ = unsafe {
-                crate::pool::fork_join::abandon_jobs(here.stack.as_ptr(), Some(here.shared), &failure)
-            };
-        }
     }
 
     /// Ends a job whose thief failed while running it.

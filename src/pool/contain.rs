@@ -14,6 +14,15 @@
 //! records the failure and throws back to the loop. The loop hands the
 //! failure to the task's own failure function and goes on.
 //!
+//! A throw to the loop abandons the frames of whatever the loop ran, and
+//! the loop reuses them at once. Join jobs may live there: one the loop
+//! took and is running for another strand, or one a half or a poll
+//! published, which a thief may be running and will write its result
+//! into. So before the throw, the loop context's jobs are settled
+//! (`abandon_loop_jobs`): the ones it runs end with the failure (their
+//! owners fail with it), and the ones it published are taken back or
+//! waited out, while those frames still stand.
+//!
 //! What is dropped on the way out of a poll (a finished future, in place)
 //! runs under a catch point of its own ([`catching_drop`]): it is rare, and
 //! it also happens outside any loop (a pool's tear-down).
@@ -179,24 +188,45 @@ fn mark(me: usize, work: NonNull<()>, fail: FailPoll, join_half: bool) {
 
 /// Runs `half`, a join half that core `me`'s loop took, marked as
 /// [`RunningWork::JoinHalf`]: if it panics (on bare metal, where nothing
-/// unwinds), `fail` is given `job` and the failure, and the loop goes on.
-/// Outside a loop with a catch point (a core that runs no pool's loop),
-/// `half` just runs.
+/// unwinds), it fails with the jobs of the loop's context
+/// ([`fail_running_task`]), and the loop goes on. Inside other contained
+/// work (an outer half, or a poll that joined and helps while it waits)
+/// it runs unmarked: a panic then fails that work, as it would unwind
+/// through it. Outside a loop with a catch point, `half` just runs.
 #[inline]
-pub(crate) fn running_join_half<R>(
-    me: usize,
-    job: NonNull<()>,
-    fail: FailPoll,
-    half: impl FnOnce() -> R,
-) -> R {
-    let contained = CORES.get(me).is_some_and(|core| !core.loop_catch.load(Relaxed).is_null());
-    if !contained {
+pub(crate) fn running_join_half<R>(me: usize, half: impl FnOnce() -> R) -> R {
+    let outermost = CORES
+        .get(me)
+        .is_some_and(|core| !core.loop_catch.load(Relaxed).is_null() && core.task.load(Relaxed).is_null());
+    if !outermost {
         return half();
     }
-    mark(me, job, fail, true);
+    // The half itself is on the loop's list of jobs being run, which is
+    // how it fails; the mark only says that contained work is running.
+    mark(me, NonNull::dangling(), fail_nothing, true);
     let value = half();
     polled(me);
     value
+}
+
+/// The [`FailPoll`] of a join half's mark: the half failed with the loop's
+/// jobs before the throw ([`fail_running_task`]), so nothing is left.
+unsafe fn fail_nothing(_: NonNull<()>, _: Failure) {}
+
+/// Ends every job of core `me`'s loop context, whose frames a throw to the
+/// loop's catch point is about to abandon: jobs it was running for others
+/// (a join half among them) end with `failure`, and jobs it published are
+/// taken back or waited out while those frames still stand.
+fn abandon_loop_jobs(failure: &Failure) {
+    super::current::with(|worker| {
+        let Some(worker) = worker else { return };
+        let stack = worker.pool().join_stack(worker.core);
+        if !stack.is_null() {
+            // SAFETY: the loop context's own join stack, on its core; its
+            // jobs live in the frames about to be abandoned, still there.
+            let _ = unsafe { super::fork_join::abandon_jobs(stack, Some(worker.pool()), failure) };
+        }
+    });
 }
 
 /// Ends the mark [`polling`] made.
@@ -282,19 +312,17 @@ pub fn fail_running_task(info: &core::panic::PanicInfo<'_>) {
         core.failing.store(false, Relaxed);
         return;
     };
+    if !core.drop_catch.is_set() {
+        // Thrown to the loop: the jobs its context holds (a join half it
+        // runs, jobs a half or a poll published, which thieves may be
+        // running) live in the frames the throw abandons, which the loop
+        // reuses at once; they are settled first, while those frames stand.
+        abandon_loop_jobs(&failure);
+    }
     if core.join_half.load(Relaxed) && !core.drop_catch.is_set() {
-        // A join half is failed here, not after the throw: what it joined
-        // in turn (jobs it published, which thieves may be running) lives
-        // in the frames the throw abandons, which the loop reuses at once;
-        // failing it settles those first, while the frames still stand.
-        let task = core.task.swap(ptr::null_mut(), Relaxed);
-        let fail = core.fail.swap(0, Relaxed);
-        // SAFETY: as in `run_loop`: stored together by `mark`, and the
-        // work it marked is abandoned, so its reference is `fail`'s now.
-        unsafe {
-            let fail: FailPoll = core::mem::transmute::<usize, FailPoll>(fail);
-            fail(NonNull::new_unchecked(task), *failure);
-        }
+        // The half ended with the loop's jobs: nothing is left to fail.
+        core.task.store(ptr::null_mut(), Relaxed);
+        core.fail.store(0, Relaxed);
         core.failing.store(false, Relaxed);
     } else {
         core.failed.store(Box::into_raw(failure), Relaxed);

@@ -27,7 +27,8 @@
 //!   to it. Before faults were contained, the first one ended the run with
 //!   a fault report (status 102). Passes.
 //! - `join-half`: a strand joins two halves, and its `b` half, taken by an
-//!   idle core's loop (not a strand), panics; then one whose `b` faults.
+//!   idle core's loop (not a strand), panics; then one whose `b` faults;
+//!   then one whose `b` joins in turn, and that inner `b` panics.
 //!   Each time the half fails alone: the strand that joined fails with the
 //!   half's failure (`JoinError::Failed`), and the core whose loop ran it
 //!   runs the next strand pinned to it. Before, the panic stopped the
@@ -371,9 +372,21 @@ fn join_half() {
         );
         let next = pool.spawn_strand_on(core, move || core * 3).expect("a strand");
         assert_eq!(next.join().expect("the core runs strands after the failed half"), core * 3);
+        // A half on a loop that joins in turn, and whose inner b panics
+        // (wherever it runs: inline, on the same loop, on another's).
+        let (failure, core) = fail_a_join_half(&pool, || {
+            roving::join(
+                || (0..10_000u64).fold(0, |sum, x| core::hint::black_box(sum ^ x)),
+                || panic!("the inner b half panics on purpose"),
+            );
+        });
+        assert!(failure.message().contains("the inner b half panics on purpose"), "{failure}");
+        println!("faults: a join inside a b half on core {core}'s loop, whose own b panicked, failed the outer joiner: {failure}");
+        let next = pool.spawn_strand_on(core, move || core * 3).expect("a strand");
+        assert_eq!(next.join().expect("the core runs strands after the failed half"), core * 3);
     })
     .expect("the pool's run");
-    println!("faults: both join halves failed alone, and their cores went on");
+    println!("faults: the three join halves failed alone, and their cores went on");
 }
 
 roving_kernel::entry!(main);
