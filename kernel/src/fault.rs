@@ -107,7 +107,6 @@ impl core::fmt::Debug for ContainedFault {
 /// handler, before it changes anything.
 pub(crate) fn can_fail_alone(core: &CoreLocal, stack_pointer: usize) -> bool {
     !crate::cores::in_interrupt()
-        && crate::interrupts::handling(core.index).is_none()
         && !core.panicking.load(Relaxed)
         && core.fault.state.load(Relaxed) == FREE
         && (roving::platform::hooks::strand_at(stack_pointer).is_some()
