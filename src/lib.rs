@@ -156,12 +156,15 @@ pub mod future;
 #[cfg(not(loom))]
 mod join;
 mod mailbox;
+#[cfg_attr(loom, allow(unused))]
 pub mod platform;
 #[cfg(not(loom))]
 pub mod pool;
 #[cfg(not(loom))]
 pub mod preempt;
+#[cfg_attr(loom, allow(unused))]
 mod protocol;
+#[cfg_attr(loom, allow(unused))]
 pub mod raw {
     //! Unstable building blocks, for kernels that build their own
     //! scheduling on roving's parts. Nothing here is covered by semver:
@@ -170,14 +173,17 @@ pub mod raw {
 
     pub mod context;
 }
+#[cfg_attr(loom, allow(unused))]
 pub(crate) use raw::context;
 mod sleep;
+#[cfg_attr(loom, allow(unused))]
 mod spin_lock;
 #[cfg(not(loom))]
 pub mod strand;
 #[cfg(not(loom))]
 pub mod sync;
 mod task;
+#[cfg_attr(loom, allow(unused))]
 pub mod time;
 #[cfg(not(loom))]
 mod timers;
