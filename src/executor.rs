@@ -46,7 +46,9 @@
 //!   caught as it unwinds and the future dropped. Bare metal does not
 //!   unwind: the core's loop runs under a catch point on its stack, and
 //!   the kernel's panic handler throws back to it (`fail_running_task`);
-//!   the future is then leaked, not dropped, with whatever it held;
+//!   the future is then leaked, not dropped, with whatever it held (an
+//!   async mutex it held is refused: its waiters get `Poisoned`, see
+//!   [`Mutex::lock_async`](crate::sync::Mutex::lock_async));
 //! - its handle cancels it ([`TaskHandle::cancel`]): the future is dropped
 //!   at its next await point, and the handle gives [`TaskError::Cancelled`];
 //! - its pool stops first: a task waiting for a wake, or queued, has its

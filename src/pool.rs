@@ -63,6 +63,7 @@ mod lifetime;
 mod lifo_watch;
 mod membership;
 pub(crate) mod per_core;
+pub(crate) mod polling;
 mod post;
 pub(crate) mod preempted;
 #[cfg(feature = "std")]

@@ -8,7 +8,7 @@ mod cases;
 mod support;
 
 use roving::executor::{self, TaskError};
-use roving::sync::{Mutex, Semaphore, WaitError};
+use roving::sync::{Event, Mutex, Semaphore, WaitError};
 use roving::time;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -96,6 +96,56 @@ fn a_task_that_panics_holding_an_async_guard_poisons_the_mutex() {
         (from_task, from_strand)
     });
     assert_eq!(poisoned, (Some(WaitError::Poisoned), Some(WaitError::Poisoned)));
+}
+
+#[test]
+fn a_task_that_awaits_a_lock_it_holds_is_refused() {
+    let (again, after) = on_pool(2, || {
+        let mutex = Arc::new(Mutex::new(0));
+        let task = executor::spawn_async(async move {
+            let guard = mutex.lock_async().await.unwrap();
+            let again = mutex.lock_async().await.err();
+            drop(guard);
+            (again, mutex.lock_async().await.map(|guard| *guard).ok())
+        })
+        .unwrap();
+        task.join().unwrap()
+    });
+    assert_eq!(again, Some(WaitError::WouldDeadlock));
+    assert_eq!(after, Some(0), "once its guard is dropped, the task locks it again");
+}
+
+#[test]
+fn a_guard_sent_to_another_task_still_counts_as_its_lockers_until_dropped() {
+    let (while_away, after) = on_pool(2, || {
+        let mutex: &'static Mutex<u32> = Box::leak(Box::new(Mutex::new(0)));
+        let checked: &'static Event = Box::leak(Box::new(Event::new()));
+        let dropped: &'static Event = Box::leak(Box::new(Event::new()));
+        let (sender, receiver) = roving::sync::channel::bounded(1).unwrap();
+        let keeper = executor::spawn_async(async move {
+            let mut guard: roving::sync::AsyncMutexGuard<u32> = receiver.recv_async().await.unwrap();
+            *guard += 1;
+            // Kept until the locker has tried again.
+            checked.wait_async().await;
+            drop(guard);
+            dropped.set();
+        })
+        .unwrap();
+        let locker = executor::spawn_async(async move {
+            let guard = mutex.lock_async().await.unwrap();
+            sender.send_async(guard).await.map_err(|_| ()).unwrap();
+            let while_away = mutex.lock_async().await.err();
+            checked.set();
+            dropped.wait_async().await;
+            (while_away, mutex.lock_async().await.map(|guard| *guard).ok())
+        })
+        .unwrap();
+        let result = locker.join().unwrap();
+        keeper.join().unwrap();
+        result
+    });
+    assert_eq!(while_away, Some(WaitError::WouldDeadlock), "the guard it sent is listed under it");
+    assert_eq!(after, Some(1), "the keeper's drop unlisted it");
 }
 
 #[test]

@@ -15,10 +15,15 @@ use crate::pool::Pool;
 use crate::pool::async_tasks::{AsyncOps, LiveLink};
 #[cfg(not(feature = "std"))]
 use crate::pool::contain;
+#[cfg(feature = "std")]
+use crate::pool::polling;
 use crate::pool::seam::PoolRef;
 use crate::protocol::async_state::{AfterPending, AsyncState, Start, Wake};
 use crate::spin_lock::SpinLock;
 use crate::strand::Failure;
+#[cfg(not(feature = "std"))]
+use crate::strand::lock::refuse_locks;
+use crate::strand::lock::{Poller, TaskLocks, forget_locks};
 use crate::task::storage::BlockCache;
 use crate::task::{Action, Task};
 use alloc::boxed::Box;
@@ -56,6 +61,9 @@ impl<F: Future> VtableOf<F> {
 pub(crate) struct AsyncHeader {
     /// First: the task is its own queue node.
     task: Task,
+    /// Second, where a mutex finds it from the task alone
+    /// (`strand::lock::task_locks`): the task's async mutex locks.
+    locks: TaskLocks,
     pub(super) state: AsyncState,
     vtable: &'static Vtable,
     /// The pool, held until the task is freed, so a late waker never finds
@@ -69,6 +77,11 @@ pub(crate) struct AsyncHeader {
     /// Its place in the pool's list of live tasks (`crate::pool::async_tasks`).
     live: LiveLink,
 }
+
+const _: () = assert!(
+    core::mem::offset_of!(AsyncHeader, locks) == size_of::<Task>(),
+    "an async task's TaskLocks come right after its Task (strand::lock::task_locks)"
+);
 
 /// The header and the output: all a handle of output `T` reads.
 #[repr(C)]
@@ -152,6 +165,7 @@ where
     };
     let header = AsyncHeader {
         task: Task::new(run::<F>),
+        locks: TaskLocks::new(),
         state: AsyncState::new(3),
         vtable: &VtableOf::<F>::VTABLE,
         pool: ManuallyDrop::new(pool.clone()),
@@ -385,7 +399,10 @@ where
     // On the host a panic unwinds to here; on bare metal the core's loop
     // catches it and calls `fail_polled` instead (`crate::pool::contain`).
     #[cfg(feature = "std")]
-    let polled = catching_panic(|| future.as_mut().poll(&mut context));
+    let polled = {
+        let _polling = polling::Polling::enter(header.cast());
+        catching_panic(|| future.as_mut().poll(&mut context))
+    };
     #[cfg(not(feature = "std"))]
     let polled: Result<_, Failure> = {
         contain::polling(me, header.cast(), fail_polled::<F>);
@@ -420,7 +437,11 @@ where
     let header = task.cast::<AsyncHeader>();
     let cell = header.cast::<Cell<F>>();
     // SAFETY: live: the abandoned poller's reference is ours (contract).
-    unsafe { header.as_ref() }.state.acquire();
+    let header_ref = unsafe { header.as_ref() };
+    header_ref.state.acquire();
+    // The kept future's guards will never be dropped: their mutexes are
+    // refused, so that nobody waits for them for ever.
+    refuse_locks(Poller::Task(&header_ref.locks));
     // SAFETY: the output is written only by the poller, before `DONE`; the
     // poller's part is ours.
     unsafe { *(*cell.as_ptr()).head.output.get() = Some(Err(TaskError::Failed(failure))) };
@@ -498,6 +519,8 @@ unsafe fn finish_future<F: Future>(header: NonNull<AsyncHeader>, output: Result<
 pub(super) unsafe fn complete(header: NonNull<AsyncHeader>) {
     // SAFETY: live (contract).
     let header_ref = unsafe { header.as_ref() };
+    // Its name off the guards it sent away, before it can be reused.
+    forget_locks(Poller::Task(&header_ref.locks));
     if !header_ref.state.complete() {
         // SAFETY: no handle will read the output: it is ours.
         unsafe { (header_ref.vtable.drop_output)(header) };

@@ -32,8 +32,9 @@
 //! halfway through changing itself, and what it had lent out (a waiter
 //! record queued in a `sync` object, a timer entry) must stay where the
 //! lender points. The task's allocation is kept for ever (leaked, a few
-//! hundred bytes), and whatever the future held (an async mutex guard, a
-//! permit) stays held.
+//! hundred bytes), and whatever the future held (a permit, a channel's
+//! slot) stays held. An async mutex it held is refused, so that nobody
+//! waits for it for ever (`crate::strand::lock`).
 //!
 //! # One catch point per core
 //!
@@ -271,6 +272,19 @@ fn contained_here() -> Option<(&'static CoreContainment, *const CatchSlot)> {
     }
     let loop_catch = core.loop_catch.load(Relaxed);
     (!core.task.load(Relaxed).is_null() && !loop_catch.is_null()).then_some((core, loop_catch.cast_const()))
+}
+
+/// The header of the async task this core is polling (not a join half
+/// it runs), outside interrupt handlers.
+pub(crate) fn polled_task() -> Option<NonNull<crate::task::Task>> {
+    if platform::in_interrupt() {
+        return None;
+    }
+    let core = &CORES[this_core()?];
+    if core.join_half.load(Relaxed) {
+        return None;
+    }
+    NonNull::new(core.task.load(Relaxed).cast())
 }
 
 /// Whether this core is polling an async task, or running a join half on

@@ -68,6 +68,9 @@ pub(crate) mod flags {
     /// It was stopped at a preemption point after a cancel: its failure
     /// (`Interrupted`) is what the cancel asked for, and is not passed up.
     pub(crate) const CUT_SHORT: u32 = 1 << 7;
+    /// Its polls (`block_on`) took an async mutex's lock at least once:
+    /// at its end, those still listed under it are seen to (`super::lock`).
+    pub(crate) const ASYNC_LOCKED: u32 = 1 << 8;
 }
 
 /// What a strand's code does, behind one pointer per closure type.

@@ -2,7 +2,8 @@
 //! lock word, the waiters and the poison flag, in one heap block that stays
 //! put when the `Mutex` moves. It lives with the strands because a strand
 //! lists the locks it holds and releases them when it fails, and a
-//! deadlock report names a lock's holder.
+//! deadlock report names a lock's holder. An async task's locks are
+//! listed too, differently (`by_tasks`): its guards may move.
 //!
 //! # Why a separate block
 //!
@@ -30,6 +31,20 @@
 //! poisoned, then unlocks it, handing it to the first waiter. A waiter
 //! that gets a poisoned lock passes it straight on and reports
 //! `Poisoned`, so every waiter hears of it.
+//!
+//! # Refusal
+//!
+//! A lock held by the guard of an async task that failed on bare metal
+//! cannot be unlocked for it (`by_tasks` says why). It is *refused*
+//! instead: poisoned and flagged `refused`, its waiters woken, and
+//! lockers turned away with `Poisoned` while the flag is up. A waiter
+//! tells a refusal from a hand-over by `refusals`, counted under the
+//! waiters' lock: it reads the count when it queues, and a different
+//! count once woken means it was refused, not handed the lock. (A flag
+//! would not do: the guard, if it lives on elsewhere and is dropped,
+//! lowers it, maybe before the refused waiter looks.)
+
+mod by_tasks;
 
 use super::control::Header;
 use super::id::BlockReason;
@@ -39,6 +54,9 @@ use crate::atomics::unmodelled::{AtomicBool, AtomicPtr, AtomicU32, Ordering::*};
 use crate::platform::instant::Instant;
 use crate::spin_lock::SpinLock;
 use alloc::boxed::Box;
+#[cfg(not(feature = "std"))]
+pub(crate) use by_tasks::refuse_all as refuse_locks;
+pub(crate) use by_tasks::{Poller, TaskLocks, forget_all as forget_locks, of_task as task_locks};
 use core::cell::Cell;
 use core::ptr::{self, NonNull};
 
@@ -58,9 +76,20 @@ pub(crate) struct Core {
     holder: AtomicPtr<Header>,
     /// The next block in its holder's held list; only the holder touches it.
     next_held: Cell<*const Core>,
+    /// Refused: the holder is a failed task's guard (module docs). Raised
+    /// and lowered under the waiters' lock.
+    refused: AtomicBool,
+    /// How many times the waiters were refused; changed under their lock.
+    refusals: AtomicU32,
+    /// The task this block is listed under, and its neighbours in that
+    /// task's shard list (`by_tasks`); changed under that shard's lock.
+    task: AtomicPtr<()>,
+    task_prev: Cell<*const Core>,
+    task_next: Cell<*const Core>,
 }
 
-// SAFETY: `next_held` is touched only by the holding strand (module docs);
+// SAFETY: `next_held` is touched only by the holding strand (module docs),
+// `task_prev` and `task_next` only under their shard's lock (`by_tasks`);
 // the rest is atomics and a lock.
 unsafe impl Sync for Core {}
 // SAFETY: as above.
@@ -82,6 +111,11 @@ impl Core {
             waiters: SpinLock::new(WaitQueue::new()),
             holder: AtomicPtr::new(ptr::null_mut()),
             next_held: Cell::new(ptr::null()),
+            refused: AtomicBool::new(false),
+            refusals: AtomicU32::new(0),
+            task: AtomicPtr::new(ptr::null_mut()),
+            task_prev: Cell::new(ptr::null()),
+            task_next: Cell::new(ptr::null()),
         };
         // SAFETY: fresh memory with `Core`'s layout.
         unsafe { block.as_ptr().write(core) };
@@ -119,8 +153,13 @@ impl Core {
         self.poisoned.load(Acquire)
     }
 
+    /// Clears the poison, unless the lock is refused: then lockers are
+    /// still turned away, and the poison says why.
     pub(crate) fn clear_poison(&self) {
-        self.poisoned.store(false, Release);
+        let _waiters = self.waiters.lock();
+        if !self.refused.load(Relaxed) {
+            self.poisoned.store(false, Release);
+        }
     }
 
     /// Takes the lock if it is free; never blocks.
@@ -148,26 +187,62 @@ impl Core {
             // Waiting for ourselves would never end.
             return Err(WaitError::WouldDeadlock);
         }
+        // The refusal count when we queued; `None`: refused at once.
+        let mut queued_at = None;
         let woken =
             wait::block(BlockReason::Mutex, ptr::from_ref(self).expose_provenance(), deadline, |me| {
                 let mut waiters = self.waiters.lock();
-                // Announce a waiter; if the holder left meanwhile, it is ours.
-                if self.contend() {
+                if self.refused.load(Relaxed) {
                     return false;
                 }
+                // Announce a waiter; if the holder left meanwhile, it is ours.
+                if self.contend() {
+                    queued_at = Some(self.refusals.load(Relaxed));
+                    return false;
+                }
+                queued_at = Some(self.refusals.load(Relaxed));
                 // SAFETY: we stay live until we leave the queue (below or by
                 // being handed the lock).
                 unsafe { waiters.push_back(me) };
                 true
             })?;
         match woken.error() {
-            // Handed over by `unlock`, or it was free when we registered.
-            None => Ok(()),
+            // Handed over by `unlock`, or it was free when we registered,
+            // unless it was refused.
+            None if queued_at.is_some_and(|count| self.refusals.load(Acquire) == count) => Ok(()),
+            None => Err(WaitError::Poisoned),
             Some(error) => {
                 self.waiters.lock().leave();
                 Err(error)
             }
         }
+    }
+
+    /// Whether lockers are turned away (module docs).
+    pub(crate) fn is_refused(&self) -> bool {
+        self.refused.load(Acquire)
+    }
+
+    /// Refuses the lock: its holder is a failed task's guard, never to be
+    /// dropped (module docs). Poisons it and wakes every waiter, refused.
+    fn refuse(&self) {
+        let mut waiters = self.waiters.lock();
+        self.poisoned.store(true, Release);
+        self.refused.store(true, Release);
+        self.refusals.fetch_add(1, Release);
+        waiters.wake_all();
+    }
+
+    /// Under the waiters' lock, for a task queueing to wait: the refusal
+    /// count to compare once woken, or `None` if the lock is refused now.
+    pub(crate) fn refusal_count(&self) -> Option<u32> {
+        (!self.refused.load(Relaxed)).then(|| self.refusals.load(Relaxed))
+    }
+
+    /// Under the waiters' lock: whether waiters were refused since the
+    /// count was `count`.
+    pub(crate) fn refused_since(&self, count: u32) -> bool {
+        self.refusals.load(Relaxed) != count
     }
 
     /// Completes an acquisition by `holder`, the calling strand if it is
@@ -262,14 +337,37 @@ impl Core {
         &self.waiters
     }
 
-    /// As [`Core::hold`] for a holder that is no strand's (an async task's
-    /// guard, which may move between cores and is listed nowhere).
-    pub(crate) fn hold_unlisted(&self) -> Result<(), WaitError> {
+    /// As [`Core::hold`] for a holder that is no strand: an async task's
+    /// guard, which may move between cores and tasks. Listed under `task`,
+    /// the task whose poll took it, if a poll did (`by_tasks`).
+    pub(crate) fn hold_for_task(&self, poller: Option<Poller<'_>>) -> Result<(), WaitError> {
         if self.is_poisoned() {
             self.unlock();
             return Err(WaitError::Poisoned);
         }
+        if let Some(poller) = poller {
+            by_tasks::list(self, poller);
+        }
         Ok(())
+    }
+
+    /// Ends a hold by an async task's guard: off its task's list, the
+    /// refusal (if any) over with it, and unlocked as
+    /// [`let_go`](Self::let_go) does.
+    pub(crate) fn let_go_for_task(&self) {
+        by_tasks::unlist(self);
+        if self.refused.load(Acquire) {
+            // The refused lock's one holder is this guard (module docs).
+            let _waiters = self.waiters.lock();
+            self.refused.store(false, Release);
+        }
+        self.let_go(None);
+    }
+
+    /// Whether `poller`'s guard holds the lock (or one it sent away that
+    /// is not yet dropped): its waiting for it would never end.
+    pub(crate) fn held_by(&self, poller: Poller<'_>) -> bool {
+        by_tasks::holds(self, poller)
     }
 }
 
@@ -282,6 +380,15 @@ impl Core {
 ///
 /// `me` is the running strand, which is finishing.
 pub(crate) unsafe fn release_held(me: NonNull<Header>, poison: bool) {
+    // Locks its polls took (`block_on` of `Mutex::lock_async`): refused if
+    // it failed, their guards then never dropped; forgotten if not.
+    // SAFETY: the running strand's header (contract).
+    let poller = Poller::Strand(unsafe { me.as_ref() });
+    if poison {
+        by_tasks::refuse_all(poller);
+    } else {
+        by_tasks::forget_all(poller);
+    }
     // SAFETY: the running strand's own list.
     let mut next = unsafe { core::mem::replace(&mut *me.as_ref().held.get(), ptr::null()) };
     // SAFETY: listed blocks are never freed while listed (module docs).

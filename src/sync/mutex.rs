@@ -30,6 +30,12 @@ use ::core::time::Duration;
 /// The value itself is still there for [`Mutex::get_mut`] and
 /// [`Mutex::into_inner`].
 ///
+/// An async task that fails on bare metal while its guard
+/// ([`AsyncMutexGuard`]) holds the lock leaves it *refused* instead (see
+/// [`Mutex::lock_async`]): poisoned, but still held by that guard, so
+/// every waiter and every later locker gets `Poisoned` until the guard is
+/// dropped, which for a guard in the failed task's future is never.
+///
 /// The lock word lives in a small heap block, allocated at the first lock,
 /// so that the list can point at it even if the `Mutex` moves.
 ///
@@ -152,7 +158,8 @@ impl<T: ?Sized> Mutex<T> {
         );
         let core = self.core().ok_or(TryLockError::OutOfMemory)?;
         if !core.try_acquire() {
-            return Err(TryLockError::WouldBlock);
+            // A refused lock is held for ever (`Mutex::lock_async`).
+            return Err(if core.is_refused() { TryLockError::Poisoned } else { TryLockError::WouldBlock });
         }
         let holder = core.hold(crate::strand::scheduler::current()).map_err(|_| TryLockError::Poisoned)?;
         Ok(MutexGuard { mutex: self, core, holder, _not_send: PhantomData })
@@ -165,6 +172,8 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     /// Accepts the value as it is after a failure: `lock` works again.
+    /// A refused mutex (see poisoning on [`Mutex`]) stays poisoned: its
+    /// lock is still held.
     pub fn clear_poison(&self) {
         // SAFETY: as in `is_poisoned`.
         if let Some(core) = unsafe { self.core.load(Acquire).as_ref() } {

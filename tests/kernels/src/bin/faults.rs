@@ -33,6 +33,13 @@
 //!   half's failure (`JoinError::Failed`), and the core whose loop ran it
 //!   runs the next strand pinned to it. Before, the panic stopped the
 //!   machine (status 101), as nothing unwinds on bare metal. Passes.
+//! - `async-mutex`: an async task panics while its future holds an
+//!   `AsyncMutexGuard`, with a strand and a task waiting for the lock. The
+//!   future is kept, its guard never dropped: the mutex is refused, so
+//!   both waiters, and every later `lock`, `try_lock` and `lock_async`,
+//!   get `Poisoned`. Then a task that awaits a lock it holds gets
+//!   `WouldDeadlock`. Before, the waiters waited for ever, and so did
+//!   that task. Passes.
 #![no_std]
 #![no_main]
 
@@ -57,8 +64,9 @@ fn main() {
         "strand-fault" => strand_fault(),
         "task-fault" => task_fault(),
         "join-half" => join_half(),
+        "async-mutex" => async_mutex(),
         other => panic!(
-            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault or join-half"
+            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault, join-half or async-mutex"
         ),
     }
     pass("faults");
@@ -387,6 +395,60 @@ fn join_half() {
     })
     .expect("the pool's run");
     println!("faults: the three join halves failed alone, and their cores went on");
+}
+
+fn async_mutex() {
+    use alloc::boxed::Box;
+    use roving::executor::{self, TaskError};
+    use roving::strand;
+    use roving::sync::{Event, Mutex, TryLockError, WaitError};
+    let pool = every_core_pool();
+    pool.run(|| {
+        let mutex: &'static Mutex<u32> = Box::leak(Box::new(Mutex::new(0)));
+        let locked: &'static Event = Box::leak(Box::new(Event::new()));
+        let fail: &'static Event = Box::leak(Box::new(Event::new()));
+        let holder = executor::spawn_async(async move {
+            let mut guard = mutex.lock_async().await.expect("the lock");
+            *guard += 1;
+            locked.set();
+            fail.wait_async().await;
+            panic!("the task holding the async mutex panics on purpose");
+        })
+        .expect("the holder");
+        locked.wait().expect("the holder locked");
+        let by_strand = strand::spawn(move || mutex.lock().map(|_| ()).err()).expect("a waiting strand");
+        let by_task = executor::spawn_async(async move { mutex.lock_async().await.map(|_| ()).err() })
+            .expect("a waiting task");
+        // Time for both to queue (one that came later would be refused
+        // at once, which is also right).
+        strand::sleep(Duration::from_millis(20)).expect("a sleep");
+        fail.set();
+        match holder.join() {
+            Err(TaskError::Failed(failure)) => assert!(failure.message().contains("on purpose"), "{failure}"),
+            other => panic!("the holder should have failed: {other:?}"),
+        }
+        assert_eq!(by_strand.join().expect("the strand"), Some(WaitError::Poisoned));
+        assert_eq!(by_task.join().expect("the task"), Some(WaitError::Poisoned));
+        assert_eq!(mutex.try_lock().err(), Some(TryLockError::Poisoned));
+        assert_eq!(mutex.lock().err(), Some(WaitError::Poisoned));
+        let later = executor::spawn_async(async move { mutex.lock_async().await.map(|_| ()).err() });
+        assert_eq!(later.expect("a later task").join().expect("it runs"), Some(WaitError::Poisoned));
+        assert!(mutex.is_poisoned());
+        println!(
+            "faults: a task failed holding an async mutex: its waiters (a strand, a task) and later lockers got Poisoned"
+        );
+        let other: &'static Mutex<u32> = Box::leak(Box::new(Mutex::new(0)));
+        let again = executor::spawn_async(async move {
+            let guard = other.lock_async().await.expect("the lock");
+            let again = other.lock_async().await.err();
+            drop(guard);
+            again
+        })
+        .expect("a task");
+        assert_eq!(again.join().expect("it runs"), Some(WaitError::WouldDeadlock));
+        println!("faults: a task that awaited a lock it held got WouldDeadlock");
+    })
+    .expect("the pool's run");
 }
 
 roving_kernel::entry!(main);
