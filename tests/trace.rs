@@ -126,6 +126,20 @@ fn workload() {
     }
     assert_eq!(*lock.lock().unwrap(), 2 * STRANDS as u64);
     models();
+    // A sleeping core woken by work: the others idle while this strand
+    // sleeps, then a post to each wakes it. On a loaded host idle cores
+    // may search past a short sleep instead of sleeping: tried until one
+    // was woken.
+    let pool = Pool::current().unwrap();
+    for _ in 0..100 {
+        if pool.stats().iter().any(|core| core.wakeups > 0) {
+            break;
+        }
+        roving::strand::sleep(Duration::from_millis(10)).unwrap();
+        for core in 0..CORES {
+            roving::post(core, || ()).unwrap();
+        }
+    }
 }
 
 #[test]
