@@ -21,9 +21,13 @@
 //!   empty, or they were on already), and otherwise leaves them as the
 //!   firmware did, holding one byte (the sender holds back the rest, under
 //!   QEMU; on hardware the UART flags an overrun).
-//! - Overruns, and bytes that arrive damaged (parity, framing, break), are
-//!   counted in [`stats`] and reported by the next read as
-//!   [`ReadError::Lost`], once.
+//!   On a PL011 a byte that arrives in the few instructions between the
+//!   kernel's look and its turning the FIFOs on is emptied with them; it
+//!   is counted (`InputStats::lost_at_setup`). A 16550 leaves no trace of
+//!   such a byte: on the PC it would go uncounted.
+//! - Overruns, bytes that arrive damaged (parity, framing, break), and a
+//!   byte lost at setup are counted in [`stats`] and reported by the next
+//!   read as [`ReadError::Lost`], once.
 //!
 //! One reader at a time, strand or task; others wait their turn (a roving
 //! `Mutex`, whose waiters are served in the order they came).
@@ -88,7 +92,8 @@ pub enum ReadError {
     /// so there is no serial input.
     NoInput,
     /// Bytes were lost before software saw them (`count` more since the
-    /// last report): the UART overran, or they arrived damaged. The bytes
+    /// last report): the UART overran, they arrived damaged, or one was
+    /// emptied when the kernel turned the UART's FIFOs on. The bytes
     /// that did arrive are still there; read again.
     Lost {
         /// Losses since the last report.
@@ -129,6 +134,10 @@ pub struct InputStats {
     pub overruns: u64,
     /// Bytes that arrived damaged (parity, framing, break) and were dropped.
     pub damaged: u64,
+    /// Bytes the UART emptied when the kernel turned its FIFOs on at boot
+    /// (a PL011: one that came in the few instructions between the
+    /// kernel's look at the receiver and that write).
+    pub lost_at_setup: u64,
     /// Times the ring was full and input was held back in the UART.
     pub held_back: u64,
 }
@@ -141,6 +150,7 @@ pub fn stats() -> InputStats {
         received: RECEIVED.load(Relaxed),
         overruns: drivers::overruns(),
         damaged: DAMAGED.load(Relaxed),
+        lost_at_setup: drivers::lost_at_setup(),
         held_back: HELD_BACK.load(Relaxed),
     }
 }
@@ -224,7 +234,7 @@ fn resume() {
 }
 
 fn lost() -> u64 {
-    drivers::overruns() + DAMAGED.load(Relaxed)
+    drivers::overruns() + DAMAGED.load(Relaxed) + drivers::lost_at_setup()
 }
 
 impl Reader {

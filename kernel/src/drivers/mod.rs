@@ -150,6 +150,15 @@ impl Receiver {
     }
 }
 
+/// Bytes the console UART emptied when the kernel turned its FIFOs on
+/// (`pl011`'s module docs; the 16550 leaves no trace of them).
+pub(crate) fn lost_at_setup() -> u64 {
+    #[cfg(target_arch = "aarch64")]
+    return pl011::LOST_AT_SETUP.load(core::sync::atomic::Ordering::Relaxed);
+    #[cfg(target_arch = "x86_64")]
+    return 0;
+}
+
 /// Bytes the console UART lost before software saw them: the overruns it
 /// reported.
 pub(crate) fn overruns() -> u64 {

@@ -12,6 +12,12 @@
 //! UART over without emptying it. The pattern follows a preamble of
 //! [`PREAMBLE`] bytes and [`START`], and every byte of the preamble must
 //! arrive too.
+//!
+//! With `serial.lost_at_setup=1` on the command line, one byte was sent
+//! while the boot was held (by a debugger) just after the kernel looked at
+//! the UART and before it turned the FIFOs on, which empty it: the first
+//! read must report that byte lost (`ReadError::Lost`), and the stats
+//! count it; then the input as above.
 #![no_std]
 #![no_main]
 
@@ -20,7 +26,7 @@ extern crate alloc;
 use core::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use core::time::Duration;
 use roving::{Pool, platform, strand};
-use roving_kernel::{println, serial};
+use roving_kernel::{boot_info, println, serial};
 use roving_test_kernels::{expected_cores, pass};
 
 /// What the suite sends after [`START`].
@@ -94,6 +100,7 @@ fn main() {
     assert_eq!(platform::core_count(), expected_cores());
     let line = serial::stats().line.expect("the console has an interrupt line: serial input is on");
     println!("serial: input on line {line}; send the start marker, then {BYTES} bytes");
+    let lost_at_setup = boot_info().bootarg("serial.lost_at_setup") == Some("1");
     let started = platform::ticks();
     let (checksum, reads) = Pool::new()
         .expect("a pool")
@@ -101,6 +108,12 @@ fn main() {
             let spinners: alloc::vec::Vec<_> =
                 (1..platform::core_count().min(2)).map(|_| strand::spawn(spin).expect("a strand")).collect();
             let mut buf = [0u8; 512];
+            if lost_at_setup {
+                match serial::read(&mut buf) {
+                    Err(serial::ReadError::Lost { count: 1 }) => {}
+                    other => panic!("the byte lost at setup was not reported: the first read gave {other:?}"),
+                }
+            }
             let ahead = skip_to_start(&mut buf);
             let mut check = Check { at: 0, checksum: 0x811c_9dc5, reads: 0 };
             check.feed(&buf[..ahead]);
@@ -136,6 +149,10 @@ fn main() {
     let stats = serial::stats();
     assert_eq!(stats.overruns, 0, "the UART overran");
     assert_eq!(stats.damaged, 0, "bytes arrived damaged");
+    assert_eq!(stats.lost_at_setup, u64::from(lost_at_setup), "bytes lost when the FIFOs were turned on");
+    if lost_at_setup {
+        println!("serial: the byte sent while the kernel turned the UART's FIFOs on was reported lost, once");
+    }
     println!(
         "serial: {BYTES} bytes read in order (by a strand, then an async task) in {reads} reads, FNV-1a {checksum:#010x}, {} ms; the ring filled {} times; 0 lost, the {PREAMBLE}-byte preamble sent during boot included",
         ticks * 1000 / platform::tick_hz(),
