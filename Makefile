@@ -16,10 +16,12 @@ SHELL := /bin/bash
 # python3 as the interpreter itself: a version manager's shim (pyenv's, on
 # the machines CI uses) is a shell script that took 0.4 s a start, and
 # every QEMU run starts Python (tools/qemu-run); the suite makes 420.
+# Resolved to the file itself: a make that make runs finds this link first
+# on its PATH, and must not link it to itself.
 python_bin := $(CURDIR)/target/python-bin
-python_real := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+python_real := $(shell python3 -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
 ifneq ($(python_real),)
-$(shell mkdir -p $(python_bin) && ln -sfn $(python_real) $(python_bin)/python3)
+$(shell mkdir -p $(python_bin) && { [ "$$(readlink $(python_bin)/python3)" = "$(python_real)" ] || ln -sfn $(python_real) $(python_bin)/python3; })
 export PATH := $(python_bin):$(PATH)
 endif
 
