@@ -228,6 +228,15 @@ pub(crate) unsafe extern "C" fn preempted() {
     // the tick's deferral (`interrupt_running` returned without switching).
     unsafe { scheduler::suspend_on(shared, core, TurnEnd::Preempted) };
     header.preempted.store(0, Relaxed);
+    // On bare metal, interrupts are masked before the deferral ends, and
+    // stay masked: the entry restores the strand's registers with them
+    // masked anyway, and its return to the interrupted code restores that
+    // code's mask. Released first, a tick in the few instructions back to
+    // the entry preempted the strand again, a second frame of saved
+    // registers on top of this one: a strand spinning near its stack's
+    // bottom overflowed (the `preempt` kernel on the Pi 3, at 2 cores).
+    #[cfg(not(feature = "std"))]
+    let _masked_until_the_entry_returns = crate::platform::disable_interrupts_raw();
     let count = &header.no_preempt;
     compiler_fence(SeqCst);
     count.store(count.load(Relaxed) - 1, Relaxed);
