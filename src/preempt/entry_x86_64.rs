@@ -128,6 +128,19 @@ unsafe extern "C" {
     /// the interrupted strand return into it.
     #[link_name = "roving_preempt_entry"]
     pub(crate) fn ENTRY();
+    /// Just past the entry's last instruction.
+    #[cfg(feature = "std")]
+    #[link_name = "roving_preempt_entry_end"]
+    pub(crate) fn ENTRY_END();
+}
+
+/// Whether `pc` is in the entry's own code. On the host, whose entry
+/// cannot mask the tick's signal, a tick there is put off: from the
+/// preempted strand's deferral ending to the entry's return, a tick would
+/// otherwise preempt the strand again on top of the entry's frame.
+#[cfg(feature = "std")]
+pub(crate) fn contains(pc: usize) -> bool {
+    (ENTRY as *const () as usize..ENTRY_END as *const () as usize).contains(&pc)
 }
 
 macro_rules! entry {
@@ -197,6 +210,8 @@ macro_rules! entry {
     "pop rbx",
     "pop rax",
     "iretq",
+    ".global roving_preempt_entry_end",
+    "roving_preempt_entry_end:",
     ".cfi_endproc",
     ".popsection",
     preempted = sym super::preempted,

@@ -237,9 +237,12 @@ extern "C" fn on_tick_signal(_signal: libc::c_int, _info: *mut libc::siginfo_t, 
     let context = context.cast::<libc::ucontext_t>();
     // SAFETY: the kernel passes the interrupted context.
     let pc = unsafe { (*context).uc_mcontext.gregs[libc::REG_RIP as usize] } as usize;
-    if super::MASKED.get() || !(TEXT[0].load(SeqCst)..TEXT[1].load(SeqCst)).contains(&pc) {
-        // Masked (a spin lock is held), or not the program's code: look
-        // again soon.
+    if super::MASKED.get()
+        || !(TEXT[0].load(SeqCst)..TEXT[1].load(SeqCst)).contains(&pc)
+        || preempt::entry::contains(pc)
+    {
+        // Masked (a spin lock is held), not the program's code, or the
+        // preemption entry's own: look again soon.
         request_tick(Some(super::now_ticks() + RETRY_NANOS));
         return;
     }
