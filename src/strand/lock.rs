@@ -192,15 +192,12 @@ impl Core {
         let woken =
             wait::block(BlockReason::Mutex, ptr::from_ref(self).expose_provenance(), deadline, |me| {
                 let mut waiters = self.waiters.lock();
-                if self.refused.load(Relaxed) {
+                queued_at = self.refusal_count();
+                // Refused, or (announcing a waiter) the holder left
+                // meanwhile, so the lock is ours: nothing to wait for.
+                if queued_at.is_none() || self.contend() {
                     return false;
                 }
-                // Announce a waiter; if the holder left meanwhile, it is ours.
-                if self.contend() {
-                    queued_at = Some(self.refusals.load(Relaxed));
-                    return false;
-                }
-                queued_at = Some(self.refusals.load(Relaxed));
                 // SAFETY: we stay live until we leave the queue (below or by
                 // being handed the lock).
                 unsafe { waiters.push_back(me) };
@@ -233,8 +230,9 @@ impl Core {
         waiters.wake_all();
     }
 
-    /// Under the waiters' lock, for a task queueing to wait: the refusal
-    /// count to compare once woken, or `None` if the lock is refused now.
+    /// Under the waiters' lock, for a strand or task queueing to wait: the
+    /// refusal count to compare once woken, or `None` if the lock is
+    /// refused now.
     pub(crate) fn refusal_count(&self) -> Option<u32> {
         (!self.refused.load(Relaxed)).then(|| self.refusals.load(Relaxed))
     }
@@ -338,8 +336,9 @@ impl Core {
     }
 
     /// As [`Core::hold`] for a holder that is no strand: an async task's
-    /// guard, which may move between cores and tasks. Listed under `task`,
-    /// the task whose poll took it, if a poll did (`by_tasks`).
+    /// guard, which may move between cores and tasks. Listed under
+    /// `poller`, the task (or strand) whose poll took it, if a poll did
+    /// (`by_tasks`).
     pub(crate) fn hold_for_task(&self, poller: Option<Poller<'_>>) -> Result<(), WaitError> {
         if self.is_poisoned() {
             self.unlock();
