@@ -66,6 +66,7 @@ pub(crate) mod per_core;
 pub(crate) mod polling;
 mod post;
 pub(crate) mod preempted;
+mod quiet;
 #[cfg(feature = "std")]
 pub(crate) mod registry;
 mod resize;

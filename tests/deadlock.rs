@@ -152,3 +152,113 @@ fn strands_with_deadlines_or_work_in_flight_are_not_deadlocked() {
     });
     assert!(done);
 }
+
+/// Runs `main` as the root of a pool that does not stop when quiescent and
+/// reports quiet spells of `period`, on a machine of `cores`; `outside`
+/// runs meanwhile on a thread of the machine with the pool, and shuts it
+/// down when it is done. Returns what `outside` returned.
+fn keep_running<T: Send + 'static>(
+    cores: usize,
+    period: Duration,
+    main: impl FnOnce() + Send,
+    outside: impl FnOnce(&Pool) -> T + Send + 'static,
+) -> T {
+    let machine = Machine::new(cores).unwrap();
+    support::with_turn(|| {
+        support::with_watchdog(Duration::from_secs(60), "a quiet report", || {
+            machine
+                .run(|| {
+                    let config = Config::new().stop_when_quiescent(false).report_quiet_after(period);
+                    let pool = Pool::with_config(config).unwrap();
+                    let (member, watched) = (machine.clone(), pool.clone());
+                    let helper = std::thread::spawn(move || {
+                        let _member = member.enter();
+                        // Shut down even if `outside` panics, so the run
+                        // ends and the panic is seen.
+                        let value =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outside(&watched)));
+                        watched.shutdown();
+                        value
+                    });
+                    let _ = pool.run(main);
+                    helper.join().unwrap().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .unwrap()
+        })
+    })
+}
+
+/// Waits up to 10 s for `pool`'s report.
+fn report_of(pool: &Pool) -> roving::Deadlock {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(report) = pool.deadlock() {
+            return report;
+        }
+        assert!(std::time::Instant::now() < deadline, "no quiet report in 10 s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_pool_that_keeps_running_reports_a_quiet_spell_with_who_waits_on_whom() {
+    for cores in [1, 2, 4] {
+        let period = Duration::from_millis(40);
+        let (report, waited) = keep_running(cores, period, opposite_orders, |pool| {
+            let began = std::time::Instant::now();
+            (report_of(pool), began.elapsed())
+        });
+        let text = report.to_string();
+        assert_eq!(report.quiet_for, Some(period), "{cores} cores: {text}");
+        assert!(waited >= period, "{cores} cores: reported after {waited:?}, before the quiet period");
+        assert!(text.starts_with("quiet for 40ms (code outside the pool may yet wake it): "), "{text}");
+        let mutex_waits: Vec<_> =
+            report.waiting.iter().filter(|waiter| waiter.reason == strand::BlockReason::Mutex).collect();
+        assert_eq!(mutex_waits.len(), 2, "{cores} cores: both strands wait for a mutex:\n{text}");
+        assert_eq!(mutex_waits[0].holder, Some(mutex_waits[1].strand), "{cores} cores:\n{text}");
+        assert_eq!(mutex_waits[1].holder, Some(mutex_waits[0].strand), "{cores} cores:\n{text}");
+    }
+}
+
+#[test]
+fn work_from_outside_keeps_a_waiting_pool_from_being_reported_until_it_stops() {
+    let event = Arc::new(Event::new());
+    let waited_on = event.clone();
+    let period = Duration::from_millis(60);
+    let (during, after) = keep_running(
+        2,
+        period,
+        move || {
+            let _ = waited_on.wait();
+        },
+        move |pool| {
+            // A post every 10 ms wakes a core each time: no spell lasts.
+            let posting = std::time::Instant::now();
+            while posting.elapsed() < Duration::from_millis(400) {
+                pool.post(0, || {}).unwrap();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let during = pool.deadlock();
+            let after = report_of(pool);
+            event.set();
+            (during, after)
+        },
+    );
+    assert_eq!(during, None, "reported while work kept coming");
+    assert_eq!(after.waiting.len(), 1, "{after}");
+    assert_eq!(after.waiting[0].reason, strand::BlockReason::Event, "{after}");
+}
+
+#[test]
+fn a_quiet_report_needs_a_pool_that_keeps_running_and_a_period_in_range() {
+    use roving::PoolError;
+    let refused = |config: Config| {
+        Machine::new(2).unwrap().run(move || Pool::with_config(config).map(|_| ()).unwrap_err()).unwrap()
+    };
+    let error = refused(Config::new().report_quiet_after(Duration::from_millis(10)));
+    assert_eq!(error, PoolError::QuietReportWhenStopping);
+    assert!(error.to_string().contains("stop_when_quiescent(false)"), "{error}");
+    let error = refused(Config::new().stop_when_quiescent(false).report_quiet_after(Duration::ZERO));
+    assert_eq!(error, PoolError::QuietReportOutOfRange { period: Duration::ZERO });
+    assert!(error.to_string().contains("between 1ms and 86400s"), "{error}");
+}

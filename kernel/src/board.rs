@@ -225,6 +225,14 @@ pub trait InterruptChip: Sync {
         false
     }
 
+    /// Whether `line` is pending (asserted and not yet taken), for the
+    /// storm check of a handler that says it had work (`interrupts`). By
+    /// default `false`: the controller cannot say.
+    fn line_pending(&self, line: u32) -> bool {
+        let _ = line;
+        false
+    }
+
     /// An enabled device line pending on the calling core `hw_id`, if any:
     /// the kernel runs its handler, then asks again.
     fn next_line(&self, hw_id: u64) -> Option<u32> {

@@ -56,9 +56,11 @@ impl core::fmt::Display for Core {
 // That function panics with the words, and the panic handler fails the
 // strand or task as it would for any panic, reporting the fault, with a
 // backtrace from the faulting registers, instead of a panic's location.
-// Anywhere else (boot, a plain task, the scheduler's loop, an interrupt
-// handler, a stack overflow, a fault while one is being failed) the fault
-// ends the run with the full report, as before.
+// A fault in a device's interrupt handler takes the same road, and the
+// panic handler ends the handler alone (`crate::interrupts`). Anywhere
+// else (boot, a plain task, the scheduler's loop, the kernel's own
+// interrupts, a stack overflow, a fault while one is being failed) the
+// fault ends the run with the full report, as before.
 
 /// How many bytes of a contained fault's words are kept.
 const FAULT_WORDS: usize = 320;
@@ -102,15 +104,19 @@ impl core::fmt::Debug for ContainedFault {
 
 /// Whether a fault the calling core just took, in the code it stopped
 /// (whose stack pointer is `stack_pointer`), can fail that code alone: a
-/// strand or an async task's poll, outside any interrupt handler, with no
+/// strand or an async task's poll outside any interrupt handler, or a
+/// device's handler that the dispatcher runs under a catch point, with no
 /// panic or other fault of this core's under way. For the exception
 /// handler, before it changes anything.
 pub(crate) fn can_fail_alone(core: &CoreLocal, stack_pointer: usize) -> bool {
-    !crate::cores::in_interrupt()
-        && !core.panicking.load(Relaxed)
-        && core.fault.state.load(Relaxed) == FREE
-        && (roving::platform::hooks::strand_at(stack_pointer).is_some()
-            || roving::platform::hooks::running_task())
+    use roving::platform::hooks;
+    if core.panicking.load(Relaxed) || core.fault.state.load(Relaxed) != FREE {
+        return false;
+    }
+    if crate::cores::in_interrupt() {
+        return hooks::running_handler();
+    }
+    hooks::strand_at(stack_pointer).is_some() || hooks::running_task()
 }
 
 /// Keeps a fault [`can_fail_alone`] allowed, its words and the registers

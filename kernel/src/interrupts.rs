@@ -26,8 +26,12 @@
 //! lines, and the console's line, which the kernel binds for serial input,
 //! can be routed and masked but not bound again.
 //!
-//! A line that keeps firing while its handler finds nothing to do is an
-//! interrupt storm: it is masked and reported (`storm.rs` has the rule).
+//! A line that keeps firing while its handler finds nothing to do, or that
+//! is pending again every time its handler returns, is an interrupt storm:
+//! it is masked and reported (`storm.rs` has the rules).
+//! A handler that panics or takes a synchronous fault ends alone: the
+//! panic (or fault) is reported with its core and line, the line is
+//! masked ([`LineStatus::failed`]), and the code it interrupted goes on.
 
 mod storm;
 
@@ -35,7 +39,9 @@ use crate::board::{Line, board};
 use crate::boot_info::MAX_CORES;
 use crate::{arch, cores, masking};
 use core::fmt;
-use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use core::sync::atomic::{
+    AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst,
+};
 use spin::Mutex;
 
 /// What runs when a line fires: it gets the line's number, quiets its
@@ -59,6 +65,9 @@ pub const MAX_LINES: usize = 1020;
 const KERNEL: u8 = 1;
 const MASKED: u8 = 2;
 const STORMED: u8 = 4;
+const FAILED: u8 = 8;
+/// The flags that keep a line from firing its handler.
+const HELD_OFF: u8 = MASKED | STORMED | FAILED;
 
 /// One line's binding. `handler` is read by the line's handler path
 /// without a lock; every change holds `CONFIG`.
@@ -69,6 +78,9 @@ struct LineState {
     flags: AtomicU8,
     fired: AtomicU64,
     streak: storm::Streak,
+    /// Set by the line's dispatch for [`ended`]: check whether the line is
+    /// pending again (`storm.rs`, rule 2).
+    check: AtomicBool,
 }
 
 impl LineState {
@@ -79,6 +91,7 @@ impl LineState {
             flags: AtomicU8::new(0),
             fired: AtomicU64::new(0),
             streak: storm::Streak::new(),
+            check: AtomicBool::new(false),
         }
     }
 
@@ -218,10 +231,14 @@ pub struct LineStatus {
     pub line: u32,
     /// The core it is routed to.
     pub core: usize,
-    /// Masked, by [`mask`] or because it stormed.
+    /// Masked, by [`mask`], because it stormed, or because its handler
+    /// failed.
     pub masked: bool,
     /// Masked by the kernel as an interrupt storm; [`unmask`] clears it.
     pub stormed: bool,
+    /// Masked by the kernel because its handler panicked or faulted;
+    /// [`unmask`] clears it.
+    pub failed: bool,
     /// Bound by the kernel itself (the console's line).
     pub kernel: bool,
     /// Times its handler has run.
@@ -310,6 +327,7 @@ fn bind_as(line: u32, core: usize, handler: Handler, flags: u8) -> Result<(), Bi
         state.flags.store(flags, Relaxed);
         state.fired.store(0, Relaxed);
         state.streak.reset();
+        state.check.store(false, Relaxed);
         state.handler.store(handler as usize, SeqCst);
         if flags & KERNEL == 0 {
             PROGRAM_LINES.fetch_add(1, Relaxed);
@@ -375,7 +393,8 @@ pub fn mask(line: u32) -> Result<(), BindError> {
     Ok(())
 }
 
-/// Unmasks bound `line`, which also clears a storm the kernel found on it.
+/// Unmasks bound `line`, which also clears a storm the kernel found on it,
+/// or its handler's failure.
 ///
 /// # Errors
 ///
@@ -383,7 +402,7 @@ pub fn mask(line: u32) -> Result<(), BindError> {
 pub fn unmask(line: u32) -> Result<(), BindError> {
     let state = bound_line(line)?;
     configure(|| {
-        state.flags.fetch_and(!(MASKED | STORMED), Relaxed);
+        state.flags.fetch_and(!HELD_OFF, Relaxed);
         state.streak.reset();
         arch::enable_line(line);
     });
@@ -400,7 +419,7 @@ pub fn unmask(line: u32) -> Result<(), BindError> {
 /// Pi 3), or as for [`bind`].
 pub fn raise(line: u32) -> Result<(), BindError> {
     let state = bound_line(line)?;
-    if state.flags.load(Relaxed) & (MASKED | STORMED) != 0 {
+    if state.flags.load(Relaxed) & HELD_OFF != 0 {
         return Err(BindError::Masked { line });
     }
     arch::pend_line(line, state.core.load(Relaxed))
@@ -427,8 +446,9 @@ fn status_of(line: u32, state: &LineState) -> LineStatus {
     LineStatus {
         line,
         core: state.core.load(Relaxed),
-        masked: flags & (MASKED | STORMED) != 0,
+        masked: flags & HELD_OFF != 0,
         stormed: flags & STORMED != 0,
+        failed: flags & FAILED != 0,
         kernel: flags & KERNEL != 0,
         fired: state.fired.load(Relaxed),
     }
@@ -488,39 +508,91 @@ pub(crate) fn dispatch(line: u32) -> bool {
     if handler == 0 {
         return false;
     }
-    if state.flags.load(Relaxed) & (MASKED | STORMED) != 0 {
+    if state.flags.load(Relaxed) & HELD_OFF != 0 {
         return true;
     }
     // SAFETY: only `bind_as` stores a non-zero value, and it stores a
     // `Handler`.
     let handler: Handler = unsafe { core::mem::transmute::<usize, Handler>(handler) };
-    state.fired.fetch_add(1, Relaxed);
-    let me = cores::current().and_then(|core| HANDLING.get(core.index));
-    let outer = me.map(|slot| slot.swap(line, Relaxed));
+    let fired = state.fired.fetch_add(1, Relaxed);
+    let me = cores::current().map(|core| core.index);
+    let slot = me.and_then(|core| HANDLING.get(core));
+    let outer = slot.map(|slot| slot.swap(line, Relaxed));
     #[cfg(feature = "trace")]
     roving::platform::hooks::interrupt_begins(line);
-    let handled = handler(line);
+    // A handler that panics (or faults) ends here, with `None`, and the
+    // code it interrupted goes on (`roving::platform::hooks`).
+    let handled = match me {
+        Some(core) => roving::platform::hooks::catching_handler(core, || handler(line)),
+        None => Some(handler(line)),
+    };
     #[cfg(feature = "trace")]
     roving::platform::hooks::interrupt_ends(line);
-    if let (Some(slot), Some(outer)) = (me, outer) {
+    if let (Some(slot), Some(outer)) = (slot, outer) {
         slot.store(outer, Relaxed);
     }
-    if storm::continues(&state.streak, handled) {
-        stormed(line, state);
+    match handled {
+        Some(handled) if storm::continues(&state.streak, handled) => stormed(line, state, Storm::NothingToDo),
+        Some(Handled::Yes) if storm::check_due(fired) => state.check.store(true, Relaxed),
+        Some(_) => {}
+        None => failed(line, state),
     }
     true
 }
 
+/// Called by the controller code once it has ended the interrupt of
+/// `line` that [`dispatch`] ran: if the dispatch asked for it, checks
+/// whether the line is pending again already (`storm.rs`, rule 2).
+#[inline]
+pub(crate) fn ended(line: u32) {
+    let Some(state) = LINES.get(line as usize) else { return };
+    if !state.check.load(Relaxed) {
+        return;
+    }
+    state.check.store(false, Relaxed);
+    if storm::checked(&state.streak, arch::line_pending(line)) {
+        stormed(line, state, Storm::NeverQuiet);
+    }
+}
+
+/// Which of `storm.rs`'s rules a storm broke.
+enum Storm {
+    NothingToDo,
+    NeverQuiet,
+}
+
+/// Masks a line whose handler failed (the panic handler reported why):
+/// its device was left as the handler found it, still asserting the line
+/// perhaps, and the handler would fail again.
+fn failed(line: u32, state: &LineState) {
+    configure(|| {
+        arch::disable_line(line);
+        state.flags.fetch_or(FAILED, Relaxed);
+    });
+    log::error!(
+        target: "roving_kernel",
+        "interrupt line {line} masked: its handler failed (interrupts::unmask({line}) enables it again)"
+    );
+}
+
 /// Masks a storming line and says so.
-fn stormed(line: u32, state: &LineState) {
+fn stormed(line: u32, state: &LineState, rule: Storm) {
     configure(|| {
         arch::disable_line(line);
         state.flags.fetch_or(STORMED, Relaxed);
     });
-    log::error!(
-        target: "roving_kernel",
-        "interrupt storm on line {line} (core {}): it fired {} times in a row with nothing for its handler to do; masked (interrupts::unmask({line}) enables it again)",
-        state.core.load(Relaxed),
-        storm::FIRINGS
-    );
+    let core = state.core.load(Relaxed);
+    match rule {
+        Storm::NothingToDo => log::error!(
+            target: "roving_kernel",
+            "interrupt storm on line {line} (core {core}): it fired {} times in a row with nothing for its handler to do; masked (interrupts::unmask({line}) enables it again)",
+            storm::FIRINGS
+        ),
+        Storm::NeverQuiet => log::error!(
+            target: "roving_kernel",
+            "interrupt storm on line {line} (core {core}): its handler said it had work, but the line was pending again as soon as it returned, at {} checks in a row ({} firings); masked (interrupts::unmask({line}) enables it again)",
+            storm::PENDING_CHECKS,
+            u64::from(storm::PENDING_CHECKS) * storm::CHECK_EVERY
+        ),
+    }
 }

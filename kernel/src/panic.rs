@@ -7,8 +7,10 @@
 //! ([`roving::platform::hooks::fail_running_task`]: the poll's frames are
 //! abandoned back to the core's loop). A panic anywhere else (boot, the
 //! scheduler, a plain task, or a strand failing while it finishes)
-//! prints the core, the location and the message (and, in a device's
-//! interrupt handler, its line), then ends the run with a non-zero status.
+//! prints the core, the location and the message, then ends the run with
+//! a non-zero status. A panic in a device's interrupt handler ends that
+//! handler ([`roving::platform::hooks::fail_running_handler`]): the
+//! dispatcher masks its line, and the interrupted code goes on.
 //! A synchronous fault that `crate::fault` contains in a strand or task
 //! arrives here as a panic too, and is reported as that fault.
 //! A handler's panic is never taken for the strand it interrupted: there
@@ -57,6 +59,19 @@ fn panic(info: &PanicInfo<'_>) -> ! {
         // Returns only if the task's failure could not be made (a panic
         // while making it): then the core stops below.
         hooks::fail_running_task(info);
+    }
+    if let Some(here) = cores::current()
+        && hooks::running_handler()
+        && !here.panicking.swap(true, Relaxed)
+    {
+        // `panicking` stays set while this reports: a panic in the report
+        // ends the run below instead of coming back here.
+        let line = crate::interrupts::handling(here.index).unwrap_or(u32::MAX);
+        report_contained(format_args!("the handler of interrupt line {line}"), here.index, "handler", info);
+        here.panicking.store(false, Relaxed);
+        // Back to the dispatcher, which masks the line; the code the
+        // handler interrupted goes on.
+        hooks::fail_running_handler();
     }
     arch::cpu::disable_interrupts();
     let core = cores::current();

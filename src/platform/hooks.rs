@@ -7,6 +7,8 @@
 //! |---|---|
 //! | [`fail_running`] | the `#[panic_handler]`, first: a panic in a strand fails that strand and switches away from its stack, instead of stopping the core |
 //! | `running_task`, `running_work`, `fail_running_task` | the `#[panic_handler]`, next: a panic in an async task's poll, or in a `join` half a core's loop took, fails that work (bare metal only: on the host, it unwinds) |
+//! | `catching_handler` | the interrupt dispatcher, around each device handler: a catch point a panic in the handler is thrown back to |
+//! | `running_handler`, `fail_running_handler` | the `#[panic_handler]`, after the task hooks: a panic in a device's interrupt handler ends that handler alone (its line is then the dispatcher's to mask) |
 //! | [`guard_gaps`], [`region`] | the MMU set-up: the gaps below each fibre stack to leave unmapped, and where the stacks are |
 //! | [`guard_hit`] | the fault handler: whether a fault address is a stack overflow, and whose |
 //! | [`strand_at`] | the fault handler: whether the code a fault stopped (by its stack pointer) was a strand's, which may then fail alone |
@@ -21,6 +23,8 @@
 
 #[cfg(not(feature = "std"))]
 pub use crate::executor::{RunningWork, fail_running_task, next_panic_is_fault, running_task, running_work};
+#[cfg(not(feature = "std"))]
+pub use crate::pool::contain::{catching_handler, fail_running_handler, running_handler};
 #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
 pub use crate::preempt::use_lazy_vector_state;
 pub use crate::preempt::{Tick, any_pool_preempts, entry_address, on_tick};

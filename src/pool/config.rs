@@ -18,6 +18,7 @@ pub struct Config {
     pub(crate) stop_when_quiescent: bool,
     pub(crate) poller: Option<fn() -> bool>,
     pub(crate) on_deadlock: super::OnDeadlock,
+    pub(crate) quiet_report: Option<Duration>,
     pub(crate) time_slice: Option<Duration>,
     pub(crate) offer_spawns: bool,
     pub(crate) mailboxes: Mailboxes,
@@ -79,6 +80,12 @@ impl Config {
     /// The longest [`Config::deep_idle_after`] a pool accepts.
     pub const MAX_DEEP_IDLE_AFTER: Duration = Duration::from_secs(3600);
 
+    /// The shortest [`Config::report_quiet_after`] a pool accepts.
+    pub const MIN_QUIET_REPORT: Duration = Duration::from_millis(1);
+
+    /// The longest [`Config::report_quiet_after`] a pool accepts.
+    pub const MAX_QUIET_REPORT: Duration = Duration::from_secs(24 * 3600);
+
     /// The defaults: every core of the machine, 32 search rounds before a
     /// core gets sleepy, the deep idle tier after 1 ms asleep, stop when
     /// quiescent, fail on a deadlock, and keep spawns on the spawning core.
@@ -90,6 +97,7 @@ impl Config {
             stop_when_quiescent: true,
             poller: None,
             on_deadlock: super::OnDeadlock::Fail,
+            quiet_report: None,
             time_slice: None,
             offer_spawns: false,
             mailboxes: Mailboxes::Auto,
@@ -166,6 +174,23 @@ impl Config {
         self
     }
 
+    /// For a pool that does not stop when quiescent
+    /// ([`Config::stop_when_quiescent`] `false`): once every core has slept
+    /// for `period` with nothing queued and no deadline armed while
+    /// strands or async tasks wait, report them, as a deadlock report with
+    /// [`Deadlock::quiet_for`](super::Deadlock::quiet_for) set, kept for
+    /// [`Pool::deadlock`](super::Pool::deadlock) and printed as a warning.
+    /// The pool goes on waiting: code outside it may yet wake them. Each
+    /// quiet spell is reported once (default: never).
+    ///
+    /// Between [`Config::MIN_QUIET_REPORT`] and [`Config::MAX_QUIET_REPORT`];
+    /// building a pool with another period, or with one on a pool that
+    /// stops when quiescent (which reports deadlocks at once), fails.
+    pub const fn report_quiet_after(mut self, period: Duration) -> Self {
+        self.quiet_report = Some(period);
+        self
+    }
+
     /// Preempt strands: a strand that has run for `slice` without blocking
     /// or yielding, while other work waits for its core, is made to yield
     /// by the core's timer interrupt, and resumes later where it stopped,
@@ -227,6 +252,14 @@ impl Config {
         }
         if self.deep_idle_after > Self::MAX_DEEP_IDLE_AFTER {
             return Err(super::PoolError::DeepIdleTooLate { after: self.deep_idle_after });
+        }
+        if let Some(period) = self.quiet_report {
+            if !(Self::MIN_QUIET_REPORT..=Self::MAX_QUIET_REPORT).contains(&period) {
+                return Err(super::PoolError::QuietReportOutOfRange { period });
+            }
+            if self.stop_when_quiescent {
+                return Err(super::PoolError::QuietReportWhenStopping);
+            }
         }
         if let Some(slice) = self.time_slice {
             if !(Self::MIN_TIME_SLICE..=Self::MAX_TIME_SLICE).contains(&slice) {

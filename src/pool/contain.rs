@@ -43,6 +43,10 @@
 //! start a second pool's loop there. Nor do polls: a poll cannot block.
 //! So each core has one loop catch point and one poll mark at a time.
 
+mod handler;
+
+pub use handler::{catching_handler, fail_running_handler, running_handler};
+
 use super::current::SLOTS;
 use super::failure::{Failure, FailureKind};
 use crate::atomics::CachePadded;

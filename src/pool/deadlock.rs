@@ -11,7 +11,9 @@
 //! the default) already assumes nothing outside will post to it, so it
 //! treats this as a deadlock. A pool built not to stop when quiescent is
 //! fed from outside (interrupt handlers, other threads) and is never
-//! called deadlocked. Nor is a pool while another pool holds a core of the
+//! called deadlocked; it can report a quiet spell that lasts, instead
+//! ([`Config::report_quiet_after`](super::Config::report_quiet_after),
+//! `quiet.rs`). Nor is a pool while another pool holds a core of the
 //! machine: that pool's strands may set what these wait for (a strand
 //! joining a strand of another pool is the common case). So a deadlock
 //! that spans pools goes unreported. Nor is any pool while an interrupt
@@ -73,6 +75,11 @@ pub struct Deadlock {
     /// Async tasks of the pool waiting for a wake that nothing left in the
     /// pool can give ([`crate::executor`]).
     pub tasks: usize,
+    /// Set for the report of a pool that does not stop when quiescent
+    /// ([`Config::report_quiet_after`](super::Config::report_quiet_after)):
+    /// how long it had been quiet. Code outside the pool may yet wake its
+    /// strands, so it is not proven deadlocked.
+    pub quiet_for: Option<core::time::Duration>,
 }
 
 /// One blocked strand of a [`Deadlock`].
@@ -137,9 +144,13 @@ impl Waiter {
 
 impl fmt::Display for Deadlock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.quiet_for {
+            None => f.write_str("deadlock: ")?,
+            Some(period) => write!(f, "quiet for {period:?} (code outside the pool may yet wake it): ")?,
+        }
         write!(
             f,
-            "deadlock: every core of the pool is asleep, no deadline is armed, and {} strands wait",
+            "every core of the pool is asleep, no deadline is armed, and {} strands wait",
             self.waiting.len()
         )?;
         if self.tasks > 0 {
@@ -157,7 +168,7 @@ impl Deadlock {
     /// The blocked strands of `shared` (walking its entries' subtrees) and
     /// its async tasks waiting for a wake.
     pub(crate) fn of(shared: &Shared) -> Self {
-        Self { waiting: shared.strands.waiting(), tasks: shared.async_tasks.count() }
+        Self { waiting: shared.strands.waiting(), tasks: shared.async_tasks.count(), quiet_for: None }
     }
 }
 

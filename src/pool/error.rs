@@ -154,6 +154,16 @@ pub enum PoolError {
         /// The slice asked for.
         slice: core::time::Duration,
     },
+    /// [`Config::report_quiet_after`](super::Config::report_quiet_after)
+    /// outside [`Config::MIN_QUIET_REPORT`](super::Config::MIN_QUIET_REPORT)..=[`Config::MAX_QUIET_REPORT`](super::Config::MAX_QUIET_REPORT).
+    QuietReportOutOfRange {
+        /// The period asked for.
+        period: core::time::Duration,
+    },
+    /// [`Config::report_quiet_after`](super::Config::report_quiet_after)
+    /// on a pool that stops when quiescent: such a pool reports a deadlock
+    /// as soon as it is quiet ([`OnDeadlock`](super::OnDeadlock)).
+    QuietReportWhenStopping,
     /// A [`Config::time_slice`](super::Config::time_slice) was asked for,
     /// but this platform's timer cannot preempt strands
     /// ([`Platform::can_preempt`](crate::platform::Platform::can_preempt)).
@@ -179,6 +189,10 @@ error_messages! {
             "deep idle after {after:?} asked for; at most {:?}", super::Config::MAX_DEEP_IDLE_AFTER;
         Self::TimeSliceOutOfRange { slice } =>
             "a time slice of {slice:?} asked for; it must be between {:?} and {:?}", super::Config::MIN_TIME_SLICE, super::Config::MAX_TIME_SLICE;
+        Self::QuietReportOutOfRange { period } =>
+            "a quiet report after {period:?} asked for; it must be between {:?} and {:?}", super::Config::MIN_QUIET_REPORT, super::Config::MAX_QUIET_REPORT;
+        Self::QuietReportWhenStopping =>
+            "a quiet report asked for on a pool that stops when quiescent, which reports a deadlock as soon as it is quiet; build it with stop_when_quiescent(false)";
         Self::NotOnAMachine =>
             "a pool built on a thread outside any host Machine; build it inside Machine::run";
         Self::CannotPreempt => "a time slice asked for, but this platform's timer cannot preempt strands";

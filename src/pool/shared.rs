@@ -165,6 +165,8 @@ pub(crate) struct Shared {
     pub(super) deadlock_pending: AtomicBool,
     /// Deadlocks acted on with `OnDeadlock::Fail`.
     pub(super) deadlocks_failed: AtomicU32,
+    /// The quiet spell being watched (`quiet.rs`).
+    pub(super) quiet_watch: super::quiet::QuietWatch,
 
     #[cfg(feature = "trace")]
     pub(super) trace: crate::trace::rings::Rings,
@@ -265,6 +267,7 @@ impl Shared {
             deadlock: SpinLock::new(None),
             deadlock_pending: AtomicBool::new(false),
             deadlocks_failed: AtomicU32::new(0),
+            quiet_watch: super::quiet::QuietWatch::new(),
             #[cfg(feature = "trace")]
             trace: crate::trace::rings::Rings::new(slots),
         };

@@ -566,6 +566,7 @@ impl Sleeper for CoreSleeper<'_> {
         trace_point!(self.shared, self.me, crate::trace::event::TraceEvent::Slept);
         self.slept_at = Some(Instant::now());
         self.shared.check_quiescence();
+        self.shared.begin_quiet_watch(self.me);
     }
 
     /// Waits in the light tier, then the deep one; the timer watcher wakes
@@ -574,7 +575,10 @@ impl Sleeper for CoreSleeper<'_> {
         let timers = &self.shared.timers;
         let slept_at = *self.slept_at.get_or_insert_with(Instant::now);
         let deep_at = slept_at + self.shared.config.deep_idle_after;
-        let timer = timers.watch(self.me);
+        let mut timer = timers.watch(self.me);
+        if let Some(quiet) = self.shared.quiet_deadline(self.me) {
+            timer = Some(timer.map_or(quiet, |timer| timer.min(quiet)));
+        }
         let (depth, until) = if !self.deep && Instant::now() < deep_at {
             (Depth::Light, Some(timer.map_or(deep_at, |timer| timer.min(deep_at))))
         } else {
@@ -585,5 +589,6 @@ impl Sleeper for CoreSleeper<'_> {
         // reference to its private state.
         unsafe { self.shared.wait_idle(self.me, || platform::wait_for_event(depth, until)) };
         self.watched |= timers.unwatch(self.me);
+        self.shared.quiet_woke(self.me);
     }
 }

@@ -76,6 +76,10 @@ impl InterruptChip for Interrupts {
         self.peripheral.set_enabled(line, enabled);
     }
 
+    fn line_pending(&self, line: u32) -> bool {
+        self.peripheral.is_pending(line)
+    }
+
     fn next_line(&self, hw_id: u64) -> Option<u32> {
         if self.route.load(Relaxed) != hw_id & 0x3 {
             return None;

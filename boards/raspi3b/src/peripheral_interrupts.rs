@@ -77,6 +77,12 @@ impl PeripheralInterrupts {
         (low | high) & enabled
     }
 
+    /// Whether `line` (below [`LINES`]) is pending now, if it is enabled
+    /// (QEMU masks the pending registers by the enables).
+    pub fn is_pending(&self, line: u32) -> bool {
+        self.pending() & (1 << line) != 0
+    }
+
     /// The lowest enabled line pending now.
     pub fn next_pending(&self) -> Option<u32> {
         let pending = self.pending();

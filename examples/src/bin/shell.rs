@@ -181,7 +181,11 @@ fn show_lines() {
             status.core,
             status.fired,
             if status.masked { ", masked" } else { "" },
-            if status.stormed { " (storm)" } else { "" }
+            match (status.stormed, status.failed) {
+                (true, _) => " (storm)",
+                (_, true) => " (its handler failed)",
+                _ => "",
+            }
         );
     }
     let input = serial::stats();

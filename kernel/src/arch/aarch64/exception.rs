@@ -54,8 +54,9 @@ extern "C" fn handle_exception(kind: u64, frame: &mut Frame) {
             super::preempt::after_interrupt(kind == 1, frame);
         }
         Vector::Synchronous if semihosting::recover_probe(ESR_EL1.get(), frame) => {}
-        // From code on SP_EL0: a strand or task that faults fails alone.
-        Vector::Synchronous if kind == 0 && fault::contain(frame) => {}
+        // From code on SP_EL0 (a strand or task), or from a device's
+        // handler on SP_EL1: it fails alone.
+        Vector::Synchronous if (kind == 0 || kind == 4) && fault::contain(kind, frame) => {}
         vector => fault::report_and_exit(vector, kind, frame),
     }
 }

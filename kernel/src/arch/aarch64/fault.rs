@@ -35,15 +35,16 @@ pub(super) fn report_and_exit(vector: Vector, kind: u64, frame: &Frame) -> ! {
     crate::exit(exit_code::FAULT)
 }
 
-/// A synchronous fault taken from kernel code on SP_EL0 that can fail only
-/// the strand or task that took it (`crate::fault`): an abort at this
+/// A synchronous fault taken from kernel code (`kind` 0, on SP_EL0, or 4,
+/// a handler on SP_EL1) that can fail only the strand, task or device
+/// handler that took it (`crate::fault`): an abort at this
 /// level (not in a fibre's guard page: an overflow's stack is no place to
 /// go on), an undefined instruction or a misaligned PC. Words it, and
 /// points the exception's return into `crate::fault::fail_after_fault`
 /// with the link register at the faulting instruction, as if it had
 /// called that function there (so a backtrace names it). Returns false,
 /// having changed nothing, for any other exception.
-pub(super) fn contain(frame: &mut Frame) -> bool {
+pub(super) fn contain(kind: u64, frame: &mut Frame) -> bool {
     let esr = ESR_EL1.get();
     let far = FAR_EL1.get();
     let class = (esr >> 26) & 0x3f;
@@ -54,13 +55,14 @@ pub(super) fn contain(frame: &mut Frame) -> bool {
         return false;
     }
     let Some(core) = cores::current() else { return false };
-    if !crate::fault::can_fail_alone(core, SP_EL0.get() as usize) {
+    let faulting = registers(kind, frame);
+    if !crate::fault::can_fail_alone(core, faulting.sp) {
         return false;
     }
     let address = matches!(class, 0x21 | 0x25).then_some(far);
     let record = crate::fault::record(
         core,
-        registers(0, frame),
+        faulting,
         format_args!("{}{} at pc {:#x}{}", class_name(class), Detail(class, esr), frame.elr, At(address)),
     );
     frame.x[0] = record as u64;

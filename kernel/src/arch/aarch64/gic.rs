@@ -481,6 +481,12 @@ pub(crate) fn pend_line(line: u32) {
     write32(GICD_ISPENDR + 4 * (line as usize / 32), 1 << (line % 32));
 }
 
+/// Whether SPI `line` is pending (or active and pending).
+pub(crate) fn line_pending(line: u32) -> bool {
+    let Some(base) = distributor() else { return false };
+    distributor_registers(base).read32(GICD_ISPENDR + 4 * (line as usize / 32)) & (1 << (line % 32)) != 0
+}
+
 /// Writes a byte-accessible distributor register (priority, target).
 fn write_byte(offset: usize, value: u8) {
     let Some(base) = distributor() else { return };

@@ -69,6 +69,8 @@ pub(super) fn handle_irq() {
                     // level-triggered, it would fire for ever.
                     chip.enable_line(line, false);
                 }
+                // The chip has no end of interrupt: its lines are levels.
+                interrupts::ended(line);
             }
         }
         None => match gic::interface() {
@@ -91,12 +93,16 @@ pub(super) fn handle_irq() {
 fn handle_acknowledged(interface: &impl gic::CpuInterface) {
     let Some(acknowledged) = interface.acknowledge() else { return };
     match acknowledged.line() {
-        gic::Line::Kernel(pending) => handle(pending),
+        gic::Line::Kernel(pending) => {
+            handle(pending);
+            interface.end(acknowledged);
+        }
         gic::Line::Device(line) => {
             handle_device_line(line);
+            interface.end(acknowledged);
+            interrupts::ended(line);
         }
     }
-    interface.end(acknowledged);
 }
 
 /// Handles one acknowledged interrupt (or, from a board's chip, all that
@@ -180,6 +186,15 @@ pub(crate) fn disable_line(line: u32) {
     match chip() {
         Some(chip) => chip.enable_line(line, false),
         None => gic::disable_line(line),
+    }
+}
+
+/// Whether device `line` is pending (asserted, not yet taken), if the
+/// controller can say; `false` if not.
+pub(crate) fn line_pending(line: u32) -> bool {
+    match chip() {
+        Some(chip) => chip.line_pending(line),
+        None => gic::line_pending(line),
     }
 }
 

@@ -64,8 +64,8 @@ pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {
 /// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
 pub(crate) use gic::CoreGic as CoreArch;
 pub(crate) use irq::{
-    can_route_to, device_lines, disable_line, enable_line, is_kernel_line, pend_line, route_line,
-    shared_route,
+    can_route_to, device_lines, disable_line, enable_line, is_kernel_line, line_pending, pend_line,
+    route_line, shared_route,
 };
 
 /// Interrupt controller set-up on the boot core, once the MMU is on.

@@ -28,6 +28,8 @@ pub(super) const SPURIOUS_VECTOR: u8 = 0xFF;
 
 const TPR: usize = 0x080;
 const EOI: usize = 0x0B0;
+/// The first of the eight interrupt request registers.
+const IRR: usize = 0x200;
 const SVR: usize = 0x0F0;
 const ESR: usize = 0x280;
 const ICR_LOW: usize = 0x300;
@@ -158,6 +160,12 @@ pub(super) fn init_this_core() {
 /// Acknowledges the interrupt being handled.
 pub(super) fn eoi() {
     write(EOI, 0);
+}
+
+/// Whether `vector` is pending at this core's APIC (its bit in the
+/// interrupt request register: delivered, not yet taken).
+pub(super) fn vector_pending(vector: u8) -> bool {
+    read(IRR + 0x10 * usize::from(vector / 32)) & (1 << (vector % 32)) != 0
 }
 
 /// Sends an IPI. Masked: in xAPIC mode a handler that sent one of its own

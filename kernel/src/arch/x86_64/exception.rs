@@ -10,10 +10,13 @@
 //! preemption entry): the handler clears TS and the SSE or x87 instruction
 //! runs again.
 //!
-//! Every vector runs on its core's interrupt stack (IST 1 of its TSS), a
-//! small stack of its own: a strand that overflows into its guard page
-//! then faults onto a stack that still works, and is reported, instead of
-//! escalating to a double and then a triple fault.
+//! Every vector runs on a small stack of its core's own, named in its TSS:
+//! a strand that overflows into its guard page then faults onto a stack
+//! that still works, and is reported, instead of escalating to a double
+//! and then a triple fault. Interrupts use one (IST 1), faults another
+//! (IST 2): a fault in a device's handler, which that handler alone may
+//! fail (`crate::interrupts`), must leave the handler's stack as it was,
+//! and an IST entry starts at the top of its stack every time.
 
 use super::frame::Frame;
 use super::{apic, fault, ioapic};
@@ -46,6 +49,20 @@ struct InterruptStacks([[u8; INTERRUPT_STACK_SIZE]; MAX_CORES]);
 /// Written only by the core that owns each stack, through IST 1.
 static mut INTERRUPT_STACKS: InterruptStacks = InterruptStacks([[0; INTERRUPT_STACK_SIZE]; MAX_CORES]);
 
+/// Bytes of fault stack per core: a fault's handler either points the
+/// fault's return elsewhere or reports it and ends the run.
+const FAULT_STACK_SIZE: usize = 8 * 1024;
+
+#[repr(C, align(16))]
+struct FaultStacks([[u8; FAULT_STACK_SIZE]; MAX_CORES]);
+
+/// Written only by the core that owns each stack, through IST 2.
+static mut FAULT_STACKS: FaultStacks = FaultStacks([[0; FAULT_STACK_SIZE]; MAX_CORES]);
+
+/// The IST entries (1-based, as a gate names them).
+const INTERRUPT_IST: u8 = 1;
+const FAULT_IST: u8 = 2;
+
 /// A 64-bit interrupt gate (Intel SDM vol. 3, "IDT Descriptors").
 #[derive(Clone, Copy)]
 #[repr(C)]
@@ -63,11 +80,11 @@ struct Gate {
 const INTERRUPT_GATE: u8 = 0x8E;
 
 impl Gate {
-    fn new(handler: u64, selector: SegmentSelector) -> Self {
+    fn new(handler: u64, selector: SegmentSelector, ist: u8) -> Self {
         Self {
             offset_low: handler as u16,
             selector: selector.0,
-            ist: 1,
+            ist,
             attributes: INTERRUPT_GATE,
             offset_middle: (handler >> 16) as u16,
             offset_high: (handler >> 32) as u32,
@@ -95,6 +112,11 @@ pub(super) fn interrupt_stacks() -> crate::backtrace::StackArray {
     crate::backtrace::StackArray { start: &raw const INTERRUPT_STACKS as usize, bytes: INTERRUPT_STACK_SIZE }
 }
 
+/// Each core's fault stack, likewise.
+pub(super) fn fault_stacks() -> crate::backtrace::StackArray {
+    crate::backtrace::StackArray { start: &raw const FAULT_STACKS as usize, bytes: FAULT_STACK_SIZE }
+}
+
 static TSS: Once<[TaskStateSegment; MAX_CORES]> = Once::new();
 static DESCRIPTORS: Once<Descriptors> = Once::new();
 static IDT: Once<Idt> = Once::new();
@@ -104,9 +126,11 @@ pub(super) fn init_tables() {
     let tss = TSS.call_once(|| {
         core::array::from_fn(|core| {
             let mut tss = TaskStateSegment::new();
-            let stacks = &raw const INTERRUPT_STACKS as usize;
-            let top = stacks + (core + 1) * INTERRUPT_STACK_SIZE;
-            tss.interrupt_stack_table[0] = VirtAddr::new(top as u64);
+            let top = |stacks: usize, bytes: usize| VirtAddr::new((stacks + (core + 1) * bytes) as u64);
+            tss.interrupt_stack_table[usize::from(INTERRUPT_IST) - 1] =
+                top(&raw const INTERRUPT_STACKS as usize, INTERRUPT_STACK_SIZE);
+            tss.interrupt_stack_table[usize::from(FAULT_IST) - 1] =
+                top(&raw const FAULT_STACKS as usize, FAULT_STACK_SIZE);
             tss
         })
     });
@@ -119,7 +143,10 @@ pub(super) fn init_tables() {
     });
     IDT.call_once(|| {
         let stubs = &raw const _roving_vectors as u64;
-        Idt(core::array::from_fn(|vector| Gate::new(stubs + vector as u64 * STUB_SIZE, descriptors.code)))
+        Idt(core::array::from_fn(|vector| {
+            let ist = if vector < 32 { FAULT_IST } else { INTERRUPT_IST };
+            Gate::new(stubs + vector as u64 * STUB_SIZE, descriptors.code, ist)
+        }))
     });
     // SAFETY: every core loads this IDT before it runs a strand, and
     // `handle_vector` answers #NM by clearing CR0.TS and returning to the
@@ -201,4 +228,7 @@ fn handle_interrupt(vector: u8) {
         me.count_interrupt(expected);
     }
     apic::eoi();
+    if let Some(line) = line {
+        crate::interrupts::ended(line);
+    }
 }

@@ -161,9 +161,9 @@ pub fn hw_id() -> u64 {
 
 pub(crate) use backtrace::{follows_call, linked_address, registers_here};
 
-/// The kernel's own per-core stacks (boot and interrupt), for backtraces.
-pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {
-    [boot::boot_stacks(), exception::interrupt_stacks()]
+/// The kernel's own per-core stacks (boot, interrupt and fault), for backtraces.
+pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 3] {
+    [boot::boot_stacks(), exception::interrupt_stacks(), exception::fault_stacks()]
 }
 
 /// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
@@ -287,6 +287,13 @@ pub(crate) fn enable_line(line: u32) {
 /// Masks `line`.
 pub(crate) fn disable_line(line: u32) {
     ioapic::set_masked(line, true);
+}
+
+/// Whether `line`'s vector is pending at the calling core's local APIC
+/// (the I/O APIC delivered it again, or it was raised): called on the
+/// line's core, after its end of interrupt.
+pub(crate) fn line_pending(line: u32) -> bool {
+    apic::vector_pending(ioapic::vector(line))
 }
 
 /// Makes `line`'s handler run on `core`: the I/O APIC cannot raise a line

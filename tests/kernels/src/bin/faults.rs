@@ -40,6 +40,12 @@
 //!   get `Poisoned`. Then a task that awaits a lock it holds gets
 //!   `WouldDeadlock`. Before, the waiters waited for ever, and so did
 //!   that task. Passes.
+//! - `handler`: a device's interrupt handler on core 1 panics, while a
+//!   strand computes there; then one that reads an unmapped address. Each
+//!   time the handler fails alone: the report names its line, the line is
+//!   masked (`LineStatus::failed`), and the strand it interrupted goes on;
+//!   then a handler that works serves the line on that core. Before, the
+//!   first panic ended the run (status 101), the fault too (102). Passes.
 #![no_std]
 #![no_main]
 
@@ -65,8 +71,9 @@ fn main() {
         "task-fault" => task_fault(),
         "join-half" => join_half(),
         "async-mutex" => async_mutex(),
+        "handler" => handler_fault(),
         other => panic!(
-            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault, join-half or async-mutex"
+            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault, join-half, async-mutex or handler"
         ),
     }
     pass("faults");
@@ -455,3 +462,75 @@ fn async_mutex() {
 }
 
 roving_kernel::entry!(main);
+
+/// How often the strand that a `handler` case's handlers interrupt went
+/// round, and whether it should stop.
+static SPINS: AtomicUsize = AtomicUsize::new(0);
+static STOP_SPINNING: AtomicBool = AtomicBool::new(false);
+/// Firings served by the `handler` case's handler that works.
+static SERVED: AtomicUsize = AtomicUsize::new(0);
+
+fn handler_fault() {
+    use roving_kernel::interrupts::{self, Handled, Handler};
+    let test = roving_test_kernels::TestLine::new();
+    let core = 1 % platform::core_count();
+    // On the Pi 3 every line goes where the console's does.
+    let console = interrupts::line_of("console").expect("the console has a line");
+    interrupts::route(console, core).expect("routing the console's line");
+    let failing: [(&str, Handler); 2] = [
+        ("panicked", |line| panic!("deliberate panic in the handler of line {line}")),
+        ("faulted", |_| {
+            core::hint::black_box(read_unmapped());
+            Handled::Yes
+        }),
+    ];
+    let pool = every_core_pool();
+    pool.run(|| {
+        let pool = roving::Pool::current().expect("in the pool");
+        let spinner = pool
+            .spawn_strand_on(core, || {
+                while !STOP_SPINNING.load(SeqCst) {
+                    SPINS.fetch_add(1, SeqCst);
+                    core::hint::spin_loop();
+                }
+            })
+            .expect("a strand to interrupt");
+        let spinning = || {
+            let before = SPINS.load(SeqCst);
+            wait_until(|| SPINS.load(SeqCst) > before, Duration::from_secs(10), format_args!("the strand on core {core}"));
+        };
+        spinning();
+        for (what, handler) in failing {
+            interrupts::bind(test.line, core, handler).expect("binding the test line");
+            test.fire();
+            wait_until(
+                || interrupts::status(test.line).expect("bound").failed,
+                Duration::from_secs(10),
+                format_args!("the handler that {what} to fail"),
+            );
+            let status = interrupts::status(test.line).expect("bound");
+            assert!(status.masked, "the line of a handler that {what} is masked: {status:?}");
+            spinning();
+            interrupts::unbind(test.line).expect("unbinding the test line");
+            println!(
+                "faults: a handler that {what} on core {core} failed alone; its line was masked, and the strand it interrupted went on"
+            );
+        }
+        interrupts::bind(test.line, core, |_| {
+            let _ = roving_test_kernels::TestLine::new().quiet();
+            SERVED.fetch_add(1, SeqCst);
+            Handled::Yes
+        })
+        .expect("binding the test line");
+        let before = SERVED.load(SeqCst);
+        test.fire();
+        wait_until(|| SERVED.load(SeqCst) > before, Duration::from_secs(10), format_args!("the handler that works"));
+        interrupts::unbind(test.line).expect("unbinding the test line");
+        STOP_SPINNING.store(true, SeqCst);
+        spinner.join().expect("the interrupted strand finishes");
+    })
+    .expect("the pool's run");
+    println!(
+        "faults: two handlers failed alone (a panic, then a fault); core {core} went on and served its line again"
+    );
+}
