@@ -161,9 +161,10 @@ pub fn hw_id() -> u64 {
 
 pub(crate) use backtrace::{follows_call, linked_address, registers_here};
 
-/// The kernel's own per-core stacks (boot, interrupt and fault), for backtraces.
-pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 3] {
-    [boot::boot_stacks(), exception::interrupt_stacks(), exception::fault_stacks()]
+/// The kernel's own per-core stacks (boot, and interrupt with faults in
+/// its lower half), for backtraces.
+pub(crate) fn stack_arrays() -> [crate::backtrace::StackArray; 2] {
+    [boot::boot_stacks(), exception::interrupt_stacks()]
 }
 
 /// Per-core state the architecture keeps in [`CoreLocal`](crate::cores::CoreLocal).
