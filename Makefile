@@ -55,7 +55,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: census run gdb gdb-check trace trace-check trace-kernel image load test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-metal-smoke bench-icount bench-scaling scaling-smoke clean
+.PHONY: icount-smokes census run gdb gdb-check trace trace-check trace-kernel image load test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-metal-smoke bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -118,12 +118,15 @@ image: check-board setup
 
 ## load: build $(APP) for BOARD (a Pi) and send it over PORT (a serial
 ## device, e.g. /dev/ttyUSB0) to the chainloader of make image LOADER=1,
-## then stay as its console until Ctrl-C (docs/real-hardware.md)
+## then stay as its console until Ctrl-C (docs/real-hardware.md); a
+## release build unless PROFILE=dev
+PROFILE ?= release
 load: check-board check-app setup
 	@[[ -n "$(PORT)" ]] || { echo "make load needs PORT=<the serial device>, e.g. PORT=/dev/ttyUSB0" >&2; exit 2; }
 	@[[ $$(tools/boards get $(BOARD) image) == kernel8.img ]] || { echo "make load is for the Raspberry Pis (BOARD=raspi3b or raspi4b), not $(BOARD)" >&2; exit 2; }
-	cargo build --quiet --release -p roving-examples --bin $(APP) $(board_flags)
-	tools/load --port $(PORT) target/$$(tools/boards get $(BOARD) target)/release/$(APP)
+	@[[ $(PROFILE) == release || $(PROFILE) == dev ]] || { echo "make load takes PROFILE=release or PROFILE=dev, not $(PROFILE)" >&2; exit 2; }
+	cargo build --quiet --profile $(PROFILE) -p roving-examples --bin $(APP) $(board_flags)
+	tools/load --port $(PORT) target/$$(tools/boards get $(BOARD) target)/$(if $(filter dev,$(PROFILE)),debug,release)/$(APP)
 
 ## test: lint, host tests, loom models, Miri, the oversubscribed stress
 ## test and spreading rounds, no_std builds, the custom-platform check,
@@ -131,7 +134,7 @@ load: check-board check-app setup
 ## suite at 1/2/4/8 cores, a scripted GDB session on every board, the
 ## scaling smoke, the bare-metal baseline smoke, the demo at 64 cores, a
 ## traced demo on virt and the PC, and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test gdb-check scaling-smoke bench-metal-smoke demo-check trace-check idle-check
+test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test gdb-check icount-smokes demo-check trace-check idle-check
 	@echo "make test: everything passed"
 
 # make test builds everything from scratch on CI, where incremental
@@ -351,6 +354,12 @@ bench-metal-smoke: setup
 ## -icount, virt and the PC (benches/scaling; a few minutes)
 bench-scaling: setup
 	benches/scaling
+
+## icount-smokes: scaling-smoke and bench-metal-smoke side by side (part
+## of make test): both count instructions under -icount, which a busy host
+## does not change
+icount-smokes: setup
+	tests/tools/together 'benches/scaling --smoke' 'benches/bare-metal --smoke'
 
 ## scaling-smoke: the scaling table at 1, 2 and 4 cores on virt, so that
 ## its kernel and script keep working (part of make test)

@@ -67,7 +67,6 @@ pub(crate) mod polling;
 mod post;
 pub(crate) mod preempted;
 mod quiet;
-#[cfg(feature = "std")]
 pub(crate) mod registry;
 mod resize;
 pub(crate) mod seam;
@@ -177,7 +176,6 @@ impl Pool {
     /// strands and with async tasks (`crate::strand::pool_ops::wire`,
     /// `crate::executor::wire`).
     fn wired(shared: Arc<Shared>) -> Self {
-        #[cfg(feature = "std")]
         registry::register(&shared);
         let pool = Self { shared };
         strand::pool_ops::wire(pool.pool_ref());

@@ -24,6 +24,15 @@ fn run_with(cores: usize, config: Config, main: impl FnOnce() + Send) -> (Result
     })
 }
 
+/// Runs `main` on a machine of `cores`, given the machine, alone among
+/// this binary's pool tests, under a 60 s watchdog named `what`.
+fn on_machine<R: Send>(cores: usize, what: &'static str, main: impl FnOnce(&Machine) -> R + Send) -> R {
+    let machine = Machine::new(cores).unwrap();
+    support::with_turn(|| {
+        support::with_watchdog(Duration::from_secs(60), what, || machine.run(|| main(&machine)).unwrap())
+    })
+}
+
 #[test]
 fn locking_a_mutex_the_strand_holds_is_refused() {
     let second = support::on_pool(2, || {
@@ -106,28 +115,21 @@ fn an_event_never_set_is_reported() {
 
 #[test]
 fn a_pool_told_to_wait_keeps_waiting_and_runs_on_when_woken_from_outside() {
-    let machine = Machine::new(2).unwrap();
     let event = Arc::new(Event::new());
-    let outcome = support::with_turn(|| {
-        support::with_watchdog(Duration::from_secs(60), "a waiting deadlock", || {
-            machine
-                .run(|| {
-                    let pool = Pool::with_config(Config::new().on_deadlock(OnDeadlock::Wait)).unwrap();
-                    let (outside, watched, waker) = (machine.clone(), pool.clone(), event.clone());
-                    let helper = std::thread::spawn(move || {
-                        let _member = outside.enter();
-                        while watched.deadlock().is_none() {
-                            std::thread::sleep(Duration::from_millis(2));
-                        }
-                        let report = watched.deadlock().unwrap();
-                        waker.set();
-                        report
-                    });
-                    let woken = pool.run(|| event.wait());
-                    (woken, helper.join().unwrap())
-                })
-                .unwrap()
-        })
+    let outcome = on_machine(2, "a waiting deadlock", |machine| {
+        let pool = Pool::with_config(Config::new().on_deadlock(OnDeadlock::Wait)).unwrap();
+        let (outside, watched, waker) = (machine.clone(), pool.clone(), event.clone());
+        let helper = std::thread::spawn(move || {
+            let _member = outside.enter();
+            while watched.deadlock().is_none() {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let report = watched.deadlock().unwrap();
+            waker.set();
+            report
+        });
+        let woken = pool.run(|| event.wait());
+        (woken, helper.join().unwrap())
     });
     let (woken, report) = outcome;
     assert_eq!(woken.unwrap(), Ok(()), "the root ran on once the event was set");
@@ -163,28 +165,20 @@ fn keep_running<T: Send + 'static>(
     main: impl FnOnce() + Send,
     outside: impl FnOnce(&Pool) -> T + Send + 'static,
 ) -> T {
-    let machine = Machine::new(cores).unwrap();
-    support::with_turn(|| {
-        support::with_watchdog(Duration::from_secs(60), "a quiet report", || {
-            machine
-                .run(|| {
-                    let config = Config::new().stop_when_quiescent(false).report_quiet_after(period);
-                    let pool = Pool::with_config(config).unwrap();
-                    let (member, watched) = (machine.clone(), pool.clone());
-                    let helper = std::thread::spawn(move || {
-                        let _member = member.enter();
-                        // Shut down even if `outside` panics, so the run
-                        // ends and the panic is seen.
-                        let value =
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outside(&watched)));
-                        watched.shutdown();
-                        value
-                    });
-                    let _ = pool.run(main);
-                    helper.join().unwrap().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .unwrap()
-        })
+    on_machine(cores, "a quiet report", |machine| {
+        let config = Config::new().stop_when_quiescent(false).report_quiet_after(period);
+        let pool = Pool::with_config(config).unwrap();
+        let (member, watched) = (machine.clone(), pool.clone());
+        let helper = std::thread::spawn(move || {
+            let _member = member.enter();
+            // Shut down even if `outside` panics, so the run ends and the
+            // panic is seen.
+            let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outside(&watched)));
+            watched.shutdown();
+            value
+        });
+        let _ = pool.run(main);
+        helper.join().unwrap().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
 
@@ -261,4 +255,74 @@ fn a_quiet_report_needs_a_pool_that_keeps_running_and_a_period_in_range() {
     let error = refused(Config::new().stop_when_quiescent(false).report_quiet_after(Duration::ZERO));
     assert_eq!(error, PoolError::QuietReportOutOfRange { period: Duration::ZERO });
     assert!(error.to_string().contains("between 1ms and 86400s"), "{error}");
+}
+
+#[test]
+fn strands_of_two_pools_waiting_on_each_other_are_reported_to_both() {
+    let outcome = on_machine(4, "a deadlock across pools", |_| {
+        let first = Pool::with_cores(&[0, 1], Config::new()).unwrap();
+        let second = Pool::with_cores(&[2, 3], Config::new()).unwrap();
+        let run = first.run(|| {
+            second.start().unwrap();
+            // The root holds the mutex and joins a strand of the other pool
+            // that wants it.
+            let mutex = Arc::new(Mutex::new(()));
+            let _held = mutex.lock().unwrap();
+            let wanted = mutex.clone();
+            let other = second
+                .spawn_strand(move || wanted.lock().map(|_| ()))
+                .unwrap_or_else(|_| panic!("spawning into the other pool"));
+            other.join()
+        });
+        let report = second.deadlock();
+        second.destroy().unwrap();
+        (run, report)
+    });
+    let (run, second_report) = outcome;
+    let error = run.unwrap_err();
+    let RunError::Failed(failure) = error else { panic!("not a failure: {error:?}") };
+    let report = failure.deadlock().expect("a deadlock report").clone();
+    let text = failure.to_string();
+    assert_eq!(report.pools, 2, "{text}");
+    assert!(text.contains("deadlock across 2 pools"), "{text}");
+    assert_eq!(report.cycle.len(), 2, "the root and the other pool's strand:\n{text}");
+    assert_eq!(report.waiting.len(), 2, "each strand listed once:\n{text}");
+    let join = report.waiting.iter().find(|w| w.reason == strand::BlockReason::Join).expect("the root joins");
+    let lock =
+        report.waiting.iter().find(|w| w.reason == strand::BlockReason::Mutex).expect("one wants the mutex");
+    assert_eq!(join.joins, Some(lock.strand), "{text}");
+    assert_eq!(lock.holder, Some(join.strand), "{text}");
+    assert!(text.contains("each waits for the next: strand #"), "{text}");
+    assert_eq!(second_report, Some(report), "the other pool got the same report");
+}
+
+#[test]
+fn strands_of_two_pools_waiting_on_what_no_ring_explains_are_left_waiting() {
+    let event = Arc::new(Event::new());
+    let outcome = on_machine(4, "two pools waiting", |machine| {
+        let first = Pool::with_cores(&[0, 1], Config::new()).unwrap();
+        let second = Pool::with_cores(&[2, 3], Config::new()).unwrap();
+        let (outside, setter) = (machine.clone(), event.clone());
+        // Both pools sleep, each strand waiting, for 100 ms: then a thread
+        // outside sets what the second waits for.
+        let thread = std::thread::spawn(move || {
+            let _member = outside.enter();
+            std::thread::sleep(Duration::from_millis(100));
+            setter.set();
+        });
+        let waited = event.clone();
+        let run = first.run(|| {
+            second.start().unwrap();
+            let other = second.spawn_strand(move || waited.wait()).unwrap_or_else(|_| panic!("spawning"));
+            other.join()
+        });
+        thread.join().unwrap();
+        let report = (first.deadlock(), second.deadlock());
+        second.destroy().unwrap();
+        (run, report)
+    });
+    let (run, reports) = outcome;
+    let joined = run.unwrap().unwrap_or_else(|error| panic!("joining the other pool's strand: {error}"));
+    assert_eq!(joined, Ok(()), "the other pool's strand ended once the event was set");
+    assert_eq!(reports, (None, None), "no deadlock was reported");
 }

@@ -102,6 +102,9 @@ struct Inner {
     /// Whether the light tier may spin: only if every simulated core can
     /// have a hardware thread, or spinning cores would slow working ones.
     light_spin: bool,
+    /// A check for a deadlock across this machine's pools is under way
+    /// (`crate::pool::core_owners::with_across_check`).
+    checking_across: AtomicBool,
     /// Stands in for the cores' timers when a pool preempts.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     ticker: preempt::Ticker,
@@ -196,6 +199,7 @@ impl Machine {
                 cores,
                 started: Mutex::new(Vec::new()),
                 light_spin,
+                checking_across: AtomicBool::new(false),
                 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
                 ticker: preempt::Ticker::new(),
             }),
@@ -352,6 +356,12 @@ fn core_thread(machine: Arc<Inner>, core: usize, entry: CoreEntry, arg: usize) {
 /// thread's machine (`crate::pool::core_owners`).
 pub(crate) fn with_core_owner<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
     with_membership("a pool's core table", |machine, _| f(&machine.cores[core].owner))
+}
+
+/// Runs `f` with the calling thread's machine's flag of a check across
+/// its pools under way (`crate::pool::core_owners`).
+pub(crate) fn with_across_check<R>(f: impl FnOnce(&AtomicBool) -> R) -> R {
+    with_membership("a pool's core table", |machine, _| f(&machine.checking_across))
 }
 
 struct HostPlatform;

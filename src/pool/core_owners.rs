@@ -9,7 +9,7 @@
 //! at once with the same core indices.
 
 use super::shared::Shared;
-use crate::atomics::unmodelled::{AtomicUsize, Ordering::SeqCst};
+use crate::atomics::unmodelled::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 
 #[cfg(feature = "std")]
 fn with_word<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
@@ -24,6 +24,19 @@ static OWNERS: [AtomicUsize; super::current::SLOTS] = [const { AtomicUsize::new(
 #[cfg(not(feature = "std"))]
 fn with_word<R>(core: usize, f: impl FnOnce(&AtomicUsize) -> R) -> R {
     f(&OWNERS[core])
+}
+
+/// Runs `f` with the machine's flag that a check for a deadlock across its
+/// pools is under way (`super::deadlock`): one per machine, as the table.
+#[cfg(feature = "std")]
+pub(crate) fn with_across_check<R>(f: impl FnOnce(&AtomicBool) -> R) -> R {
+    crate::platform::host::with_across_check(f)
+}
+
+#[cfg(not(feature = "std"))]
+pub(crate) fn with_across_check<R>(f: impl FnOnce(&AtomicBool) -> R) -> R {
+    static CHECKING: AtomicBool = AtomicBool::new(false);
+    f(&CHECKING)
 }
 
 fn key(pool: &Shared) -> usize {
@@ -47,7 +60,12 @@ pub(crate) fn release(core: usize, pool: &Shared) {
 
 /// Whether `pool` holds `core`.
 pub(crate) fn holds(core: usize, pool: &Shared) -> bool {
-    with_word(core, |word| word.load(SeqCst) == key(pool))
+    holds_key(core, key(pool))
+}
+
+/// Whether the pool whose shared state is at address `key` holds `core`.
+pub(crate) fn holds_key(core: usize, key: usize) -> bool {
+    with_word(core, |word| word.load(SeqCst) == key)
 }
 
 /// Whether no pool holds `core`.

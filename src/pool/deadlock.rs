@@ -15,8 +15,9 @@
 //! ([`Config::report_quiet_after`](super::Config::report_quiet_after),
 //! `quiet.rs`). Nor is a pool while another pool holds a core of the
 //! machine: that pool's strands may set what these wait for (a strand
-//! joining a strand of another pool is the common case). So a deadlock
-//! that spans pools goes unreported. Nor is any pool while an interrupt
+//! joining a strand of another pool is the common case). Unless the
+//! strands of the machine's pools wait on each other in a ring, which
+//! nothing but a cancel can break: `across.rs` finds and reports that. Nor is any pool while an interrupt
 //! handler that may wake strands is bound
 //! ([`platform::interrupts_bound`](crate::platform::interrupts_bound)), or
 //! while a strand waits on a [`Signal`](crate::sync::Signal): the device
@@ -44,6 +45,8 @@
 //! A strand that locks a mutex it already holds is refused at once with
 //! [`WaitError::WouldDeadlock`](crate::strand::WaitError::WouldDeadlock),
 //! in every build.
+
+mod across;
 
 use super::failure::Failure;
 use super::shared::Shared;
@@ -80,6 +83,13 @@ pub struct Deadlock {
     /// how long it had been quiet. Code outside the pool may yet wake its
     /// strands, so it is not proven deadlocked.
     pub quiet_for: Option<core::time::Duration>,
+    /// How many pools the strands belong to: more than one for a deadlock
+    /// that spans pools (`across.rs`), whose report every one of them gets.
+    pub pools: usize,
+    /// Strands that wait on each other in a ring, each for the next (to
+    /// join it, or for a mutex it holds), the first again after the last:
+    /// empty if the walk found no such ring.
+    pub cycle: Vec<StrandId>,
 }
 
 /// One blocked strand of a [`Deadlock`].
@@ -144,21 +154,26 @@ impl Waiter {
 
 impl fmt::Display for Deadlock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.quiet_for {
-            None => f.write_str("deadlock: ")?,
-            Some(period) => write!(f, "quiet for {period:?} (code outside the pool may yet wake it): ")?,
+        match (self.quiet_for, self.pools) {
+            (Some(period), _) => write!(f, "quiet for {period:?} (code outside the pool may yet wake it): ")?,
+            (None, 0 | 1) => f.write_str("deadlock: ")?,
+            (None, pools) => write!(f, "deadlock across {pools} pools: ")?,
         }
-        write!(
-            f,
-            "every core of the pool is asleep, no deadline is armed, and {} strands wait",
-            self.waiting.len()
-        )?;
+        let cores = if self.pools > 1 { "every core of each pool is" } else { "every core of the pool is" };
+        write!(f, "{cores} asleep, no deadline is armed, and {} strands wait", self.waiting.len())?;
         if self.tasks > 0 {
             write!(f, " (and {} async tasks wait for a wake)", self.tasks)?;
         }
         f.write_str(":")?;
         for waiter in &self.waiting {
             write!(f, "\n  {waiter}")?;
+        }
+        if let Some(first) = self.cycle.first() {
+            f.write_str("\n  each waits for the next: ")?;
+            for strand in &self.cycle {
+                write!(f, "strand {strand} -> ")?;
+            }
+            write!(f, "strand {first}")?;
         }
         Ok(())
     }
@@ -168,7 +183,9 @@ impl Deadlock {
     /// The blocked strands of `shared` (walking its entries' subtrees) and
     /// its async tasks waiting for a wake.
     pub(crate) fn of(shared: &Shared) -> Self {
-        Self { waiting: shared.strands.waiting(), tasks: shared.async_tasks.count(), quiet_for: None }
+        let waiting = shared.strands.waiting();
+        let cycle = across::cycle_in(&waiting);
+        Self { waiting, tasks: shared.async_tasks.count(), quiet_for: None, pools: 1, cycle }
     }
 }
 
@@ -202,6 +219,12 @@ impl Shared {
             self.deadlock_pending.store(false, SeqCst);
             return;
         }
+        self.act_on_deadlock(report);
+    }
+
+    /// Reports `report`, keeps it, and fails the pool with it or keeps
+    /// waiting, as the pool's [`OnDeadlock`] says.
+    fn act_on_deadlock(&self, report: Deadlock) {
         match self.config.on_deadlock {
             OnDeadlock::Fail => crate::diag::error(format_args!("{report}; the pool fails")),
             OnDeadlock::Wait => crate::diag::warn(format_args!("{report}; the pool waits")),

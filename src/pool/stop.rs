@@ -164,11 +164,14 @@ impl Shared {
         // core that finds every member asleep reads them. (A filter, not
         // the check: if a core falls asleep after this read, it comes here
         // itself, and the check below decides.)
-        if !self.stops_when_quiescent.load(Relaxed)
-            || self.sleep.counters().sleeping() != self.member_count()
-            || !self.looks_idle()
-            || !self.may_settle()
-        {
+        if self.sleep.counters().sleeping() != self.member_count() || !self.looks_idle() {
+            return;
+        }
+        if !self.stops_when_quiescent.load(Relaxed) || !self.may_settle() {
+            if self.waits_beside_other_pools() {
+                // Strands of several pools may wait on each other.
+                self.check_across_pools();
+            }
             return;
         }
         let deadlocked = self.with_posters_held(RUNNING, || {
@@ -227,6 +230,16 @@ impl Shared {
                 && !platform::interrupts_bound()
                 && !self.deadlock_pending.load(SeqCst)
                 && !super::core_owners::another_pool_runs(self.slots, self))
+    }
+
+    /// Strands live and wait with no deadline armed while another pool
+    /// holds cores of the machine: `super::deadlock`'s check across pools
+    /// is worth making.
+    fn waits_beside_other_pools(&self) -> bool {
+        self.strands.live() > 0
+            && self.timers.is_empty()
+            && !self.deadlock_pending.load(SeqCst)
+            && super::core_owners::another_pool_runs(self.slots, self)
     }
 
     /// No strand and no async task lives: a pool with nothing queued

@@ -46,6 +46,11 @@
 //!   masked (`LineStatus::failed`), and the strand it interrupted goes on;
 //!   then a handler that works serves the line on that core. Before, the
 //!   first panic ended the run (status 101), the fault too (102). Passes.
+//! - `two-pools`: a pool on cores 0 and 1 whose root holds a mutex and
+//!   joins a strand of a pool on cores 2 and 3 that wants it. Both pools
+//!   get the report of a deadlock across 2 pools, with the ring, and the
+//!   first one's run fails with it. Before, both waited for ever (a pool
+//!   does not call itself deadlocked while another holds cores). Passes.
 #![no_std]
 #![no_main]
 
@@ -72,8 +77,9 @@ fn main() {
         "join-half" => join_half(),
         "async-mutex" => async_mutex(),
         "handler" => handler_fault(),
+        "two-pools" => two_pools(),
         other => panic!(
-            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault, join-half, async-mutex or handler"
+            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault, join-half, async-mutex, handler or two-pools"
         ),
     }
     pass("faults");
@@ -533,4 +539,29 @@ fn handler_fault() {
     println!(
         "faults: two handlers failed alone (a panic, then a fault); core {core} went on and served its line again"
     );
+}
+
+fn two_pools() {
+    use alloc::sync::Arc;
+    use roving::sync::Mutex;
+    use roving::{Config, Pool, RunError};
+    assert!(platform::core_count() >= 4, "two-pools needs 4 cores");
+    let first = Pool::with_cores(&[0, 1], Config::new()).expect("the first pool");
+    let second = Pool::with_cores(&[2, 3], Config::new()).expect("the second pool");
+    let run = first.run(|| {
+        second.start().expect("the second pool starts");
+        let mutex = Arc::new(Mutex::new(()));
+        let _held = mutex.lock().expect("the mutex");
+        let wanted = mutex.clone();
+        let other = second
+            .spawn_strand(move || wanted.lock().map(|_| ()))
+            .unwrap_or_else(|_| panic!("spawning into the second pool"));
+        let _ = other.join();
+    });
+    let Err(RunError::Failed(failure)) = run else { panic!("the first pool's run: {run:?}") };
+    let report = failure.deadlock().expect("a deadlock report");
+    assert_eq!((report.pools, report.cycle.len(), report.waiting.len()), (2, 2, 2), "{failure}");
+    assert_eq!(second.deadlock().as_ref(), Some(report), "the second pool got the same report");
+    second.destroy().expect("the second pool ends");
+    println!("faults: two pools' strands waiting on each other were reported to both: {failure}");
 }
