@@ -55,7 +55,7 @@ STRESS_SECS ?= 15
 MIRI_SEEDS ?=
 SOAK_SECS ?= 1800
 
-.PHONY: icount-smokes census run gdb gdb-check trace trace-check trace-kernel image load test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-metal-smoke bench-icount bench-scaling scaling-smoke clean
+.PHONY: census run gdb gdb-check trace trace-check trace-kernel image load test setup check-board check-cores check-app check-log lint setup-check host-test loom miri stress spreading soak tsan no-std custom-platform embed publish-check qemu-test idle-check many-cores demo-check sim bench bench-trace bench-metal bench-metal-smoke bench-icount bench-scaling scaling-smoke clean
 
 ## run: boot $(APP) (the demo by default) on QEMU (BOARD=virt by
 ## default) with $(CORES) cores; the terminal is its serial console
@@ -134,7 +134,7 @@ load: check-board check-app setup
 ## suite at 1/2/4/8 cores, a scripted GDB session on every board, the
 ## scaling smoke, the bare-metal baseline smoke, the demo at 64 cores, a
 ## traced demo on virt and the PC, and the idle-CPU check
-test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test gdb-check icount-smokes demo-check trace-check idle-check
+test: setup lint setup-check host-test loom miri stress spreading census no-std custom-platform embed publish-check qemu-test gdb-check scaling-smoke bench-metal-smoke demo-check trace-check idle-check
 	@echo "make test: everything passed"
 
 # make test builds everything from scratch on CI, where incremental
@@ -354,12 +354,6 @@ bench-metal-smoke: setup
 ## -icount, virt and the PC (benches/scaling; a few minutes)
 bench-scaling: setup
 	benches/scaling
-
-## icount-smokes: scaling-smoke and bench-metal-smoke side by side (part
-## of make test): both count instructions under -icount, which a busy host
-## does not change
-icount-smokes: setup
-	tests/tools/together 'benches/scaling --smoke' 'benches/bare-metal --smoke'
 
 ## scaling-smoke: the scaling table at 1, 2 and 4 cores on virt, so that
 ## its kernel and script keep working (part of make test)
