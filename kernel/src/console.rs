@@ -214,6 +214,23 @@ fn owning(write: impl FnOnce(&mut Uart)) {
     OWNER.store(NOBODY, Release);
 }
 
+/// Whether core `core` holds the console (is writing a line).
+pub(crate) fn held_by(core: usize) -> bool {
+    OWNER.load(Relaxed) == core
+}
+
+/// Lets go of the console if core `core` holds it: for a device handler
+/// that failed in the middle of a line, whose frames will never end it
+/// (`crate::interrupts`). In defmt mode a frame's hold also counts its
+/// nesting, and a failed handler's frame is left to the bounded wait of
+/// the next report.
+pub(crate) fn let_go_for(core: usize) {
+    #[cfg(not(feature = "defmt"))]
+    let _ = OWNER.compare_exchange(core, NOBODY, Release, Relaxed);
+    #[cfg(feature = "defmt")]
+    let _ = core;
+}
+
 /// Writes a report that must get out: from a panic or a fault, perhaps
 /// with the MMU off, perhaps while this core or a dead one holds the lock.
 /// Interrupts stay masked meanwhile, so no handler on this core adds to it.

@@ -520,6 +520,9 @@ pub(crate) fn dispatch(line: u32) -> bool {
     let outer = slot.map(|slot| slot.swap(line, Relaxed));
     #[cfg(feature = "trace")]
     roving::platform::hooks::interrupt_begins(line);
+    // Whether the interrupted code was writing a line: a handler that
+    // fails holding the console must let it go, but not the line's owner's.
+    let console_was_held = me.is_some_and(crate::console::held_by);
     // A handler that panics (or faults) ends here, with `None`, and the
     // code it interrupted goes on (`roving::platform::hooks`).
     let handled = match me {
@@ -535,7 +538,13 @@ pub(crate) fn dispatch(line: u32) -> bool {
         Some(handled) if storm::continues(&state.streak, handled) => stormed(line, state, Storm::NothingToDo),
         Some(Handled::Yes) if storm::check_due(fired) => state.check.store(true, Relaxed),
         Some(_) => {}
-        None => failed(line, state),
+        None => {
+            if let Some(core) = me.filter(|_| !console_was_held) {
+                // It may have failed in the middle of a line of its own.
+                crate::console::let_go_for(core);
+            }
+            failed(line, state);
+        }
     }
     true
 }

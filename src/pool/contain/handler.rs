@@ -12,7 +12,8 @@
 //! The handler's frames are abandoned, not unwound: nothing in them is
 //! dropped. A lock it held stays held (handlers take only short spin
 //! locks, and one left held is a deadlock that its next taker reports or
-//! spins on); whatever it had half-changed stays half-changed.
+//! spins on), unless the kernel knows it and lets it go (roving's kernel
+//! does for its console); whatever it had half-changed stays half-changed.
 //!
 //! Handlers can nest (a fault taken inside one, or a kernel that opens
 //! interrupts in a handler): each keeps the outer catch point and puts it

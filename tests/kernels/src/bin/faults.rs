@@ -41,7 +41,9 @@
 //!   `WouldDeadlock`. Before, the waiters waited for ever, and so did
 //!   that task. Passes.
 //! - `handler`: a device's interrupt handler on core 1 panics, while a
-//!   strand computes there; then one that reads an unmapped address. Each
+//!   strand computes there; then one that reads an unmapped address; then
+//!   one that panics in the middle of a console line (which must not keep
+//!   the console from the other cores). Each
 //!   time the handler fails alone: the report names its line, the line is
 //!   masked (`LineStatus::failed`), and the strand it interrupted goes on;
 //!   then a handler that works serves the line on that core. Before, the
@@ -469,6 +471,15 @@ fn async_mutex() {
 
 roving_kernel::entry!(main);
 
+/// A value whose formatting panics: a handler that fails mid-line.
+struct PanicsWhenShown;
+
+impl fmt::Display for PanicsWhenShown {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        panic!("deliberate panic in the middle of a line")
+    }
+}
+
 /// How often the strand that a `handler` case's handlers interrupt went
 /// round, and whether it should stop.
 static SPINS: AtomicUsize = AtomicUsize::new(0);
@@ -483,10 +494,16 @@ fn handler_fault() {
     // On the Pi 3 every line goes where the console's does.
     let console = interrupts::line_of("console").expect("the console has a line");
     interrupts::route(console, core).expect("routing the console's line");
-    let failing: [(&str, Handler); 2] = [
+    let failing: [(&str, Handler); 3] = [
         ("panicked", |line| panic!("deliberate panic in the handler of line {line}")),
         ("faulted", |_| {
             core::hint::black_box(read_unmapped());
+            Handled::Yes
+        }),
+        // The console stays held by core 1 unless the failure lets it go:
+        // the next line from another core would wait for ever.
+        ("panicked in the middle of a line", |_| {
+            println!("faults: a line its handler never ends: {}", PanicsWhenShown);
             Handled::Yes
         }),
     ];
@@ -537,7 +554,7 @@ fn handler_fault() {
     })
     .expect("the pool's run");
     println!(
-        "faults: two handlers failed alone (a panic, then a fault); core {core} went on and served its line again"
+        "faults: three handlers failed alone (a panic, a fault, a panic mid-line); core {core} went on and served its line again"
     );
 }
 
