@@ -181,7 +181,8 @@ impl Config {
     /// [`Deadlock::quiet_for`](super::Deadlock::quiet_for) set, kept for
     /// [`Pool::deadlock`](super::Pool::deadlock) and printed as a warning.
     /// The pool goes on waiting: code outside it may yet wake them. Each
-    /// quiet spell is reported once (default: never).
+    /// quiet spell is reported once (twice at most, if the check woke two
+    /// cores); by default, never.
     ///
     /// Between [`Config::MIN_QUIET_REPORT`] and [`Config::MAX_QUIET_REPORT`];
     /// building a pool with another period, or with one on a pool that
