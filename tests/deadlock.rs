@@ -157,23 +157,28 @@ fn strands_with_deadlines_or_work_in_flight_are_not_deadlocked() {
 
 /// Runs `main` as the root of a pool that does not stop when quiescent and
 /// reports quiet spells of `period`, on a machine of `cores`; `outside`
-/// runs meanwhile on a thread of the machine with the pool, and shuts it
-/// down when it is done. Returns what `outside` returned.
+/// runs meanwhile on a thread of the machine with the pool, given the pool
+/// and a time before the pool ran, and shuts it down when it is done.
+/// Returns what `outside` returned.
 fn keep_running<T: Send + 'static>(
     cores: usize,
     period: Duration,
     main: impl FnOnce() + Send,
-    outside: impl FnOnce(&Pool) -> T + Send + 'static,
+    outside: impl FnOnce(&Pool, std::time::Instant) -> T + Send + 'static,
 ) -> T {
     on_machine(cores, "a quiet report", |machine| {
         let config = Config::new().stop_when_quiescent(false).report_quiet_after(period);
         let pool = Pool::with_config(config).unwrap();
         let (member, watched) = (machine.clone(), pool.clone());
+        // Before the pool runs, so before any quiet spell of it began (the
+        // helper thread itself may start late on a busy host).
+        let before_run = std::time::Instant::now();
         let helper = std::thread::spawn(move || {
             let _member = member.enter();
             // Shut down even if `outside` panics, so the run ends and the
             // panic is seen.
-            let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outside(&watched)));
+            let value =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outside(&watched, before_run)));
             watched.shutdown();
             value
         });
@@ -198,9 +203,8 @@ fn report_of(pool: &Pool) -> roving::Deadlock {
 fn a_pool_that_keeps_running_reports_a_quiet_spell_with_who_waits_on_whom() {
     for cores in [1, 2, 4] {
         let period = Duration::from_millis(40);
-        let (report, waited) = keep_running(cores, period, opposite_orders, |pool| {
-            let began = std::time::Instant::now();
-            (report_of(pool), began.elapsed())
+        let (report, waited) = keep_running(cores, period, opposite_orders, |pool, before_run| {
+            (report_of(pool), before_run.elapsed())
         });
         let text = report.to_string();
         assert_eq!(report.quiet_for, Some(period), "{cores} cores: {text}");
@@ -225,7 +229,7 @@ fn work_from_outside_keeps_a_waiting_pool_from_being_reported_until_it_stops() {
         move || {
             let _ = waited_on.wait();
         },
-        move |pool| {
+        move |pool, _| {
             // A post every 10 ms wakes a core each time: no spell lasts.
             let posting = std::time::Instant::now();
             while posting.elapsed() < Duration::from_millis(400) {
@@ -247,7 +251,7 @@ fn work_from_outside_keeps_a_waiting_pool_from_being_reported_until_it_stops() {
 fn a_quiet_report_needs_a_pool_that_keeps_running_and_a_period_in_range() {
     use roving::PoolError;
     let refused = |config: Config| {
-        Machine::new(2).unwrap().run(move || Pool::with_config(config).map(|_| ()).unwrap_err()).unwrap()
+        on_machine(2, "a refused quiet report", move |_| Pool::with_config(config).map(|_| ()).unwrap_err())
     };
     let error = refused(Config::new().report_quiet_after(Duration::from_millis(10)));
     assert_eq!(error, PoolError::QuietReportWhenStopping);
