@@ -50,7 +50,6 @@ mod across;
 
 use super::failure::Failure;
 use super::shared::Shared;
-use super::stop::RUNNING;
 use crate::atomics::unmodelled::Ordering::SeqCst;
 use crate::strand::id::{BlockReason, Priority, StrandId};
 use crate::task::{self, IntoTask};
@@ -204,13 +203,7 @@ impl Shared {
     /// The deadlock check itself (`super::deadlock`): runs as a task on a
     /// core of the pool.
     pub(super) fn handle_deadlock(&self) {
-        let others_asleep = self.sleep.counters().sleeping() + 1 >= self.member_count();
-        let stuck = others_asleep
-            && self.lists_empty()
-            && self.timers.is_empty()
-            && !super::core_owners::another_pool_runs(self.slots, self)
-            && !self.nothing_lives()
-            && self.state.load(SeqCst) == RUNNING;
+        let stuck = self.still(1) && !super::core_owners::another_pool_runs(self.slots, self);
         let report = if stuck { Deadlock::of(self) } else { Deadlock::default() };
         // A strand that began to wait for a signal as the check started.
         let outside = report.waiting.iter().any(|w| w.reason == crate::strand::id::BlockReason::Signal);

@@ -31,8 +31,7 @@
 
 use super::deadlock::Deadlock;
 use super::shared::Shared;
-use super::stop::RUNNING;
-use crate::atomics::unmodelled::Ordering::{Relaxed, SeqCst};
+use crate::atomics::unmodelled::Ordering::Relaxed;
 use crate::platform::instant::Instant;
 use crate::spin_lock::SpinLock;
 use crate::task::{self, IntoTask};
@@ -65,15 +64,6 @@ impl Shared {
         self.cores.iter().map(|core| core.stats.sleeps.load(Relaxed)).sum()
     }
 
-    /// Whether every core sleeps, nothing is queued and no deadline is
-    /// armed, while strands or tasks live: a quiet spell's state.
-    fn quiet(&self) -> bool {
-        self.looks_idle()
-            && self.timers.is_empty()
-            && !self.nothing_lives()
-            && self.state.load(SeqCst) == RUNNING
-    }
-
     /// Called by core `me` once it has committed to sleep: if the pool
     /// reports quiet spells and is in one now, `me` watches it.
     #[inline]
@@ -85,7 +75,7 @@ impl Shared {
 
     #[cold]
     fn begin_quiet_watch_of(&self, me: usize, period: Duration) {
-        if self.config.stop_when_quiescent || !self.quiet() {
+        if self.config.stop_when_quiescent || !self.still(0) {
             return;
         }
         let sleeps = self.sleeps();
@@ -132,7 +122,7 @@ impl Shared {
             spell.ends = None;
             spell.sleeps
         };
-        if self.sleeps() != sleeps || !self.quiet() {
+        if self.sleeps() != sleeps || !self.still(0) {
             return;
         }
         let Some(shared) = self.this.upgrade() else { return };
@@ -146,13 +136,7 @@ impl Shared {
     /// The check itself: runs as a task on a core of the pool that woke
     /// for it, so every other core sleeps.
     fn report_quiet(&self, sleeps: u64, period: Duration) {
-        let others_asleep = self.sleep.counters().sleeping() + 1 >= self.member_count();
-        if !others_asleep
-            || self.sleeps() != sleeps
-            || !self.lists_empty()
-            || !self.timers.is_empty()
-            || self.nothing_lives()
-        {
+        if !self.still(1) || self.sleeps() != sleeps {
             return;
         }
         let mut report = Deadlock::of(self);

@@ -242,6 +242,18 @@ impl Shared {
             && super::core_owners::another_pool_runs(self.slots, self)
     }
 
+    /// Whether the pool is still while work waits in it: every core
+    /// asleep but `awake` of them (the one checking, from a task), nothing
+    /// queued, no deadline armed, strands or async tasks alive, running.
+    /// What a deadlock check, a check across pools and a quiet spell ask.
+    pub(super) fn still(&self, awake: usize) -> bool {
+        self.sleep.counters().sleeping() + awake >= self.member_count()
+            && self.lists_empty()
+            && self.timers.is_empty()
+            && !self.nothing_lives()
+            && self.state.load(SeqCst) == RUNNING
+    }
+
     /// No strand and no async task lives: a pool with nothing queued
     /// would stop.
     pub(super) fn nothing_lives(&self) -> bool {

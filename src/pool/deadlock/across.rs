@@ -32,24 +32,12 @@ use crate::atomics::unmodelled::Ordering::SeqCst;
 use crate::pool::core_owners::with_across_check;
 use crate::pool::registry;
 use crate::pool::shared::Shared;
-use crate::pool::stop::RUNNING;
 use crate::strand::id::{BlockReason, StrandId};
 use crate::task::{self, IntoTask};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 impl Shared {
-    /// Whether this pool is still and its strands wait with no deadline:
-    /// every core asleep (but `awake` of them), nothing queued, no
-    /// deadline armed, strands alive, running.
-    fn still(&self, awake: usize) -> bool {
-        self.sleep.counters().sleeping() + awake >= self.member_count()
-            && self.lists_empty()
-            && self.timers.is_empty()
-            && self.strands.live() > 0
-            && self.state.load(SeqCst) == RUNNING
-    }
-
     /// Called by the last core of this pool to fall asleep, with strands
     /// waiting and no deadline armed, while another pool holds cores: if
     /// every such pool is still too, posts the check across them.
