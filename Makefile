@@ -280,7 +280,7 @@ tsan: setup
 # against 73 s on one CPU), and each model mostly runs one thread: built
 # once, then the two halves at once (tests/tools/together).
 LOOM_LONG := --test loom_core_hints
-LOOM_REST := --test loom_actor --test loom_doorbell --test loom_event_loop --test loom_inbox --test loom_join --test loom_lifo --test loom_mailbox --test loom_mesh --test loom_routes --test loom_signal --test loom_sleep --test loom_task --test loom_trace_ring --test loom_urgent --test loom_watch
+LOOM_REST := --test loom_actor --test loom_doorbell --test loom_event_loop --test loom_inbox --test loom_join --test loom_lifo --test loom_mailbox --test loom_mesh --test loom_routes --test loom_signal --test loom_sleep --test loom_task --test loom_trace_ring --test loom_own_side --test loom_urgent --test loom_watch
 LOOM_TEST := RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$(LOOM_PREEMPTIONS) CARGO_TARGET_DIR=target/loom \
 	cargo test --quiet -p roving --release $(HOST)
 loom:

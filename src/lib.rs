@@ -205,7 +205,7 @@ pub use join::join;
 #[cfg(not(loom))]
 pub use pool::{
     Config, CoreStats, Deadlock, DestroyError, Mailboxes, OnDeadlock, PinError, Pool, PoolError, PostError,
-    ResizeError, RunError, free_cores, post, spawn_task,
+    ResizeError, RunError, SilentCore, free_cores, post, spawn_task,
 };
 
 /// Internals, exposed only to the loom models in `tests/loom_*.rs` so they
@@ -223,6 +223,7 @@ pub mod loom_api {
     pub use crate::protocol::join_frame::{DONE as JOB_DONE, WakeOwner};
     pub use crate::protocol::lifo_slot::LifoSlot;
     pub use crate::protocol::loop_handoff::{Deferred, Drained, Handoff};
+    pub use crate::protocol::own_side::{Entered, Look, OwnSide};
     pub use crate::protocol::signal_word::{
         Register as SignalRegister, SignalWord, StateWord, WAITING as SIGNAL_WAITING,
     };

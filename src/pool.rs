@@ -62,6 +62,7 @@ mod idle_wait;
 mod lifetime;
 mod lifo_watch;
 mod membership;
+mod own_lists;
 pub(crate) mod per_core;
 pub(crate) mod polling;
 mod post;
@@ -71,9 +72,11 @@ pub(crate) mod registry;
 mod resize;
 pub(crate) mod seam;
 mod shared;
+mod silent;
 pub(crate) mod stats;
 pub(crate) mod stop;
 pub(crate) mod strands;
+mod take_out;
 mod worker;
 
 pub use census::StrandInfo;
@@ -83,6 +86,7 @@ pub use error::{DeliveryError, DestroyError, PinError, PoolError, PostError, Res
 pub use handle::Pool;
 pub use resize::free_cores;
 pub use stats::CoreStats;
+pub use take_out::SilentCore;
 
 use crate::atomics::Ordering::SeqCst;
 use crate::platform::instant::Instant;

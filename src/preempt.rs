@@ -128,6 +128,7 @@ const RETRY_DIVISOR: u64 = 16;
 /// cannot preempt never calls it.
 pub fn on_tick() -> Tick {
     let Some((shared, me)) = current::interrupted_worker() else { return Tick::Continue };
+    shared.answer_ping(me);
     let slice = shared.slice_ticks();
     if slice == 0 {
         return Tick::Continue;

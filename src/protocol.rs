@@ -11,6 +11,7 @@
 //! | [`actor_schedule`] | an actor's one word: its message list and its schedule flag | `loom_actor` | `actor`, `event_loop` |
 //! | [`async_state`] | an async task's state word: queued, polled, done, cancelled, references | `loom_task` | `executor` |
 //! | [`loop_handoff`] | who drains an event loop's queue, and when the drainer may leave | `loom_event_loop` | `event_loop` |
+//! | [`own_side`] | who may touch a core's own queues: the core, or the core that takes it out once it stops answering | `loom_own_side` | the pool |
 //! | [`core_hints`] | a hint per core that fibres or stealable tasks may wait there, so idle cores look only where one is raised | `loom_core_hints` | the mailboxes, the pool's stealing |
 //! | [`join_frame`] | a fork-join job changing hands between its owner and a thief | `loom_join` | `join`, the pool's stealing |
 //! | [`lifo_slot`] | a core's LIFO slot, and stealing a task that sat there | `loom_lifo` | the pool |
@@ -28,6 +29,7 @@ pub mod core_hints;
 pub mod join_frame;
 pub mod lifo_slot;
 pub mod loop_handoff;
+pub mod own_side;
 pub mod signal_word;
 pub mod urgent_mark;
 // With feature trace, and in tests and loom models without it.

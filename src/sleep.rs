@@ -368,6 +368,13 @@ impl SleepState {
         SpellStats::add(&self.spell_stats[core].shared_writes, n.into());
     }
 
+    /// Whether core `core` is awake: searching or running tasks, in no
+    /// step of a sleep.
+    pub fn is_awake(&self, core: usize) -> bool {
+        use crate::atomics::Ordering::Relaxed;
+        self.states[core].state.load(Relaxed) == AWAKE
+    }
+
     /// A snapshot of the counters.
     #[inline]
     pub fn counters(&self) -> SleepCounters {

@@ -529,8 +529,11 @@ unsafe impl Platform for HostPlatform {
             // A thread outside every machine (a stand-in interrupt source)
             // may wake a strand too: it has no machine to tick, and the
             // core sees the strand at its next tick.
+            // The first ask of a machine whose pools do not preempt (a
+            // silent-core watch's ping) starts its ticker.
             MEMBERSHIP.with_borrow(|membership| {
                 if let Some(m) = membership {
+                    preempt::start_ticker(&m.machine);
                     preempt::request_tick_on(&m.machine, core);
                 }
             });

@@ -19,6 +19,7 @@ pub struct Config {
     pub(crate) poller: Option<fn() -> bool>,
     pub(crate) on_deadlock: super::OnDeadlock,
     pub(crate) quiet_report: Option<Duration>,
+    pub(crate) silent_core_after: Option<Duration>,
     pub(crate) time_slice: Option<Duration>,
     pub(crate) offer_spawns: bool,
     pub(crate) mailboxes: Mailboxes,
@@ -86,6 +87,20 @@ impl Config {
     /// The longest [`Config::report_quiet_after`] a pool accepts.
     pub const MAX_QUIET_REPORT: Duration = Duration::from_secs(24 * 3600);
 
+    /// The shortest [`Config::silent_core_after`] a pool accepts.
+    pub const MIN_SILENT_CORE_AFTER: Duration = Duration::from_millis(20);
+
+    /// The longest [`Config::silent_core_after`] a pool accepts.
+    pub const MAX_SILENT_CORE_AFTER: Duration = Duration::from_secs(3600);
+
+    /// The default [`Config::silent_core_after`]: 1 s on bare metal, long
+    /// enough that a core of an emulated machine whose thread waits for a
+    /// busy host's CPU is not taken for silent (a board whose longest
+    /// masked section is known can ask for far less); off on the host,
+    /// whose cores are threads the host may hold off for longer still.
+    pub const DEFAULT_SILENT_CORE_AFTER: Option<Duration> =
+        if cfg!(feature = "std") { None } else { Some(Duration::from_secs(1)) };
+
     /// The defaults: every core of the machine, 32 search rounds before a
     /// core gets sleepy, the deep idle tier after 1 ms asleep, stop when
     /// quiescent, fail on a deadlock, and keep spawns on the spawning core.
@@ -98,6 +113,7 @@ impl Config {
             poller: None,
             on_deadlock: super::OnDeadlock::Fail,
             quiet_report: None,
+            silent_core_after: Self::DEFAULT_SILENT_CORE_AFTER,
             time_slice: None,
             offer_spawns: false,
             mailboxes: Mailboxes::Auto,
@@ -192,6 +208,23 @@ impl Config {
         self
     }
 
+    /// How long a core of the pool may leave a ping unanswered (keep its
+    /// interrupts masked) before the pool gives it up and takes it out,
+    /// moving the work queued for it to its other cores; `None` never
+    /// does. Only on a platform that can preempt
+    /// ([`platform::can_preempt`](crate::platform::can_preempt)), whose
+    /// timer interrupt answers the pings; elsewhere the setting is
+    /// ignored. The strand it runs is lost with it, and
+    /// [`Pool::silent_cores`](super::Pool::silent_cores) reports it
+    /// (`docs/guarantees.md`, "A core that stops answering"). Default
+    /// [`Config::DEFAULT_SILENT_CORE_AFTER`]; between
+    /// [`Config::MIN_SILENT_CORE_AFTER`] and
+    /// [`Config::MAX_SILENT_CORE_AFTER`], or building the pool fails.
+    pub const fn silent_core_after(mut self, bound: Option<Duration>) -> Self {
+        self.silent_core_after = bound;
+        self
+    }
+
     /// Preempt strands: a strand that has run for `slice` without blocking
     /// or yielding, while other work waits for its core, is made to yield
     /// by the core's timer interrupt, and resumes later where it stopped,
@@ -261,6 +294,11 @@ impl Config {
             if self.stop_when_quiescent {
                 return Err(super::PoolError::QuietReportWhenStopping);
             }
+        }
+        if let Some(bound) = self.silent_core_after
+            && !(Self::MIN_SILENT_CORE_AFTER..=Self::MAX_SILENT_CORE_AFTER).contains(&bound)
+        {
+            return Err(super::PoolError::SilentCoreBoundOutOfRange { bound });
         }
         if let Some(slice) = self.time_slice {
             if !(Self::MIN_TIME_SLICE..=Self::MAX_TIME_SLICE).contains(&slice) {

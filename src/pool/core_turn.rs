@@ -7,8 +7,9 @@
 //! Strands are named here by their control block's task header, which is
 //! where every control block starts.
 
-use crate::atomics::unmodelled::AtomicU64;
+use crate::atomics::unmodelled::{AtomicPtr, AtomicU32, AtomicU64};
 use crate::context::Context;
+use crate::protocol::own_side::OwnSide;
 use crate::protocol::urgent_mark::UrgentMark;
 use crate::task::Task;
 use core::cell::UnsafeCell;
@@ -30,12 +31,15 @@ pub(crate) enum TurnEnd {
 
 /// One core's turn. The cells are touched only by the core itself (the
 /// strand running there counts as that core); the atomics are the time
-/// slice, read by the core's tick and by wakers anywhere.
+/// slice, read by the core's tick and by wakers anywhere, and what the
+/// pool's watch for silent cores reads (`super::silent`).
 pub(crate) struct CoreTurn {
     /// Where the core's loop is saved while a strand runs.
     pub(crate) loop_context: UnsafeCell<Context>,
-    /// The running strand's task header, or null between strands.
-    pub(crate) running: UnsafeCell<*mut Task>,
+    /// The running strand's task header, or null between strands. Written
+    /// only by the core (relaxed: a plain store); read by the core, and by
+    /// the watch that names the strand a silent core was running.
+    pub(crate) running: AtomicPtr<Task>,
     /// How the last strand to leave the core left it.
     pub(crate) end: UnsafeCell<TurnEnd>,
     /// Whether other strands of the running strand's fibre were runnable
@@ -53,6 +57,12 @@ pub(crate) struct CoreTurn {
     /// that outranks it leaves, so that the next tick preempts at once
     /// (`crate::protocol::urgent_mark`).
     pub(crate) urgent: UrgentMark,
+    /// Who may touch the core's pinned queue and private queue: the core,
+    /// or the core that took it out of the pool (`crate::protocol::own_side`).
+    pub(crate) own_side: OwnSide,
+    /// How many pings the core answered (`super::silent`): written only by
+    /// the core, in its timer interrupt's call into roving.
+    pub(crate) answered: AtomicU32,
 }
 
 // SAFETY: the cells are touched only by their own core (module docs); the
@@ -63,12 +73,14 @@ impl CoreTurn {
     pub(crate) const fn new() -> Self {
         Self {
             loop_context: UnsafeCell::new(Context::empty()),
-            running: UnsafeCell::new(ptr::null_mut()),
+            running: AtomicPtr::new(ptr::null_mut()),
             end: UnsafeCell::new(TurnEnd::Blocked),
             fibre_has_more: UnsafeCell::new(false),
             handed_from: UnsafeCell::new(ptr::null_mut()),
             slice_end: AtomicU64::new(0),
             urgent: UrgentMark::new(),
+            own_side: OwnSide::new(),
+            answered: AtomicU32::new(0),
         }
     }
 }

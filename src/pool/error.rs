@@ -160,6 +160,12 @@ pub enum PoolError {
         /// The period asked for.
         period: core::time::Duration,
     },
+    /// [`Config::silent_core_after`](super::Config::silent_core_after)
+    /// outside [`Config::MIN_SILENT_CORE_AFTER`](super::Config::MIN_SILENT_CORE_AFTER)..=[`Config::MAX_SILENT_CORE_AFTER`](super::Config::MAX_SILENT_CORE_AFTER).
+    SilentCoreBoundOutOfRange {
+        /// The bound asked for.
+        bound: core::time::Duration,
+    },
     /// [`Config::report_quiet_after`](super::Config::report_quiet_after)
     /// on a pool that stops when quiescent: such a pool reports a deadlock
     /// as soon as it is quiet ([`OnDeadlock`](super::OnDeadlock)).
@@ -191,6 +197,8 @@ error_messages! {
             "a time slice of {slice:?} asked for; it must be between {:?} and {:?}", super::Config::MIN_TIME_SLICE, super::Config::MAX_TIME_SLICE;
         Self::QuietReportOutOfRange { period } =>
             "a quiet report after {period:?} asked for; it must be between {:?} and {:?}", super::Config::MIN_QUIET_REPORT, super::Config::MAX_QUIET_REPORT;
+        Self::SilentCoreBoundOutOfRange { bound } =>
+            "a silent core given up after {bound:?} asked for; it must be between {:?} and {:?}", super::Config::MIN_SILENT_CORE_AFTER, super::Config::MAX_SILENT_CORE_AFTER;
         Self::QuietReportWhenStopping =>
             "a quiet report asked for on a pool that stops when quiescent, which reports a deadlock as soon as it is quiet; build it with stop_when_quiescent(false)";
         Self::NotOnAMachine =>
@@ -287,6 +295,12 @@ pub enum ResizeError {
         /// The index given.
         core: usize,
     },
+    /// The core stopped answering and was taken out of the pool while the
+    /// call waited for it to leave ([`Pool::silent_cores`](super::Pool::silent_cores)).
+    TakenOut {
+        /// The index given.
+        core: usize,
+    },
     /// A pool keeps at least one core; destroy it instead.
     LastCore,
     /// The call was made by a task (not a strand) on the core it removes,
@@ -316,6 +330,7 @@ error_messages! {
         Self::AlreadyMember { core } => "core {core} is already in this pool";
         Self::NotAMember { core } => "core {core} is not in this pool";
         Self::RunsMain { core } => "core {core} runs the pool's main and cannot leave";
+        Self::TakenOut { core } => "core {core} stopped answering and was taken out of the pool";
         Self::LastCore => "a pool keeps at least one core";
         Self::OnThatCore { core } =>
             "a task on core {core} cannot remove it; call from a strand or another core";

@@ -44,6 +44,14 @@ pub enum FailureKind {
     /// at a preemption point and its stack abandoned (`docs/preemption.md`).
     /// The cancel's intended effect, so it is never passed up.
     Interrupted,
+    /// Its core stopped answering (kept its interrupts masked past the
+    /// pool's [`Config::silent_core_after`](super::Config::silent_core_after))
+    /// and was taken out of the pool: the strand is lost with it, and never
+    /// runs again.
+    CoreSilent {
+        /// The core.
+        core: usize,
+    },
 }
 
 /// Where a panic happened.
@@ -207,6 +215,9 @@ impl fmt::Display for Failure {
             }
             FailureKind::Deadlock { .. } => f.write_str(" deadlocked")?,
             FailureKind::Interrupted => f.write_str(" was cancelled while computing and stopped")?,
+            FailureKind::CoreSilent { core } => {
+                write!(f, " was lost with core {core}, which stopped answering")?
+            }
         }
         if let Some(location) = &self.location {
             write!(f, " at {location}")?;

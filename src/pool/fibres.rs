@@ -32,6 +32,7 @@ impl Shared {
     /// holds its private state (its timer interrupt, over a strand outside
     /// roving's code).
     pub(crate) unsafe fn has_work_for(&self, me: usize) -> bool {
+        let _lists = self.own_lists(me);
         // SAFETY: per the contract.
         let local = unsafe { self.local(me) };
         // SAFETY: per the contract.
@@ -54,6 +55,7 @@ impl Shared {
     /// counts the turn.
     #[inline]
     pub(crate) fn continues_in_place(&self, me: usize) -> bool {
+        let _lists = self.own_lists(me);
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it.
         let local = unsafe { self.local(me) };
@@ -83,6 +85,7 @@ impl Shared {
         is_fibre: impl FnOnce(NonNull<Task>) -> bool,
         ready: impl FnOnce() -> bool,
     ) -> Option<NonNull<Task>> {
+        let _lists = self.own_lists(me);
         // SAFETY: we are core `me`, inside a task; the loop holds no
         // reference to its `Local` across it.
         let local = unsafe { self.local(me) };
@@ -133,6 +136,7 @@ impl Shared {
         is_fibre: impl FnOnce(NonNull<Task>) -> bool,
         ready: impl FnOnce() -> bool,
     ) -> Option<AfterPreemption> {
+        let _lists = self.own_lists(me);
         // SAFETY: we are core `me`.
         let core = unsafe { self.own_core(me) };
         let slot = &core.lifo;

@@ -81,6 +81,8 @@ impl Shared {
         if !local.waiting_idle || self.stopped() || self.is_leaving(me) {
             return false;
         }
+        // Inside the loop's section, which its sleep keeps open.
+        let _lists = self.own_lists(me);
         if pinned {
             // SAFETY: the task is ours to give (the contract).
             unsafe { local.pinned.push_back(task) };

@@ -150,6 +150,7 @@ impl Shared {
         // SAFETY: as above.
         let stats = &unsafe { self.own_core(me) }.stats;
         if to == me {
+            let _lists = self.own_lists(me);
             // SAFETY: the task is ours to give.
             unsafe { local.pinned.push_back(task) };
         } else {
@@ -203,6 +204,8 @@ impl Shared {
             self.announce_for(me, 1);
             return;
         }
+        // The slot is taken with the lists when the core is taken out.
+        let _lists = self.own_lists(me);
         // SAFETY: we are core `me`, the slot's owner; the task is ours.
         if let Some(previous) = unsafe { self.own_core(me).lifo.put(task) } {
             // SAFETY: as in `post_from`.
@@ -224,6 +227,7 @@ impl Shared {
             self.inject(task, Some(me));
             return;
         }
+        let _lists = self.own_lists(me);
         // SAFETY: we are core `me`, inside a task (the fibre's); the loop
         // holds no reference to its `Local` across it.
         let local = unsafe { self.local(me) };

@@ -164,8 +164,13 @@ impl Pool {
         if !shared.sleep.wake(core, ring) {
             ring(core);
         }
-        // The core gives itself back once it is off the loop.
-        wait_until(in_strand, || !core_owners::holds(core, shared));
+        // The core gives itself back once it is off the loop, unless it
+        // stops answering first and the pool takes it out (`super::take_out`).
+        let taken_out = || shared.cores[core].turn.own_side.is_evicted();
+        wait_until(in_strand, || !core_owners::holds(core, shared) || taken_out());
+        if core_owners::holds(core, shared) {
+            return Err(ResizeError::TakenOut { core });
+        }
         Ok(())
     }
 }

@@ -312,6 +312,14 @@ impl<'a> PoolRef<'a> {
         !self.0.config.reuse_stopped_stacks
     }
 
+    /// Counts an answer to a ping of the watch for silent cores, on core
+    /// `me`, the calling core, in its timer interrupt; never returns on a
+    /// core taken out of the pool (`super::silent`).
+    #[inline]
+    pub(crate) fn answer_ping(self, me: usize) {
+        self.0.answer_ping(me)
+    }
+
     /// The time slice in platform ticks, or 0 for a cooperative pool.
     #[inline]
     pub(crate) fn slice_ticks(self) -> u64 {

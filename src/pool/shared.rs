@@ -167,6 +167,10 @@ pub(crate) struct Shared {
     pub(super) deadlocks_failed: AtomicU32,
     /// The quiet spell being watched (`quiet.rs`).
     pub(super) quiet_watch: super::quiet::QuietWatch,
+    /// The watch for cores that stop answering (`super::silent`).
+    pub(super) silent_watch: super::silent::SilentWatch,
+    /// The cores it found, as reported (`super::take_out`).
+    pub(super) silent_cores: SpinLock<alloc::vec::Vec<super::take_out::SilentCore>>,
 
     #[cfg(feature = "trace")]
     pub(super) trace: crate::trace::rings::Rings,
@@ -268,6 +272,8 @@ impl Shared {
             deadlock_pending: AtomicBool::new(false),
             deadlocks_failed: AtomicU32::new(0),
             quiet_watch: super::quiet::QuietWatch::new(),
+            silent_watch: super::silent::SilentWatch::new(slots, config.silent_core_after),
+            silent_cores: SpinLock::new(alloc::vec::Vec::new()),
             #[cfg(feature = "trace")]
             trace: crate::trace::rings::Rings::new(slots),
         };

@@ -293,6 +293,11 @@ impl Shared {
     pub(crate) unsafe fn discard_everything(&self, me: usize) -> u64 {
         let mut leftovers = TaskQueue::new();
         for core in 0..self.slots {
+            if self.cores[core].turn.own_side.is_evicted() {
+                // Taken out for not answering: what its lists held was
+                // taken then, and the core may yet come back to them.
+                continue;
+            }
             // SAFETY: no core runs (contract).
             let local = unsafe { self.local(core) };
             if let Some(task) = self.cores[core].lifo.take() {

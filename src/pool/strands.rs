@@ -22,6 +22,7 @@ use crate::atomics::unmodelled::{
     AtomicPtr, AtomicUsize, Ordering::Acquire, Ordering::Release, Ordering::SeqCst,
 };
 use crate::spin_lock::SpinLock;
+use crate::strand::id::StrandId;
 use crate::task::Task;
 use alloc::vec::Vec;
 use core::ptr::{self, NonNull};
@@ -46,6 +47,16 @@ pub(crate) struct StrandOps {
     pub(crate) cancel: fn(NonNull<Task>),
     /// Adds the blocked strands of its subtree to a deadlock report.
     pub(crate) waiting: fn(NonNull<Task>, &mut Vec<Waiter>),
+    /// The strand's id.
+    pub(crate) id: fn(NonNull<Task>) -> StrandId,
+    /// Fails the strand that core `core` ran when it was taken out of the
+    /// pool, on its behalf (`super::take_out`).
+    ///
+    /// # Safety
+    ///
+    /// The strand is the one the core was running, and the core touches
+    /// none of its state again.
+    pub(crate) lose: unsafe fn(NonNull<Task>, usize),
 }
 
 /// A pool's strands (module docs).
@@ -92,6 +103,24 @@ impl Strands {
     /// strand ever spawned here, none does.
     pub(crate) fn runs_strands(&self, task: NonNull<Task>) -> bool {
         self.ops().is_some_and(|ops| (ops.runs_strands)(task))
+    }
+
+    /// The id of `strand`, the one a core runs (a pool that runs strands
+    /// has the ops).
+    pub(crate) fn id_of(&self, strand: NonNull<Task>) -> Option<StrandId> {
+        self.ops().map(|ops| (ops.id)(strand))
+    }
+
+    /// Fails `strand`, lost with core `core` ([`StrandOps::lose`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`StrandOps::lose`].
+    pub(crate) unsafe fn lose(&self, strand: NonNull<Task>, core: usize) {
+        if let Some(ops) = self.ops() {
+            // SAFETY: per the contract.
+            unsafe { (ops.lose)(strand, core) };
+        }
     }
 
     /// Strands alive now.

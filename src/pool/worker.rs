@@ -72,10 +72,17 @@ pub(crate) fn work(shared: &Shared, me: usize) {
 /// caller runs `main` first). On bare metal it runs under the catch point
 /// that contains a failed poll (`super::contain`).
 pub(crate) fn work_entered(shared: &Shared, me: usize) {
+    // The loop holds its core's own-lists section open between tasks and
+    // while it sleeps (`super::own_lists`); a loop restarted after a
+    // failed poll opens it again.
+    let open_and_work = || {
+        let _lists = shared.own_lists(me);
+        work_loop(Here::new(shared, me));
+    };
     #[cfg(not(feature = "std"))]
-    super::contain::run_loop(me, || work_loop(Here::new(shared, me)));
+    super::contain::run_loop(me, open_and_work);
     #[cfg(feature = "std")]
-    work_loop(Here::new(shared, me));
+    open_and_work();
 }
 
 /// The loop's core and its parts of the pool, found once, not on every
@@ -116,6 +123,7 @@ fn work_loop(here: Here<'_>) {
         }
         let mut idle = shared.sleep.start_looking(me);
         let mut watched = false;
+        let mut silent_watcher = false;
         let found = loop {
             if here.done() {
                 break None;
@@ -129,6 +137,7 @@ fn work_loop(here: Here<'_>) {
                 slept_at: None,
                 deep: false,
                 watched: false,
+                silent_watcher: false,
                 #[cfg(feature = "trace")]
                 claim: None,
             };
@@ -143,8 +152,12 @@ fn work_loop(here: Here<'_>) {
                 );
             }
             watched |= sleeper.watched;
+            silent_watcher |= sleeper.silent_watcher;
         };
         shared.sleep.work_found(idle);
+        if silent_watcher {
+            shared.end_silent_watch(me);
+        }
         if let Some(task) = found {
             if watched && shared.timers.armed() {
                 hand_off_watch(shared, me);
@@ -202,7 +215,7 @@ fn run_task(here: Here<'_>, task: NonNull<Task>) {
         // Winding down runs only strands (`super::shared`, "Stopping").
         stats::add(&part.stats.discarded, 1);
         // SAFETY: the task was taken from one of our lists, so it is ours.
-        unsafe { Task::call(task, Action::Discard, cache) };
+        shared.own_lists_closed_during(me, || unsafe { Task::call(task, Action::Discard, cache) });
         return;
     }
     stats::add(&part.stats.tasks_run, 1);
@@ -213,15 +226,13 @@ fn run_task(here: Here<'_>, task: NonNull<Task>) {
             // SAFETY: the task was taken from one of our lists, so it is ours.
             unsafe { Task::call(task, Action::Run, cache) }
         });
-        if let Err(payload) = std::panic::catch_unwind(call) {
+        if let Err(payload) = shared.own_lists_closed_during(me, || std::panic::catch_unwind(call)) {
             shared.task_panicked(payload, || {});
         }
     }
     #[cfg(not(feature = "std"))]
     // SAFETY: the task was taken from one of our lists, so it is ours.
-    unsafe {
-        Task::call(task, Action::Run, cache)
-    };
+    shared.own_lists_closed_during(me, || unsafe { Task::call(task, Action::Run, cache) });
     trace_point!(shared, me, crate::trace::event::TraceEvent::TaskEnd);
     offer_surplus(shared, me);
 }
@@ -304,7 +315,7 @@ fn find_work_further(shared: &Shared, me: usize) -> Option<NonNull<Task>> {
     if let Some(poll) = shared.config.poller
         && !shared.polling.swap(true, Acquire)
     {
-        let made_work = poll();
+        let made_work = shared.own_lists_closed_during(me, poll);
         shared.polling.store(false, Release);
         if made_work {
             return find_work_further(shared, me);
@@ -516,6 +527,9 @@ struct CoreSleeper<'a> {
     deep: bool,
     /// Whether it watched the deadlines in a sleep of this round.
     watched: bool,
+    /// Whether it became the pool's watcher for silent cores in a sleep
+    /// of this round (`super::silent`).
+    silent_watcher: bool,
     /// The claim that ended its sleep, if a waker's did.
     #[cfg(feature = "trace")]
     claim: Option<u32>,
@@ -567,6 +581,7 @@ impl Sleeper for CoreSleeper<'_> {
         self.slept_at = Some(Instant::now());
         self.shared.check_quiescence();
         self.shared.begin_quiet_watch(self.me);
+        self.silent_watcher |= self.shared.begin_silent_watch(self.me);
     }
 
     /// Waits in the light tier, then the deep one; the timer watcher wakes
@@ -579,6 +594,11 @@ impl Sleeper for CoreSleeper<'_> {
         if let Some(quiet) = self.shared.quiet_deadline(self.me) {
             timer = Some(timer.map_or(quiet, |timer| timer.min(quiet)));
         }
+        if self.silent_watcher
+            && let Some(look) = self.shared.silent_watch_deadline(self.me)
+        {
+            timer = Some(timer.map_or(look, |timer| timer.min(look)));
+        }
         let (depth, until) = if !self.deep && Instant::now() < deep_at {
             (Depth::Light, Some(timer.map_or(deep_at, |timer| timer.min(deep_at))))
         } else {
@@ -590,5 +610,8 @@ impl Sleeper for CoreSleeper<'_> {
         unsafe { self.shared.wait_idle(self.me, || platform::wait_for_event(depth, until)) };
         self.watched |= timers.unwatch(self.me);
         self.shared.quiet_woke(self.me);
+        if self.silent_watcher {
+            self.shared.silent_watch_woke(self.me);
+        }
     }
 }

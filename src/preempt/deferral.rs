@@ -27,13 +27,32 @@ use core::ptr::{self, NonNull};
 /// pay nothing else for preemption.
 static PREEMPTING_POOLS: AtomicUsize = AtomicUsize::new(0);
 
-/// Whether any pool with a time slice exists. While none does, no tick
-/// can preempt anything, so a platform's interrupt exit may skip asking
-/// [`on_tick`](crate::preempt::on_tick) (a tick it skips is one roving
-/// asked for earlier, from a pool that has gone).
+/// Pings of silent-core watches not yet answered, with those of cores
+/// given up for good (`crate::pool`'s `silent` watch): their answer comes
+/// through [`on_tick`](crate::preempt::on_tick), which the platform must
+/// then call.
+static PINGS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any pool with a time slice exists, or a ping of a pool's watch
+/// for silent cores waits for its answer. While neither does, no tick can
+/// preempt anything and none is awaited, so a platform's interrupt exit
+/// may skip asking [`on_tick`](crate::preempt::on_tick) (a tick it skips
+/// is one roving asked for earlier, from a pool that has gone).
 #[inline]
 pub fn any_pool_preempts() -> bool {
-    PREEMPTING_POOLS.load(Relaxed) != 0
+    PREEMPTING_POOLS.load(Relaxed) != 0 || PINGS.load(Relaxed) != 0
+}
+
+/// A watch sent a ping (counted until [`pings_settled`]).
+pub(crate) fn ping_sent() {
+    PINGS.fetch_add(1, Relaxed);
+}
+
+/// `n` pings were answered, or their pool has gone.
+pub(crate) fn pings_settled(n: usize) {
+    if n > 0 {
+        PINGS.fetch_sub(n, Relaxed);
+    }
 }
 
 /// Counts a pool with a time slice in [`PREEMPTING_POOLS`] for as long as

@@ -237,3 +237,42 @@ mod host {
         Box::new(Failure::new(FailureKind::Panicked, message.unwrap_or(noted_message), location, strand))
     }
 }
+
+/// Fails strand `me`, which runs on core `core` of its pool, on its
+/// behalf: the core stopped answering and was taken out of the pool
+/// (`crate::pool`'s `take_out`), so the strand never runs again. Its
+/// joiner gets [`FailureKind::CoreSilent`], mutexes it held are poisoned
+/// and released as for a failed strand, and it leaves the tree, so the
+/// frame it was spawned in can end. Its stack, its fibre and its control
+/// block stay as they are: the silent core may still be running on them.
+/// Returns `false`, doing nothing, if the strand was already finishing.
+///
+/// # Safety
+///
+/// `me` is the strand core `core` was running when it was taken out,
+/// and that core touches none of the strand's state again (it parks at
+/// its next interrupt or call into the pool's queues).
+pub(crate) unsafe fn lose(me: core::ptr::NonNull<Header>, core: usize) -> bool {
+    use super::control::flags::FINISHING;
+    use crate::atomics::unmodelled::Ordering::SeqCst;
+    // SAFETY: the strand's header, live while it is not released, which
+    // only its core's loop does once it has finished (it never will).
+    let header = unsafe { me.as_ref() };
+    if header.flags.fetch_or(FINISHING, SeqCst) & FINISHING != 0 {
+        return false;
+    }
+    let failure = Box::new(Failure::new(
+        FailureKind::CoreSilent { core },
+        String::from("its core kept interrupts masked past the pool's bound and was taken out of the pool"),
+        None,
+        Some(header.id),
+    ));
+    // SAFETY: the strand will not touch its lock list or its payload again
+    // (contract), so we stand in for it as it finishes.
+    unsafe {
+        super::lock::release_held(me, true);
+        Header::fail(me, failure);
+    }
+    super::scheduler::publish_end(me);
+    true
+}

@@ -36,6 +36,10 @@ pub(crate) static STRAND_OPS: StrandOps = StrandOps {
     waiting: |strand, waiting| {
         tree::visit_subtree(Header::from_task(strand), &mut |header| waiting.extend(waiter(header)))
     },
+    // SAFETY: a core's running strand, whose block lives while it runs.
+    id: |strand| unsafe { Header::from_task(strand).as_ref() }.id,
+    // SAFETY: per `StrandOps::lose`, the caller's contract.
+    lose: |strand, core| _ = unsafe { super::failure::lose(Header::from_task(strand), core) },
 };
 
 /// The control block of a strand the pool holds a reference to.

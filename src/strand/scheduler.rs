@@ -69,7 +69,7 @@ pub(crate) fn current() -> Option<NonNull<Header>> {
 #[inline]
 pub(crate) fn running_on(shared: PoolRef<'_>, core: usize) -> Option<NonNull<Header>> {
     // SAFETY: the calling core's own slot (contract).
-    NonNull::new(unsafe { *shared.own_turn(core).running.get() }).map(Header::from_task)
+    NonNull::new(unsafe { shared.own_turn(core) }.running.load(Relaxed)).map(Header::from_task)
 }
 
 /// Switches from the running strand back to its core's scheduler, or
@@ -123,7 +123,7 @@ unsafe fn switch_out(shared: PoolRef<'_>, me: usize, outcome: TurnEnd) {
     // SAFETY: the caller's contract: `me` is the calling core.
     let core = unsafe { shared.own_turn(me) };
     // SAFETY: our core's slot; the caller is its current strand.
-    let strand: *mut Header = unsafe { *core.running.get() }.cast();
+    let strand: *mut Header = core.running.load(Relaxed).cast();
     // SAFETY: our core's slots.
     let message = unsafe {
         *core.end.get() = outcome;
@@ -160,7 +160,7 @@ pub(crate) fn yield_running() -> bool {
     let core = unsafe { shared.own_turn(me) };
     // SAFETY: our core's slot: the strand it runs, if it runs one, and
     // then that is us (code outside strands runs with it null).
-    let strand: *mut Header = unsafe { *core.running.get() }.cast();
+    let strand: *mut Header = core.running.load(Relaxed).cast();
     if strand.is_null() {
         return false;
     }
@@ -231,6 +231,20 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
             unsafe { Header::fail(me, failure) };
         }
     }
+    publish_end(me);
+    // SAFETY: we are the running strand, finished.
+    unsafe { suspend(TurnEnd::Finished) };
+    unreachable!("a finished strand is never resumed");
+}
+
+/// The end of [`finish`] that others may see: marks strand `me` done,
+/// stops counting it, takes it out of the tree, wakes its joiner and
+/// passes an unclaimed failure up. Called by the strand itself as it
+/// finishes, or on its behalf for a strand lost with its core
+/// (`super::failure::lose`), which never runs again.
+pub(crate) fn publish_end(me: NonNull<Header>) {
+    // SAFETY: the strand's header, live until its own reference is dropped.
+    let header = unsafe { me.as_ref() };
     let before = header.flags.fetch_or(flags::DONE, SeqCst);
     let failed = before & flags::FAILED != 0;
     // Stopped by a cancel from above: that failure is what was asked for.
@@ -265,9 +279,6 @@ pub(crate) fn finish(me: NonNull<Header>) -> ! {
         // A fibre with strands is held by a live pool.
         header.fibre.pool().fail(unclaimed);
     }
-    // SAFETY: we are the running strand, finished.
-    unsafe { suspend(TurnEnd::Finished) };
-    unreachable!("a finished strand is never resumed");
 }
 
 /// Moves a blocked strand's state to `cause`, if a wait it is in may be
@@ -440,8 +451,8 @@ pub(crate) fn run_fibre(fibre: &'static Fibre, action: Action) {
         context::resume(strand.as_ref().context.get(), core.loop_context.get());
         // Whichever strand came back: the one resumed, or the last of
         // those that handed the core on (`hand_off`).
-        let back = *core.running.get();
-        *core.running.get() = ptr::null_mut();
+        let back = core.running.load(Relaxed);
+        core.running.store(ptr::null_mut(), Relaxed);
         if shared.slice_ticks() != 0 {
             core.urgent.running(None);
         }
@@ -521,7 +532,7 @@ pub(super) unsafe fn enter(
         // Named before the tick is asked for: a tick that comes before the
         // switch must find the strand (deferring, so it asks again), or it
         // would take the core for idle and ask for no tick at all.
-        *core.running.get() = Header::task(strand).as_ptr();
+        core.running.store(Header::task(strand).as_ptr(), Relaxed);
         *core.fibre_has_more.get() = more;
         if shared.slice_ticks() != 0 {
             core.urgent.running(Some(header.priority.load(Relaxed)));

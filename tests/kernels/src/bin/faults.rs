@@ -53,6 +53,15 @@
 //!   get the report of a deadlock across 2 pools, with the ring, and the
 //!   first one's run fails with it. Before, both waited for ever (a pool
 //!   does not call itself deadlocked while another holds cores). Passes.
+//! - `silent-core`: a strand on core 2 masks its interrupts and spins,
+//!   after 16 tasks were posted to core 2 and with a strand pinned there
+//!   blocked on an event that is set meanwhile. Within the pool's bound
+//!   (100 ms here) and two scans, core 2 is reported silent, with the strand it
+//!   ran, and taken out: the 16 tasks and the woken strand run on other
+//!   cores, a post to core 2 is refused, and strands computing on the
+//!   other cores finish. Then the spinning strand unmasks and yields: its
+//!   core parks for good (it never runs the strand on), and the pool ends
+//!   without it. Before, the tasks and the woken strand waited for ever.
 #![no_std]
 #![no_main]
 
@@ -80,8 +89,9 @@ fn main() {
         "async-mutex" => async_mutex(),
         "handler" => handler_fault(),
         "two-pools" => two_pools(),
+        "silent-core" => silent_core(),
         other => panic!(
-            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault, join-half, async-mutex, handler or two-pools"
+            "faults.case={other}: expected console, lost-core, oom, strand-fault, task-fault, join-half, async-mutex, handler, two-pools or silent-core"
         ),
     }
     pass("faults");
@@ -581,4 +591,104 @@ fn two_pools() {
     assert_eq!(second.deadlock().as_ref(), Some(report), "the second pool got the same report");
     second.destroy().expect("the second pool ends");
     println!("faults: two pools' strands waiting on each other were reported to both: {failure}");
+}
+
+/// Set by the strand that goes silent once its interrupts are masked.
+static SILENT: AtomicBool = AtomicBool::new(false);
+/// Set to let it unmask them again.
+static ANSWER_AGAIN: AtomicBool = AtomicBool::new(false);
+/// Set if it ever runs on after unmasking (its core should park first).
+static RAN_ON: AtomicBool = AtomicBool::new(false);
+/// Tasks posted to the silent core that ran.
+static POSTED_RAN: AtomicUsize = AtomicUsize::new(0);
+
+fn silent_core() {
+    use alloc::sync::Arc;
+    use roving::sync::Event;
+    const SILENT_CORE: usize = 2;
+    // The bound the case states; the default (1 s) leaves room for a
+    // loaded host.
+    const SILENT_AFTER: Duration = Duration::from_millis(100);
+    const POSTS: usize = 16;
+    assert!(platform::core_count() >= 4, "silent-core needs 4 cores");
+    let config = roving::Config::new().mailboxes(roving_test_kernels::mailboxes_asked());
+    let pool = roving::Pool::with_config(config.silent_core_after(Some(SILENT_AFTER)))
+        .expect("a pool of every core");
+    pool.run(|| {
+        let pool = roving::Pool::current().expect("in the pool");
+        let event = Arc::new(Event::new());
+        let pinned = {
+            let event = event.clone();
+            pool.spawn_strand_on(SILENT_CORE, move || {
+                event.wait().expect("the event");
+                platform::current_core()
+            })
+            .expect("a strand pinned to the silent core")
+        };
+        // Let the pinned strand block before its core goes silent.
+        roving::strand::sleep(Duration::from_millis(5)).expect("a sleep");
+        let silent = pool
+            .spawn_strand_on(SILENT_CORE, || {
+                platform::without_interrupts(|| {
+                    SILENT.store(true, SeqCst);
+                    while !ANSWER_AGAIN.load(SeqCst) {
+                        core::hint::spin_loop();
+                    }
+                });
+                let _ = roving::strand::yield_now();
+                RAN_ON.store(true, SeqCst);
+            })
+            .expect("the strand that goes silent");
+        wait_until_quietly(|| SILENT.load(SeqCst), Duration::from_secs(2));
+        assert!(SILENT.load(SeqCst), "the strand never started on core {SILENT_CORE}");
+        let began = Instant::now();
+        for _ in 0..POSTS {
+            pool.post(SILENT_CORE, || _ = POSTED_RAN.fetch_add(1, SeqCst)).expect("a post to the silent core");
+        }
+        event.set();
+        let busy = busy_strands();
+        // The bound, two scans, and room for a loaded host.
+        let silent_seen = || !pool.silent_cores().is_empty();
+        sleep_until_done(silent_seen, Duration::from_secs(5));
+        let found_after = began.elapsed();
+        let reports = pool.silent_cores();
+        let [report] = reports.as_slice() else { panic!("silent cores: {reports:?}") };
+        assert_eq!(report.core, SILENT_CORE, "{report}");
+        assert!(report.taken_out, "{report}");
+        assert_eq!(report.strand, Some(silent.id()), "{report}");
+        assert!(report.silent_for >= SILENT_AFTER, "{report}");
+        sleep_until_done(|| POSTED_RAN.load(SeqCst) == POSTS, Duration::from_secs(2));
+        assert_eq!(POSTED_RAN.load(SeqCst), POSTS, "tasks posted to core {SILENT_CORE} were lost");
+        let woke_on = pinned.join().expect("the pinned strand, woken while its core was silent");
+        assert_ne!(woke_on, Some(SILENT_CORE));
+        match pool.post(SILENT_CORE, || {}) {
+            Err(roving::PostError::NotAMember { core, .. }) => assert_eq!(core, SILENT_CORE),
+            other => panic!("a post to the core taken out: {:?}", other.map_err(|error| alloc::format!("{error}"))),
+        }
+        for strand in busy {
+            strand.join().expect("a busy strand finishes");
+        }
+        let silent_id = silent.id();
+        match silent.join() {
+            Err(roving::strand::JoinError::Failed(failure)) => {
+                assert_eq!(failure.kind(), roving::strand::FailureKind::CoreSilent { core: SILENT_CORE }, "{failure}");
+                println!("faults: joining the lost strand: {failure}");
+            }
+            other => panic!("joining strand {silent_id}, lost with core {SILENT_CORE}: {other:?}"),
+        }
+        ANSWER_AGAIN.store(true, SeqCst);
+        roving::strand::sleep(Duration::from_millis(200)).expect("a sleep");
+        assert!(!RAN_ON.load(SeqCst), "the silent core ran its strand on after it was taken out");
+        println!("faults: {report}; found {found_after:?} after it went silent, its {POSTS} tasks and a woken strand ran elsewhere");
+    })
+    .expect("the pool's run, without its silent core");
+    println!("faults: a silent core was taken out of its pool, which ended without it");
+}
+
+/// Sleeps the calling strand in 1 ms steps until `done()` or `limit`.
+fn sleep_until_done(done: impl Fn() -> bool, limit: Duration) {
+    let start = Instant::now();
+    while !done() && start.elapsed() < limit {
+        roving::strand::sleep(Duration::from_millis(1)).expect("a sleep");
+    }
 }
