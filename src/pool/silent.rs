@@ -7,8 +7,9 @@
 //!
 //! While some core of the pool is awake and another sleeps, one sleeping
 //! core is the pool's *watcher* (the first to commit to sleep while
-//! another core was awake). It wakes every [`SCAN`] and looks at every
-//! other member that is awake:
+//! another core was awake). It wakes every *scan* (an eighth of the
+//! pool's bound, [`scan_of`]) and looks at every other member that is
+//! awake:
 //!
 //! 1. A core whose *heartbeat* (tasks run and sleeps, from its counters)
 //!    moved since the last look is busy: nothing more.
@@ -28,8 +29,9 @@
 //! A core that answers nothing for the bound has had its interrupts
 //! masked all that time: a timer interrupt is taken as soon as they are
 //! unmasked. So the bound is how long a core may keep them masked before
-//! it is given up; the core is found within the bound plus two scans of
-//! its last task starting, once a core of the pool is asleep to watch.
+//! it is given up; the core is found within the bound plus two scans
+//! (a quarter of the bound) of its last task starting, once a core of the
+//! pool is asleep to watch.
 //! A pool whose every other core is busy has no watcher: its busy cores
 //! would not take the silent core's work before they idle anyway.
 //!
@@ -47,8 +49,13 @@ use crate::task::{self, IntoTask};
 use alloc::vec::Vec;
 use core::time::Duration;
 
-/// How often the watcher looks.
-pub(crate) const SCAN: Duration = Duration::from_millis(10);
+/// How often the watcher looks, for a pool whose bound is `bound`: an
+/// eighth of it, so a silent core is found within the bound and two
+/// scans, and an idle watcher wakes eight times per bound, not more (125
+/// ms apart by default), while another core is busy.
+pub(crate) fn scan_of(bound: Duration) -> Duration {
+    bound / 8
+}
 
 /// No core watches.
 const NOBODY: usize = usize::MAX;
@@ -124,8 +131,8 @@ impl Shared {
     #[cold]
     fn begin_silent_watch_of(&self, me: usize) -> bool {
         let began = self.silent_watch.watcher.compare_exchange(NOBODY, me, SeqCst, SeqCst).is_ok();
-        if began {
-            let next = (Instant::now() + SCAN).ticks();
+        if began && let Some(bound) = self.silent_watch.bound {
+            let next = (Instant::now() + scan_of(bound)).ticks();
             let _ = self.silent_watch.due.compare_exchange(NOT_DUE, next, SeqCst, SeqCst);
         }
         began
@@ -172,7 +179,7 @@ impl Shared {
             if now.ticks() < self.silent_watch.due.load(SeqCst) {
                 return;
             }
-            self.silent_watch.due.store((now + SCAN).ticks(), SeqCst);
+            self.silent_watch.due.store((now + scan_of(bound)).ticks(), SeqCst);
             for core in (0..self.slots).filter(|&core| core != me) {
                 let seen = &mut records[core];
                 if seen.retry && self.cores[core].turn.own_side.look() == Look::Taken {
@@ -238,7 +245,7 @@ impl Shared {
             }
             None => {
                 let since = *seen.since.get_or_insert(now);
-                if now.duration_since(since) >= SCAN {
+                if now.duration_since(since) >= scan_of(bound) {
                     seen.ping = Some((answered, now));
                     crate::preempt::deferral::ping_sent();
                     platform::request_tick_on(core);

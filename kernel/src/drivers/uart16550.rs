@@ -5,16 +5,17 @@
 //! counts an overrun it sees in [`OVERRUNS`]: neither may drop the other's.
 //!
 //! Turning the FIFOs on (or off) empties the receiver, and the 16550
-//! gives no way to hold a sender off meanwhile: a byte that lands in that
-//! instant is gone, unseen. Under QEMU that instant is not rare when input
-//! is piped in at boot, since the next byte tends to wait for the very
-//! register access that turns the FIFOs on. So the kernel turns them on
-//! only when the receiver is empty and no read has just asked the sender
-//! for more: at its first look, before reading anything. If a byte is
-//! already waiting (input piped in, or typed during boot), the FIFOs stay
-//! as the firmware left them, and nothing is emptied or lost; with them
-//! off, the receiver holds one byte, and the handler has one character
-//! time to read it (260 µs at the 38,400 baud set here).
+//! gives no way to hold a sender off meanwhile, nor any trace afterwards:
+//! a byte that lands in that instant is gone, uncounted. Looking at the
+//! receiver first does not close the instant (a byte may land between
+//! the look and the write), and under QEMU it is not rare when input is
+//! piped in at boot, since the next byte tends to wait for the very
+//! register access that empties the FIFO. So the kernel never changes the
+//! FIFOs' mode: with the firmware's FIFOs on, it only sets their trigger
+//! level (which empties nothing); with them off, the receiver holds one
+//! byte, and the handler has one character time to read it (260 µs at
+//! the 38,400 baud set here). A byte that comes sooner overruns it, which
+//! the UART flags and the kernel counts: nothing is lost unseen.
 
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -81,12 +82,11 @@ impl Uart16550 {
     /// `port` is the first of a 16550's eight I/O ports. A second instance
     /// may exist for an emergency report; both only ever send.
     pub(crate) unsafe fn new(port: u16) -> Self {
-        // A port with no UART behind it reads as all ones ("FIFOs on",
-        // "a byte waiting"): the writes below then reach nothing.
-        let fifos_on = read(port + INTERRUPT_ID) & FIFOS_ARE_ON == FIFOS_ARE_ON;
-        if fifos_on || read(port + LINE_STATUS) & DATA_READY == 0 {
-            // With the FIFOs on already, the enable bit is unchanged and
-            // no clearing bit is set: only the trigger level changes.
+        // A port with no UART behind it reads as all ones ("FIFOs on"):
+        // the writes below then reach nothing.
+        if read(port + INTERRUPT_ID) & FIFOS_ARE_ON == FIFOS_ARE_ON {
+            // The enable bit is unchanged and no clearing bit is set: only
+            // the trigger level changes, and nothing is emptied.
             write(port + FIFO_CONTROL, FIFOS_ON_TRIGGER_14);
         }
         // Interrupts stay off until serial input binds the line.

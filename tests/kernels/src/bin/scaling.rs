@@ -290,7 +290,10 @@ fn main() {
     println!(
         "scaling: {cores} cores, {rounds} rounds each, the cycle counter ({on}; under -icount shift=0: instructions)"
     );
-    let config = Config::new().mailboxes(mailboxes_asked()).deep_idle_after(Duration::ZERO);
+    // No watch for silent cores: its scans would wake a sleeping core
+    // between a wake and the measurement of it.
+    let config =
+        Config::new().mailboxes(mailboxes_asked()).deep_idle_after(Duration::ZERO).silent_core_after(None);
     let pool = Pool::with_config(config).expect("a pool of every core");
     pool.run(|| {
         let pool = Pool::current().expect("in the pool");
