@@ -472,7 +472,7 @@ class Cores(gdb.Command):
         turn = field(field(per_core, "turn"), "__0")
         counters = field(field(per_core, "stats"), "__0")
         counts = ", ".join(f"{name} {scalar(field(counters, name))}" for name in COUNTERS)
-        task = scalar(field(field(turn, "running"), "value"))
+        task = scalar(field(turn, "running"))
         pool = f"pool {int(shared.address):#x}"
         if task:
             strand = scalar(field(program.header(task), "id"))
