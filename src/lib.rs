@@ -223,7 +223,7 @@ pub mod loom_api {
     pub use crate::protocol::join_frame::{DONE as JOB_DONE, WakeOwner};
     pub use crate::protocol::lifo_slot::LifoSlot;
     pub use crate::protocol::loop_handoff::{Deferred, Drained, Handoff};
-    pub use crate::protocol::own_side::{Entered, Look, OwnSide};
+    pub use crate::protocol::own_side::{Look, OwnSide};
     pub use crate::protocol::signal_word::{
         Register as SignalRegister, SignalWord, StateWord, WAITING as SIGNAL_WAITING,
     };

@@ -21,7 +21,7 @@
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use roving::loom_api::{Entered, Look, OwnSide};
+use roving::loom_api::{Look, OwnSide};
 
 struct Core {
     words: OwnSide,
@@ -39,15 +39,14 @@ unsafe impl Sync for Core {}
 fn owner(core: &Core, rounds: u32) -> Vec<u32> {
     let mut pushed = Vec::new();
     for item in 0..rounds {
-        match core.words.enter() {
-            Entered::Opened => {}
-            Entered::Nested => panic!("no section is open between rounds"),
-            Entered::Evicted => break,
+        assert!(!core.words.is_open(), "no section is open between rounds");
+        if !core.words.open() {
+            break;
         }
         // SAFETY: inside an opened section.
         core.list.with_mut(|list| unsafe { (*list).push(item) });
         if item == 1 {
-            assert_eq!(core.words.enter(), Entered::Nested, "the nested enter found the section open");
+            assert!(core.words.is_open(), "the nested enter found the section open");
         }
         pushed.push(item);
         core.words.leave();
@@ -78,7 +77,7 @@ fn a_taker_takes_the_list_only_between_sections() {
         let taken = taking.join().unwrap();
         assert_eq!(taken, pushed, "the take lost or invented items");
         assert!(core.words.is_evicted());
-        assert_eq!(core.words.enter(), Entered::Evicted, "an evicted core entered again");
+        assert!(!core.words.open(), "an evicted core entered again");
         // SAFETY: both threads are done.
         assert!(core.list.with(|list| unsafe { (*list).is_empty() }), "pushed after the take");
     });
@@ -99,6 +98,6 @@ fn a_core_stuck_between_sections_is_taken_and_never_enters_again() {
         let taken = taking.join().unwrap();
         expected.extend(again);
         assert_eq!(taken, expected);
-        assert_eq!(core.words.enter(), Entered::Evicted);
+        assert!(!core.words.open(), "an evicted core entered again");
     });
 }

@@ -65,6 +65,27 @@ impl Shared {
         unsafe { self.inbound.rebuild(ranked, |core| _ = self.sleep.wake(core, ring)) };
     }
 
+    /// Takes what leaving core `core` offered other cores (its steal list
+    /// and its LIFO slot) into `into` (`super::worker`'s leave, or a
+    /// take-out for it, `super::take_out`).
+    pub(crate) fn take_offered(&self, core: usize, into: &mut crate::task::queue::TaskQueue) {
+        self.stealable.lower(core);
+        // SAFETY: a taken chain is ours.
+        unsafe { into.append_reversed(self.cores[core].steal.take_all()) };
+        if let Some(task) = self.cores[core].lifo.take() {
+            // SAFETY: taken from the slot, so ours.
+            unsafe { into.push_back(task) };
+        }
+    }
+
+    /// The last step of `core`'s leaving, once its work is handed on: it
+    /// stops being a member, and its `leaving` flag is cleared last.
+    pub(crate) fn end_membership(&self, core: usize) {
+        self.membership[core].member.store(false, SeqCst);
+        self.member_count.fetch_sub(1, SeqCst);
+        self.membership[core].leaving.store(false, SeqCst);
+    }
+
     /// Whether `core` has been asked to leave the pool and has not yet.
     #[inline]
     pub(crate) fn is_leaving(&self, core: usize) -> bool {

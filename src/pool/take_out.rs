@@ -184,24 +184,14 @@ impl Shared {
         // SAFETY: the eviction made the core's lists ours, and nothing
         // else touches them.
         let local = unsafe { self.local(core) };
-        // SAFETY: lists we own; taken chains are ours.
-        unsafe {
-            tasks.append(&mut local.pinned);
-            tasks.append(&mut local.queue);
-            tasks.append_reversed(self.cores[core].steal.take_all());
-        }
-        self.stealable.lower(core);
-        if let Some(task) = self.cores[core].lifo.take() {
-            // SAFETY: taken from the slot, so ours.
-            unsafe { tasks.push_back(task) };
-        }
+        tasks.append(&mut local.pinned);
+        tasks.append(&mut local.queue);
+        self.take_offered(core, &mut tasks);
         let moved = tasks.len();
         while let Some(task) = tasks.pop_front() {
             self.inject(task, None);
         }
-        self.membership[core].member.store(false, SeqCst);
-        self.member_count.fetch_sub(1, SeqCst);
-        self.membership[core].leaving.store(false, SeqCst);
+        self.end_membership(core);
         self.resizing.store(false, SeqCst);
         moved
     }

@@ -190,19 +190,17 @@ fn leave(here: Here<'_>) {
     }
     // SAFETY: as above.
     let local = unsafe { shared.local(me) };
-    shared.stealable.lower(me);
-    // SAFETY: a taken chain is ours.
-    unsafe { local.queue.append_reversed(shared.cores[me].steal.take_all()) };
-    let rest =
-        shared.cores[me].lifo.take().into_iter().chain(core::iter::from_fn(|| local.queue.pop_front()));
-    for task in rest {
-        shared.inject(task, Some(me));
-    }
     local.since_inbound = 0;
     local.cache.flush();
-    shared.membership[me].member.store(false, SeqCst);
-    shared.member_count.fetch_sub(1, SeqCst);
-    shared.membership[me].leaving.store(false, SeqCst);
+    let mut rest = crate::task::queue::TaskQueue::new();
+    rest.append(&mut local.queue);
+    shared.take_offered(me, &mut rest);
+    while let Some(task) = rest.pop_front() {
+        shared.inject(task, Some(me));
+    }
+    // Only now: still a member while it handed its work on, the pool
+    // could not look quiescent meanwhile (module docs, step 5).
+    shared.end_membership(me);
 }
 
 #[inline(always)]

@@ -75,19 +75,6 @@ pub struct OwnSide {
     evicted: AtomicBool,
 }
 
-/// What an enter found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(loom), allow(dead_code))] // the pool uses the two halves
-pub enum Entered {
-    /// The section is open; leave it when done.
-    Opened,
-    /// An enclosing section of the core is open: touch the lists, and
-    /// leave nothing.
-    Nested,
-    /// The core was taken out: its lists are not its own any more.
-    Evicted,
-}
-
 /// What a taker's look after the grace period found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Look {
@@ -119,30 +106,16 @@ impl OwnSide {
         Self { state: AtomicU8::new(FREE), evicted: AtomicBool::new(false) }
     }
 
-    /// The core, before touching its lists (module docs, "Enter"). The
-    /// pool calls its two halves, [`is_open`](Self::is_open) and
-    /// [`open`](Self::open), itself.
-    #[inline(always)]
-    #[cfg_attr(not(loom), allow(dead_code))]
-    pub fn enter(&self) -> Entered {
-        if self.is_open() {
-            Entered::Nested
-        } else if self.open() {
-            Entered::Opened
-        } else {
-            Entered::Evicted
-        }
-    }
-
-    /// The core: whether one of its sections is open (the first half of
-    /// an enter, split out so the core's hot paths branch once).
+    /// The core, first step of an enter (module docs, "Enter"): whether
+    /// one of its sections is open already, so that it touches its lists
+    /// inside that one.
     #[inline(always)]
     pub fn is_open(&self) -> bool {
         self.state.load(Relaxed) == BUSY
     }
 
-    /// The core, with no section open: opens one, or answers `false`,
-    /// opening none, if the core was evicted (the rest of an enter).
+    /// The core, with no section open (the rest of an enter): opens one,
+    /// or answers `false`, opening none, if the core was evicted.
     #[inline(always)]
     pub fn open(&self) -> bool {
         self.state.store(BUSY, Relaxed);
@@ -154,7 +127,7 @@ impl OwnSide {
         true
     }
 
-    /// The core, after an enter that answered [`Entered::Opened`].
+    /// The core, after the [`open`](Self::open) that opened its section.
     #[inline(always)]
     pub fn leave(&self) {
         self.state.store(FREE, Release);
